@@ -1,0 +1,2 @@
+// placeholder until the loader lands
+namespace esi::esm {}
