@@ -1,0 +1,67 @@
+// The flattened system: one set of equations over fully-qualified names (spec §10.7).
+//
+// Produced by `flatten` from a resolved document. Every name is dot-namespaced by its owning
+// component path (`SuperFast.O3`, `Atmosphere.Chemistry.NO2`); expressions live in the
+// system's own expression Pool and reference only flat names, `t`, and numbers. Unknowns are
+// partitioned per spec §6.3.1: states (D(x, t) targets, with their right-hand side), observed
+// unknowns (bare-name left-hand sides, in dependency order: each observed reads only states,
+// parameters and observeds before it) and algebraic unknowns (implicit equations).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/expr/expr.hpp"
+
+namespace esi::esm {
+
+/// How often a parameter changes (spec §5.4, §6.3.1).
+enum class Cadence { Constant, Sampled, Discrete, Brownian };
+
+struct FlatVariable {
+  std::string name;         ///< fully qualified, e.g. "SuperFast.O3"
+  std::string units;        ///< as declared ("" when absent)
+  std::string description;  ///< as declared
+  std::optional<double> default_value;
+  /// Initial value expression from an `ic` equation (wins over `default`); kNoNode if none.
+  expr::NodeId initial = expr::kNoNode;
+  std::vector<std::string> shape;  ///< index-set names; empty = scalar
+  Cadence cadence = Cadence::Constant;  ///< parameters only
+  std::string file;     ///< where it was declared
+  std::string pointer;  ///< JSON pointer of its declaration
+};
+
+struct FlatEquation {
+  expr::NodeId lhs = expr::kNoNode;
+  expr::NodeId rhs = expr::kNoNode;
+  std::string file;
+  std::string pointer;
+};
+
+struct System {
+  expr::Pool pool;
+  std::vector<std::string> components;  ///< component paths, document order
+
+  std::vector<FlatVariable> states;      ///< dx/dt = state_rhs[i]
+  std::vector<expr::NodeId> state_rhs;
+  std::vector<FlatVariable> observed;    ///< y = observed_rhs[i], dependency order
+  std::vector<expr::NodeId> observed_rhs;
+  std::vector<FlatVariable> algebraic;   ///< constrained by algebraic_equations
+  std::vector<FlatEquation> algebraic_equations;
+  std::vector<FlatVariable> parameters;
+
+  std::map<std::string, std::int64_t> index_sets;  ///< name -> folded size
+  nlohmann::json events = nlohmann::json::array();  ///< flattened events (run later)
+
+  /// Index of a flat name in states / observed / parameters, or -1.
+  int state_index(const std::string& name) const;
+  int observed_index(const std::string& name) const;
+  int parameter_index(const std::string& name) const;
+};
+
+}  // namespace esi::esm

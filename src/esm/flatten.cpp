@@ -1,0 +1,413 @@
+// Flattening orchestration: declarations, model equations, reactions, coupling,
+// classification and ordering, initial values and overrides.
+#include "esi/esm/flatten.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "esi/core/error.hpp"
+#include "esi/expr/parse.hpp"
+#include "esm/flatten_internal.hpp"
+
+namespace esi::esm {
+namespace detail {
+
+using expr::NodeId;
+using expr::Op;
+
+NodeId substitute(expr::Pool& pool, NodeId root,
+                  const std::unordered_map<expr::StrId, NodeId>& map,
+                  std::unordered_map<NodeId, NodeId>& memo) {
+  if (auto m = memo.find(root); m != memo.end()) return m->second;
+  const expr::Node n = pool.node(root);
+  NodeId result = root;
+  if (n.op == Op::Symbol) {
+    if (auto s = map.find(n.name); s != map.end()) result = s->second;
+  } else if (n.child_count > 0) {
+    std::vector<NodeId> kids(pool.children(root).begin(), pool.children(root).end());
+    bool changed = false;
+    for (auto& k : kids) {
+      const NodeId s = substitute(pool, k, map, memo);
+      changed |= s != k;
+      k = s;
+    }
+    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+  }
+  memo[root] = result;
+  return result;
+}
+
+void free_symbols(const expr::Pool& pool, NodeId root, std::set<std::string>& out) {
+  std::vector<NodeId> stack{root};
+  std::set<NodeId> seen;
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    const expr::Node& n = pool.node(id);
+    if (n.op == Op::Symbol) out.insert(std::string(pool.str(n.name)));
+    for (NodeId c : pool.children(id)) stack.push_back(c);
+  }
+}
+
+namespace {
+
+Cadence cadence_of(const json& v) {
+  if (auto u = v.find("update"); u != v.end() && u->is_object()) {
+    return u->value("kind", std::string()) == "wiener" ? Cadence::Brownian : Cadence::Discrete;
+  }
+  if (v.contains("distribution")) return Cadence::Sampled;
+  return Cadence::Constant;
+}
+
+void declare(FlattenState& st, std::size_t c, const std::string& local, const json& v,
+             const std::string& pointer, bool unknown, bool species, bool constant_species) {
+  const Component& comp = st.components[c];
+  Declared d;
+  d.var.name = comp.path + "." + local;
+  d.var.file = comp.file;
+  d.var.pointer = pointer;
+  d.unknown = unknown;
+  d.species = species;
+  d.constant_species = constant_species;
+  d.component = c;
+  if (v.is_object()) {
+    d.var.units = v.value("units", std::string());
+    d.var.description = v.value("description", std::string());
+    if (auto def = v.find("default"); def != v.end()) {
+      if (def->is_number()) d.var.default_value = def->get<double>();
+      else if (def->is_object() || def->is_string())
+        d.var.initial = localize(st, c, *def, pointer_join(pointer, "default"));
+    }
+    if (auto sh = v.find("shape"); sh != v.end() && sh->is_array() && !sh->empty()) {
+      for (const auto& s : *sh) d.var.shape.push_back(s.is_string() ? s.get<std::string>() : s.dump());
+      throw Error("unsupported_array_feature", comp.file, pointer_join(pointer, "shape"),
+                  "'" + d.var.name + "' is an array over " + sh->dump() +
+                      "; flattening arrays to cells is not supported yet");
+    }
+    if (!unknown) d.var.cadence = cadence_of(v);
+  }
+  st.declaration_order.push_back(d.var.name);
+  st.declared[d.var.name] = std::move(d);
+}
+
+void add_model_declarations(FlattenState& st, std::size_t c) {
+  const Component& comp = st.components[c];
+  const json& m = *comp.node;
+  if (auto vars = m.find("variables"); vars != m.end() && vars->is_object())
+    for (auto it = vars->begin(); it != vars->end(); ++it) {
+      const std::string type = it->is_object() ? it->value("type", std::string("parameter")) : "parameter";
+      declare(st, c, it.key(), it.value(), pointer_join(pointer_join(comp.pointer, "variables"), it.key()),
+              type == "unknown" || type == "state" || type == "observed", false, false);
+    }
+}
+
+void add_model(FlattenState& st, std::size_t c) {
+  const Component& comp = st.components[c];
+  const json& m = *comp.node;
+  const json eqs = m.value("equations", json::array());
+  expr::Pool& pool = st.sys.pool;
+  for (std::size_t i = 0; i < eqs.size(); ++i) {
+    const std::string ep = pointer_join(pointer_join(comp.pointer, "equations"), i);
+    const json& eq = eqs[i];
+    if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs"))
+      throw Error("invalid_equation", comp.file, ep, "an equation needs 'lhs' and 'rhs'");
+    const NodeId lhs = localize(st, c, eq["lhs"], pointer_join(ep, "lhs"));
+    const NodeId rhs = localize(st, c, eq["rhs"], pointer_join(ep, "rhs"));
+    const expr::Node& ln = pool.node(lhs);
+    const auto target = [&]() -> std::string {
+      const auto a = pool.args(lhs);
+      if (a.size() != 1 || pool.node(a[0]).op != Op::Symbol)
+        throw Error("invalid_equation", comp.file, pointer_join(ep, "lhs"),
+                    std::string(ln.op == Op::D ? "D" : "ic") + " on a left-hand side must apply to one variable");
+      return std::string(pool.str(pool.node(a[0]).name));
+    };
+    if (ln.op == Op::D) {
+      const std::string x = target();
+      if (x == "_var") {
+        st.placeholders.push_back({rhs, c, comp.file, ep});
+        continue;
+      }
+      if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
+      st.tendencies[x].push_back({rhs, c, comp.file, ep});
+    } else if (ln.op == Op::Ic) {
+      const std::string x = target();
+      st.initial_eqs[x] = FlatEquation{lhs, rhs, comp.file, ep};
+    } else if (ln.op == Op::Symbol && !st.observed_eqs.count(std::string(pool.str(ln.name)))) {
+      const std::string y(pool.str(ln.name));
+      // A parent model may define a parameter of one of its subsystems (a binding).
+      auto d = st.declared.find(y);
+      if (d != st.declared.end() && !d->second.unknown && d->second.component != c) {
+        d->second.unknown = true;
+        st.bound_parameters.insert(y);
+      }
+      st.observed_eqs[y] = FlatEquation{lhs, rhs, comp.file, ep};
+      st.observed_order.push_back(y);
+    } else {
+      // An implicit equation; a second bare-name equation for one variable is one too (it
+      // constrains the other unknowns it reads, spec §6.3.1).
+      st.algebraic_eqs.push_back(FlatEquation{lhs, rhs, comp.file, ep});
+    }
+  }
+  for (const char* key : {"continuous_events", "discrete_events"})
+    if (auto ev = m.find(key); ev != m.end() && ev->is_array())
+      for (std::size_t i = 0; i < ev->size(); ++i) {
+        json e = (*ev)[i];
+        e["$component"] = comp.path;
+        e["$kind"] = key;
+        e["$pointer"] = pointer_join(pointer_join(comp.pointer, key), i);
+        st.sys.events.push_back(std::move(e));
+      }
+}
+
+void add_reaction_system_declarations(FlattenState& st, std::size_t c) {
+  const Component& comp = st.components[c];
+  const json& rs = *comp.node;
+  if (auto sp = rs.find("species"); sp != rs.end() && sp->is_object())
+    for (auto it = sp->begin(); it != sp->end(); ++it) {
+      const bool constant = it->is_object() && it->value("constant", false);
+      declare(st, c, it.key(), it.value(), pointer_join(pointer_join(comp.pointer, "species"), it.key()),
+              !constant, true, constant);
+    }
+  if (auto ps = rs.find("parameters"); ps != rs.end() && ps->is_object())
+    for (auto it = ps->begin(); it != ps->end(); ++it)
+      declare(st, c, it.key(), it.value(), pointer_join(pointer_join(comp.pointer, "parameters"), it.key()),
+              false, false, false);
+}
+
+/// Orders observeds so each reads only earlier ones (Kahn's algorithm, ties in authored order).
+std::vector<std::string> order_observed(FlattenState& st) {
+  const auto& names = st.observed_order;
+  std::map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < names.size(); ++i) position[names[i]] = i;
+  std::vector<std::vector<std::size_t>> readers(names.size());
+  std::vector<std::size_t> pending(names.size(), 0);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::set<std::string> deps;
+    free_symbols(st.sys.pool, st.observed_eqs[names[i]].rhs, deps);
+    for (const auto& d : deps)
+      if (auto p = position.find(d); p != position.end()) {
+        if (p->second == i)
+          throw Error("algebraic_loop", st.observed_eqs[names[i]].file, st.observed_eqs[names[i]].pointer,
+                      "observed '" + names[i] + "' is defined in terms of itself");
+        readers[p->second].push_back(i);
+        ++pending[i];
+      }
+  }
+  std::vector<std::string> out;
+  std::set<std::size_t> ready;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  while (!ready.empty()) {
+    const std::size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    out.push_back(names[i]);
+    for (std::size_t r : readers[i])
+      if (--pending[r] == 0) ready.insert(r);
+  }
+  if (out.size() != names.size()) {
+    std::string cycle;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (pending[i] > 0) cycle += (cycle.empty() ? "" : ", ") + names[i];
+    const auto& first = st.observed_eqs[names[std::distance(pending.begin(),
+        std::find_if(pending.begin(), pending.end(), [](std::size_t p) { return p > 0; }))]];
+    throw Error("algebraic_loop", first.file, first.pointer,
+                "observed quantities depend on each other in a cycle: " + cycle);
+  }
+  return out;
+}
+
+std::string resolve_override(const std::vector<FlatVariable>& vars, const std::string& key,
+                             const std::string& what, const std::string& file) {
+  for (const auto& v : vars)
+    if (v.name == key) return key;
+  std::vector<std::string> hits;
+  for (const auto& v : vars)
+    if (v.name.size() > key.size() && v.name.compare(v.name.size() - key.size(), key.size(), key) == 0 &&
+        v.name[v.name.size() - key.size() - 1] == '.')
+      hits.push_back(v.name);
+  if (hits.empty())
+    throw Error("unknown_override", file, "", what + " '" + key + "' names no " + what + " of the system");
+  if (hits.size() > 1) {
+    std::string list;
+    for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
+    throw Error("ambiguous_override", file, "", what + " '" + key + "' matches several: " + list);
+  }
+  return hits[0];
+}
+
+}  // namespace
+}  // namespace detail
+
+namespace {
+System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& options);
+}
+
+System flatten(const ResolvedDocument& doc, const FlattenOptions& options) {
+  try {
+    return flatten_unchecked(doc, options);
+  } catch (const nlohmann::json::exception& e) {
+    // Only a schema-invalid document gets here (a field of the wrong JSON type).
+    throw Error("invalid_document", doc.file, "",
+                std::string("the document does not have the shape the format requires (run "
+                            "'esi validate' for located errors): ") + e.what());
+  }
+}
+
+namespace {
+System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& options) {
+  using namespace detail;
+  System sys;
+  FlattenState st(doc, sys);
+  if (doc.library_only)
+    throw Error("no_components", doc.file, "",
+                "the document holds no model or reaction system to flatten (it is a library or "
+                "data-source catalog)");
+  collect_components(st, options.component);
+  for (std::size_t c = 0; c < st.components.size(); ++c) {
+    sys.components.push_back(st.components[c].path);
+    if (st.components[c].reaction_system) add_reaction_system_declarations(st, c);
+    else add_model_declarations(st, c);
+  }
+  for (std::size_t c = 0; c < st.components.size(); ++c) {
+    if (st.components[c].reaction_system) add_reactions(st, c);
+    else add_model(st, c);
+  }
+  if (options.component.empty()) apply_coupling(st);
+
+  // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).
+  std::unordered_map<expr::StrId, expr::NodeId> map;
+  for (const auto& [name, value] : st.replacements) map[sys.pool.intern(name)] = value;
+  auto subst = [&](expr::NodeId e) {
+    if (map.empty() || e == expr::kNoNode) return e;
+    for (int pass = 0; pass < 16; ++pass) {
+      std::unordered_map<expr::NodeId, expr::NodeId> memo;
+      const expr::NodeId next = substitute(sys.pool, e, map, memo);
+      if (next == e) return e;
+      e = next;
+    }
+    throw Error("circular_dependency", doc.file, "/coupling", "variable_map bindings form a cycle");
+  };
+
+  // States: every D(x, t) target.
+  for (const auto& x : st.tendency_order) {
+    auto d = st.declared.find(x);
+    const auto& list = st.tendencies[x];
+    if (list.empty()) continue;
+    if (d == st.declared.end())
+      throw Error("undefined_variable", list[0].file, list[0].pointer, "'" + x + "' is not declared");
+    if (!d->second.unknown)
+      throw Error("derivative_of_parameter", list[0].file, list[0].pointer,
+                  "'" + x + "' is a parameter but has a time-derivative equation; declare it as an unknown");
+    if (st.observed_eqs.count(x))
+      throw Error("conflicting_equations", list[0].file, list[0].pointer,
+                  "'" + x + "' has both a time-derivative equation and a defining equation");
+    std::vector<expr::NodeId> parts;
+    for (const auto& t : list) parts.push_back(t.rhs);
+    const expr::NodeId rhs = parts.size() == 1 ? parts[0] : sys.pool.make(expr::Op::Add, parts);
+    FlatVariable v = d->second.var;
+    if (auto ic = st.initial_eqs.find(x); ic != st.initial_eqs.end()) v.initial = subst(ic->second.rhs);
+    else v.initial = subst(v.initial);
+    sys.states.push_back(std::move(v));
+    sys.state_rhs.push_back(subst(rhs));
+  }
+  for (const auto& [x, eq] : st.initial_eqs)
+    if (sys.state_index(x) < 0)
+      throw Error("ic_of_non_state", eq.file, eq.pointer,
+                  "ic(" + x + ") is given but '" + x + "' has no time-derivative equation");
+
+  for (const auto& y : order_observed(st)) {
+    auto d = st.declared.find(y);
+    const FlatEquation& eq = st.observed_eqs[y];
+    if (d == st.declared.end())
+      throw Error("undefined_variable", eq.file, eq.pointer, "'" + y + "' is not declared");
+    if (!d->second.unknown && !st.removed_parameters.count(y))
+      throw Error("equation_for_parameter", eq.file, eq.pointer,
+                  "'" + y + "' is a parameter but has a defining equation; declare it as an unknown");
+    sys.observed.push_back(d->second.var);
+    sys.observed_rhs.push_back(subst(eq.rhs));
+  }
+  // Re-order after substitution (a variable_map may introduce new dependencies).
+  {
+    std::vector<std::string> names;
+    for (const auto& v : sys.observed) names.push_back(v.name);
+    st.observed_order = names;
+    for (std::size_t i = 0; i < names.size(); ++i) st.observed_eqs[names[i]].rhs = sys.observed_rhs[i];
+    const auto ordered = order_observed(st);
+    std::vector<FlatVariable> vars;
+    std::vector<expr::NodeId> rhs;
+    for (const auto& n : ordered) {
+      const auto i = std::find(names.begin(), names.end(), n) - names.begin();
+      vars.push_back(sys.observed[i]);
+      rhs.push_back(sys.observed_rhs[i]);
+    }
+    sys.observed = std::move(vars);
+    sys.observed_rhs = std::move(rhs);
+  }
+
+  // Algebraic unknowns: declared unknowns with neither kind of defining equation.
+  for (const auto& name : st.declaration_order) {
+    const Declared& d = st.declared[name];
+    if (d.unknown) {
+      if (sys.state_index(name) >= 0 || sys.observed_index(name) >= 0) continue;
+      if (st.removed_parameters.count(name)) continue;  // bound by a variable_map
+      if (d.species) {
+        sys.states.push_back(d.var);  // a species no reaction touches keeps its value
+        sys.state_rhs.push_back(sys.pool.number(0.0, true));
+        continue;
+      }
+      sys.algebraic.push_back(d.var);
+    } else if (!st.removed_parameters.count(name)) {
+      sys.parameters.push_back(d.var);
+    }
+  }
+  for (auto& eq : st.algebraic_eqs) {
+    eq.lhs = subst(eq.lhs);
+    eq.rhs = subst(eq.rhs);
+    sys.algebraic_equations.push_back(eq);
+  }
+  if (sys.algebraic.size() != sys.algebraic_equations.size()) {
+    std::string names;
+    for (const auto& a : sys.algebraic) names += (names.empty() ? "" : ", ") + a.name;
+    const std::string where = sys.algebraic.empty() ? sys.algebraic_equations[0].file : sys.algebraic[0].file;
+    const std::string ptr = sys.algebraic.empty() ? sys.algebraic_equations[0].pointer : sys.algebraic[0].pointer;
+    throw Error("equation_count_mismatch", where, ptr,
+                std::to_string(sys.algebraic.size()) + " unknown(s) without a defining equation (" +
+                    (names.empty() ? std::string("none") : names) + ") but " +
+                    std::to_string(sys.algebraic_equations.size()) + " implicit equation(s)");
+  }
+
+  for (auto& v : sys.observed) v.initial = subst(v.initial);
+  // Overrides by flat name or unique local name.
+  for (const auto& [key, value] : options.parameter_overrides) {
+    const std::string name = resolve_override(sys.parameters, key, "parameter", doc.file);
+    sys.parameters[sys.parameter_index(name)].default_value = value;
+  }
+  for (const auto& [key, value] : options.initial_conditions) {
+    const std::string name = resolve_override(sys.states, key, "state", doc.file);
+    auto& v = sys.states[sys.state_index(name)];
+    v.default_value = value;
+    v.initial = expr::kNoNode;
+  }
+  sys.index_sets = doc.index_set_sizes;
+  return sys;
+}
+}  // namespace
+
+int System::state_index(const std::string& name) const {
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (states[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+int System::observed_index(const std::string& name) const {
+  for (std::size_t i = 0; i < observed.size(); ++i)
+    if (observed[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+int System::parameter_index(const std::string& name) const {
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace esi::esm

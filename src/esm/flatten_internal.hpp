@@ -1,0 +1,96 @@
+// Private state shared by the flatten passes (components, localize, reactions, coupling).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/esm/flatten.hpp"
+
+namespace esi::esm::detail {
+
+using nlohmann::json;
+
+/// One model or reaction system, inline or mounted, at its dotted path.
+struct Component {
+  std::string path;     ///< "Atmosphere.Chemistry"
+  std::string file;     ///< file the definition came from
+  std::string pointer;  ///< pointer of the component inside the resolved document
+  bool reaction_system = false;
+  const json* node = nullptr;
+  std::set<std::string> locals;      ///< variables / species / parameters
+  std::set<std::string> subsystems;  ///< child component names
+  /// Template bodies with their nested references expanded, by template name (cache).
+  std::unordered_map<std::string, expr::NodeId> template_bodies;
+};
+
+/// A declared quantity before classification.
+struct Declared {
+  FlatVariable var;
+  bool unknown = false;          ///< declared `unknown` (or a non-constant species)
+  bool species = false;
+  bool constant_species = false;
+  std::size_t component = 0;
+};
+
+/// A time-derivative contribution D(x) = rhs authored in one component.
+struct Tendency {
+  expr::NodeId rhs;
+  std::size_t component;
+  std::string file;
+  std::string pointer;
+};
+
+struct FlattenState {
+  const ResolvedDocument& doc;
+  System& sys;
+  std::vector<Component> components;
+  std::map<std::string, std::size_t> component_index;  ///< path -> index
+  std::map<std::string, Declared> declared;             ///< flat name -> declaration
+  std::vector<std::string> declaration_order;
+  std::map<std::string, std::vector<Tendency>> tendencies;
+  std::vector<std::string> tendency_order;
+  std::map<std::string, FlatEquation> observed_eqs;     ///< flat name -> y = rhs
+  std::vector<std::string> observed_order;
+  std::map<std::string, FlatEquation> initial_eqs;      ///< flat name -> ic(x) = rhs
+  std::vector<FlatEquation> algebraic_eqs;
+  std::vector<Tendency> placeholders;  ///< D(_var) = rhs of operator models (spec §6.4)
+  std::set<std::string> bound_parameters;  ///< parameters a parent's equation defines
+  std::map<std::string, expr::NodeId> replacements;     ///< variable_map substitutions
+  std::set<std::string> removed_parameters;
+  std::map<std::string, std::string> file_of_component_pointer;
+
+  FlattenState(const ResolvedDocument& d, System& s) : doc(d), sys(s) {}
+};
+
+/// Finds every component of the resolved document (depth first, document order).
+void collect_components(FlattenState& st, const std::string& only);
+
+/// Parses an expression authored in component `c` into the system pool: templates expanded,
+/// names namespaced, `enum` and `table_lookup` lowered, closed functions checked. Array ops
+/// and spatial derivatives throw `unsupported_array_feature`.
+expr::NodeId localize(FlattenState& st, std::size_t c, const json& e, const std::string& pointer);
+
+/// Parses an expression written in the coupled scope (fully scoped names only).
+expr::NodeId localize_global(FlattenState& st, const json& e, const std::string& file,
+                             const std::string& pointer);
+
+/// Adds the mass-action ODEs of reaction system `c` (spec §7.4).
+void add_reactions(FlattenState& st, std::size_t c);
+
+/// Applies the document's coupling entries (spec §10) among the collected components.
+void apply_coupling(FlattenState& st);
+
+/// Rewrites every occurrence of the symbols in `map` (flat names) in `root`.
+expr::NodeId substitute(expr::Pool& pool, expr::NodeId root,
+                        const std::unordered_map<expr::StrId, expr::NodeId>& map,
+                        std::unordered_map<expr::NodeId, expr::NodeId>& memo);
+
+/// Every symbol name read by `root`.
+void free_symbols(const expr::Pool& pool, expr::NodeId root, std::set<std::string>& out);
+
+}  // namespace esi::esm::detail

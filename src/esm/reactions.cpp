@@ -1,0 +1,111 @@
+// Reaction systems to ODEs by mass action (spec §7.4):
+//   v_r = k_r * prod_i S_i^{n_i}        dX/dt = sum_r (m_{X,r} - n_{X,r}) * v_r
+// Reservoir species (`constant: true`) get no equation and act as parameters. Reactions
+// whose net coefficient for X is zero contribute nothing to X.
+#include <cmath>
+
+#include "esi/core/error.hpp"
+#include "esm/flatten_internal.hpp"
+
+namespace esi::esm::detail {
+namespace {
+
+using expr::NodeId;
+using expr::Op;
+
+struct Term {
+  std::string species;
+  double coefficient;
+  bool integer;
+};
+
+std::vector<Term> read_terms(const json& list) {
+  std::vector<Term> out;
+  if (!list.is_array()) return out;
+  for (const auto& e : list) {
+    if (!e.is_object() || !e.contains("species") || !e["species"].is_string()) continue;
+    const json st = e.value("stoichiometry", json(1));
+    out.push_back({e["species"].get<std::string>(), st.is_number() ? st.get<double>() : 1.0,
+                   !st.is_number_float()});
+  }
+  return out;
+}
+
+NodeId coefficient_node(expr::Pool& pool, double c) {
+  const bool integral = std::floor(c) == c && std::fabs(c) < 1e15;
+  return pool.number(c, integral);
+}
+
+}  // namespace
+
+void add_reactions(FlattenState& st, std::size_t c) {
+  const Component& comp = st.components[c];
+  const json& rs = *comp.node;
+  expr::Pool& pool = st.sys.pool;
+  const json reactions = rs.value("reactions", json::array());
+  const json species = rs.value("species", json::object());
+
+  // Per species, the terms in reaction order: (coefficient, rate-law node).
+  std::map<std::string, std::vector<std::pair<double, NodeId>>> terms;
+  for (std::size_t r = 0; r < reactions.size(); ++r) {
+    const json& rx = reactions[r];
+    const std::string rp = pointer_join(pointer_join(comp.pointer, "reactions"), r);
+    const auto subs = read_terms(rx.value("substrates", json()));
+    const auto prods = read_terms(rx.value("products", json()));
+    for (const auto* side : {&subs, &prods})
+      for (const auto& t : *side)
+        if (!species.contains(t.species))
+          throw Error("undefined_species", comp.file, rp,
+                      "reaction refers to species '" + t.species + "', which '" + comp.path +
+                          "' does not declare");
+    if (!rx.contains("rate"))
+      throw Error("missing_rate", comp.file, rp, "reaction has no 'rate'");
+    std::vector<NodeId> factors{localize(st, c, rx["rate"], pointer_join(rp, "rate"))};
+    for (const auto& s : subs) {
+      const NodeId sym = pool.symbol(comp.path + "." + s.species);
+      if (s.coefficient == 1.0) {
+        factors.push_back(sym);
+      } else {
+        const NodeId n = pool.number(s.coefficient, s.integer);
+        const NodeId pw[] = {sym, n};
+        factors.push_back(pool.make(Op::Pow, pw));
+      }
+    }
+    const NodeId rate = factors.size() == 1 ? factors[0] : pool.make(Op::Mul, factors);
+    std::map<std::string, double> net;
+    std::vector<std::string> order;
+    for (const auto& s : subs) {
+      if (!net.count(s.species)) order.push_back(s.species);
+      net[s.species] -= s.coefficient;
+    }
+    for (const auto& p : prods) {
+      if (!net.count(p.species)) order.push_back(p.species);
+      net[p.species] += p.coefficient;
+    }
+    for (const auto& name : order)
+      if (net[name] != 0.0) terms[name].emplace_back(net[name], rate);
+  }
+
+  for (auto it = species.begin(); it != species.end(); ++it) {
+    const bool constant = it->is_object() && it->value("constant", false);
+    if (constant) continue;
+    const std::string flat = comp.path + "." + it.key();
+    std::vector<NodeId> parts;
+    for (const auto& [coef, rate] : terms[it.key()]) {
+      if (coef == 1.0) {
+        parts.push_back(rate);
+      } else {
+        const NodeId m[] = {coefficient_node(pool, coef), rate};
+        parts.push_back(pool.make(Op::Mul, m));
+      }
+    }
+    NodeId rhs;
+    if (parts.empty()) rhs = pool.number(0.0, true);
+    else if (parts.size() == 1) rhs = parts[0];
+    else rhs = pool.make(Op::Add, parts);
+    if (!st.tendencies.count(flat)) st.tendency_order.push_back(flat);
+    st.tendencies[flat].push_back({rhs, c, comp.file, pointer_join(pointer_join(comp.pointer, "species"), it.key())});
+  }
+}
+
+}  // namespace esi::esm::detail
