@@ -437,8 +437,9 @@ struct Resolver {
       auto it = doc.find(section);
       if (it == doc.end() || !it->is_object()) continue;
       for (auto c = it->begin(); c != it->end(); ++c)
+        // A mounted file holds one component, which lands at the mount point itself.
         resolve_refs(c.value(), section, dir, file, pointer_join(pointer_join("", section), c.key()),
-                     mount_pointer + pointer_join(pointer_join("", section), c.key()), env);
+                     root ? pointer_join(pointer_join("", section), c.key()) : mount_pointer, env);
     }
   }
 

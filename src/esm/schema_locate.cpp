@@ -1,2 +1,0 @@
-// placeholder until the loader lands
-namespace esi::esm {}
