@@ -524,9 +524,13 @@ struct Resolver {
     comp = std::move(component);
     out.component_files[global_pointer] = path.string();
     mounted_index_sets.push_back(sub.value("index_sets", json::object()));
+    // Data sources are a document registry too (§8): a mounted file's bindings must resolve.
+    merge_object(mounted_data_sources, sub.value("data_sources", json::object()),
+                 "data_source_conflict", "data source", file, pointer);
   }
 
   std::vector<json> mounted_index_sets;
+  json mounted_data_sources = json::object();
 
   // ---- coupling imports (§10.10) ----
 
@@ -673,6 +677,12 @@ ResolvedDocument load_unchecked(const std::filesystem::path& file, const LoadOpt
     for (auto it = s.begin(); it != s.end(); ++it)
       if (!sets.contains(it.key())) sets[it.key()] = it.value();
   if (!sets.empty()) out.doc["index_sets"] = sets;
+  if (!r.mounted_data_sources.empty()) {
+    json sources = out.doc.value("data_sources", json::object());
+    merge_object(sources, r.mounted_data_sources, "data_source_conflict", "data source", out.file,
+                 "/data_sources");
+    out.doc["data_sources"] = std::move(sources);
+  }
   r.expand_coupling_imports(out.doc, canonical.parent_path(), out.file);
   out.library_only = !out.doc.contains("models") && !out.doc.contains("reaction_systems");
   for (const char* section : {"models", "reaction_systems"})
