@@ -1,6 +1,8 @@
 // The validation pipeline behind `esi validate`: parse, schema, resolve, structure, units.
 // (Flattening is `esi inspect`'s job: a valid document need not be simulatable.) Each layer runs only when the previous one passed, as in the format's
 // conformance suite (a schema-invalid file never reaches the structural checks).
+#include <set>
+
 #include "esi/core/json.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/schema.hpp"
@@ -8,6 +10,54 @@
 #include "esi/esm/units.hpp"
 
 namespace esi::esm {
+namespace {
+
+using nlohmann::json;
+
+std::string head_segment(const std::string& s) { return s.substr(0, s.find('.')); }
+
+/// A coupling library (§10.9) is checked on its own terms: its edges name roles, not
+/// components, so the ordinary coupling checks run only after a `coupling_import` binds it.
+std::vector<Diagnostic> check_coupling_library(const json& doc, const std::string& file) {
+  std::vector<Diagnostic> out;
+  const json roles = doc.value("coupling_roles", json::object());
+  std::set<std::string> used;
+  const json edges = doc.value("coupling", json::array());
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const std::string ptr = pointer_join("/coupling", i);
+    std::vector<std::pair<std::string, std::string>> refs;  // (reference, pointer)
+    const json& e = edges[i];
+    for (const char* k : {"from", "to"})
+      if (e.contains(k) && e[k].is_string()) refs.emplace_back(e[k].get<std::string>(), pointer_join(ptr, k));
+    if (e.contains("systems") && e["systems"].is_array())
+      for (std::size_t j = 0; j < e["systems"].size(); ++j)
+        if (e["systems"][j].is_string())
+          refs.emplace_back(e["systems"][j].get<std::string>(), pointer_join(pointer_join(ptr, "systems"), j));
+    if (e.value("type", std::string()) == "coupling_import")
+      out.push_back({"coupling_library_nested_import", file, ptr,
+                     "a coupling library must not contain a coupling_import", Layer::Structural});
+    for (const auto& [ref, p] : refs) {
+      const std::string role = head_segment(ref);
+      if (!roles.contains(role))
+        out.push_back({"coupling_edge_unknown_role", file, p,
+                       "'" + ref + "' does not start with a declared role (" + roles.dump() + ")",
+                       Layer::Structural});
+      used.insert(role);
+    }
+    if (e.contains("connector") && e["connector"].is_object())
+      for (const auto& q : e["connector"].value("equations", json::array()))
+        for (const char* k : {"from", "to"})
+          if (q.contains(k) && q[k].is_string()) used.insert(head_segment(q[k].get<std::string>()));
+  }
+  for (auto it = roles.begin(); it != roles.end(); ++it)
+    if (!used.count(it.key()))
+      out.push_back({"coupling_role_unused", file, pointer_join("/coupling_roles", it.key()),
+                     "role '" + it.key() + "' is not used by any edge of the library",
+                     Layer::Structural});
+  return out;
+}
+
+}  // namespace
 
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
   ValidationReport report;
@@ -38,6 +88,10 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
     doc = load_resolved(file, options);
   } catch (const Error& e) {
     fail(e);
+    return report;
+  }
+  if (doc.doc.contains("coupling_roles")) {
+    for (auto& d : check_coupling_library(doc.doc, report.file)) report.errors.push_back(std::move(d));
     return report;
   }
   for (auto& d : check_structure(doc.doc, report.file)) report.errors.push_back(std::move(d));
