@@ -46,6 +46,7 @@ struct Coupler {
       ids.push_back(component_of(systems[i].get<std::string>(), pointer_join(pointer_join(ptr, "systems"), i)));
     for (std::size_t i = 1; i < ids.size(); ++i) links.emplace_back(ids[0], ids[i]);
     expand_placeholders(ids);
+    for (std::size_t i = 1; i < ids.size(); ++i) identify_same_named_states(ids[0], ids[i]);
     if (auto tr = entry.find("translate"); tr != entry.end() && tr->is_object()) {
       for (auto it = tr->begin(); it != tr->end(); ++it) {
         const std::string tp = pointer_join(pointer_join(ptr, "translate"), it.key());
@@ -101,6 +102,25 @@ struct Coupler {
           }
         }
       }
+  }
+
+  /// operator_compose matches time derivatives by name (§10.1-10.2): a state `B.x` of a later
+  /// system whose local name equals a state `A.x` of the first is the same quantity. Its
+  /// tendencies join `A.x` and every reference to `B.x` reads `A.x`.
+  void identify_same_named_states(std::size_t primary, std::size_t other) {
+    const std::string& a = st.components[primary].path;
+    const std::string& b = st.components[other].path;
+    const std::vector<std::string> states = st.tendency_order;
+    for (const auto& x : states) {
+      if (x.compare(0, b.size() + 1, b + ".") != 0) continue;
+      const std::string twin = a + x.substr(b.size());
+      if (twin == x || !st.tendencies.count(twin) || st.tendencies[twin].empty()) continue;
+      auto moved = std::move(st.tendencies[x]);
+      st.tendencies.erase(x);
+      for (auto& t : moved) st.tendencies[twin].push_back(std::move(t));
+      st.replacements[x] = st.sys.pool.symbol(twin);
+      st.removed_parameters.insert(x);
+    }
   }
 
   void couple(const json& entry, const std::string& ptr) {

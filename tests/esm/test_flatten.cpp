@@ -295,3 +295,17 @@ TEST(Flatten, ClosedFunctionsAreCheckedAtLoad) {
   EXPECT_EQ(error_code([&] { with_rhs(R"({"op": "fn", "name": "math.clamp", "args": ["p"]})"); }),
             "unknown_closed_function");
 }
+
+TEST(Flatten, OperatorComposeIdentifiesSameNamedStates) {
+  TempDir dir;
+  const System s = flatten_text(dir, R"("models": {
+    "Chem": {"variables": {"O3": {"type": "unknown", "default": 10}, "k": {"type": "parameter", "default": 0.5}},
+             "equations": [{"lhs": {"op": "D", "args": ["O3"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "neg", "args": ["k"]}, "O3"]}}]},
+    "Dep": {"variables": {"O3": {"type": "unknown", "default": 99}, "v": {"type": "parameter", "default": 0.1}},
+            "equations": [{"lhs": {"op": "D", "args": ["O3"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "neg", "args": ["v"]}, "O3"]}}]}},
+    "coupling": [{"type": "operator_compose", "systems": ["Chem", "Dep"]}])");
+  ASSERT_EQ(s.states.size(), 1u) << "Dep.O3 is Chem.O3";
+  EXPECT_EQ(s.states[0].name, "Chem.O3");
+  EXPECT_EQ(s.states[0].default_value, 10.0) << "the first system's declaration wins";
+  EXPECT_DOUBLE_EQ(rhs_of(s, "Chem.O3", {{"Chem.O3", 4}, {"Chem.k", 0.5}, {"Dep.v", 0.1}}), -0.5 * 4 - 0.1 * 4);
+}
