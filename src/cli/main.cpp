@@ -1,2 +1,106 @@
+// Entry point of `esi`: dispatches to one subcommand and turns stray exceptions into exit 3.
+#include <charconv>
 #include <cstdio>
-int main() { std::puts("esi: under construction"); return 0; }
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "esi/core/error.hpp"
+
+namespace esi::cli {
+namespace {
+
+void print_help(std::FILE* out) {
+  std::fputs(
+      "esi " ESI_VERSION
+      " - EarthSciIntegrator, an engine for Earth-science models in the ESM "
+      "format\n"
+      "\n"
+      "usage: esi <command> [options] [args]\n"
+      "\n"
+      "commands:\n"
+      "  validate [--json] FILE...                  check documents (parse, schema, references,\n"
+      "                                             structure, units, trial flatten)\n"
+      "  inspect [--json] [--component NAME] FILE   load, flatten and summarize a model\n"
+      "  help [COMMAND]                             show this help or a command's help\n"
+      "\n"
+      "options:\n"
+      "  -h, --help       show help\n"
+      "  --version        print the version\n"
+      "\n"
+      "exit status: 0 ok, 1 invalid input, 2 usage error, 3 internal error\n"
+      "environment: ESI_SCHEMA  path of esm-schema.json (default: the build's configured path)\n",
+      out);
+}
+
+int run_help(Args args) {
+  if (args.empty()) {
+    print_help(stdout);
+    return kExitOk;
+  }
+  if (args[0] == "validate") {
+    print_validate_help(stdout);
+    return kExitOk;
+  }
+  if (args[0] == "inspect") {
+    print_inspect_help(stdout);
+    return kExitOk;
+  }
+  if (args[0] == "help") {
+    print_help(stdout);
+    return kExitOk;
+  }
+  return usage_error("help", "unknown command '" + args[0] + "'");
+}
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    print_help(stderr);
+    return kExitUsage;
+  }
+  const std::string& command = argv[0];
+  const Args rest(argv.data() + 1, argv.size() - 1);
+  if (command == "validate") return run_validate(rest);
+  if (command == "inspect") return run_inspect(rest);
+  if (command == "help" || command == "-h" || command == "--help") return run_help(rest);
+  if (command == "--version" || command == "version") {
+    std::puts("esi " ESI_VERSION);
+    return kExitOk;
+  }
+  std::fprintf(stderr, "esi: unknown command '%s'\n", command.c_str());
+  std::fputs("run 'esi help' for the list of commands\n", stderr);
+  return kExitUsage;
+}
+
+}  // namespace
+
+int usage_error(std::string_view command, std::string_view message) {
+  std::fprintf(stderr, "esi %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "run 'esi help %.*s' for usage\n", static_cast<int>(command.size()),
+               command.data());
+  return kExitUsage;
+}
+
+std::string format_number(double value) {
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, result.ptr);
+}
+
+}  // namespace esi::cli
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return esi::cli::dispatch(args);
+  } catch (const esi::Error& e) {
+    // Subcommands report input errors themselves; one escaping here is still the input's fault.
+    std::fprintf(stderr, "%s\n", esi::format_diagnostic(e.diagnostic()).c_str());
+    return esi::cli::kExitInvalid;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "esi: internal error: %s\n", e.what());
+    return esi::cli::kExitInternal;
+  }
+}

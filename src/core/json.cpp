@@ -26,6 +26,10 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
                 "the file is not valid JSON (byte " + std::to_string(e.byte) +
                     "): " + std::string(e.what()),
                 Layer::Parse);
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range.406: a number literal beyond binary64 (found by the fuzzer).
+    throw Error("json_parse_error", file, "", "the file cannot be read as JSON: " + std::string(e.what()),
+                Layer::Parse);
   }
 }
 

@@ -132,3 +132,13 @@ TEST(Load, BadJsonIsALocatedParseError) {
   EXPECT_EQ(code_of([&] { load_resolved(f); }, &ptr), "json_parse_error");
   EXPECT_EQ(code_of([&] { load_resolved(dir.path() / "missing.esm"); }), "file_not_found");
 }
+
+TEST(Load, NumbersBeyondBinary64AreAParseErrorNotACrash) {
+  // Found by the fuzzer: nlohmann reports out_of_range, not parse_error, for 1e999.
+  TempDir dir;
+  const auto f = dir.write("big.esm", R"({"esm": "1.0.0", "metadata": {"name": "x"}, "models": {"M": {"variables": {"k": {"type": "parameter", "default": 1e999}}, "equations": []}}})");
+  EXPECT_EQ(code_of([&] { load_resolved(f); }), "json_parse_error");
+  const auto report = esi::esm::validate_file(f);
+  ASSERT_FALSE(report.valid());
+  EXPECT_EQ(report.errors[0].code, "json_parse_error");
+}

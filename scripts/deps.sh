@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages EarthSciIntegrator builds and tests with, skipping those already
+# installed. Fast (one dpkg-query) when nothing is missing; runs `apt-get update` only when
+# something has to be installed. Needs root for that; otherwise it names the missing packages.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make
+  nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libfmt-dev libeigen3-dev
+  clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
+)
+
+# One dpkg-query for all of them; packages dpkg has never heard of are simply absent from its
+# output (it complains on stderr and exits non-zero, which we ignore).
+installed=" $(dpkg-query -W -f='${Package}:${db:Status-Status} ' "${packages[@]}" 2>/dev/null || true) "
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$installed" == *" $p:installed "* ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+  else
+    echo "deps.sh: not root; install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=()
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "deps.sh: installed ${missing[*]}" >&2

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job on the bundled example: installs missing Debian packages, builds `esi` in build/,
+# validates examples/ozone_box.esm and prints its flattened system (`esi inspect`).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+bash scripts/deps.sh
+if [[ ! -f build/build.ninja ]]; then
+  cmake -G Ninja -S "$root" -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"   # as scripts/test.sh configures it
+fi
+cmake --build build -j 2 --target esi
+
+example=examples/ozone_box.esm
+echo "\$ build/esi validate $example"
+build/esi validate "$example"
+echo
+echo "\$ build/esi inspect $example"
+build/esi inspect "$example"

@@ -1,0 +1,42 @@
+// The `esi` command: one function per subcommand, each taking the arguments after its name.
+//
+// Exit codes are shared by every subcommand:
+//   0  success (every file valid / the model was inspected)
+//   1  the input is invalid or cannot be loaded (diagnostics say why)
+//   2  usage error (unknown subcommand or option, missing argument)
+//   3  internal error: an exception that is not esi::Error, i.e. a bug in esi
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+
+#ifndef ESI_VERSION
+#define ESI_VERSION "0.1.0"
+#endif
+
+namespace esi::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInvalid = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInternal = 3;
+
+using Args = std::span<const std::string>;
+
+/// `esi validate [--json] FILE...`
+int run_validate(Args args);
+/// `esi inspect [--json] [--component NAME] FILE`
+int run_inspect(Args args);
+
+void print_validate_help(std::FILE* out);
+void print_inspect_help(std::FILE* out);
+
+/// Prints "esi <command>: <message>" and a hint to stderr; returns kExitUsage.
+int usage_error(std::string_view command, std::string_view message);
+
+/// Shortest round-trip spelling of a double ("298.15", "1e+12").
+std::string format_number(double value);
+
+}  // namespace esi::cli
