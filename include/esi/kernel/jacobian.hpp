@@ -1,0 +1,29 @@
+// Analytic Jacobians: d(RHS)/du of a set of state equations, as a CSR sparsity pattern plus a
+// compiled Program whose outputs are the nonzeros in CSR order.
+//
+// Observeds and D(x, t) references are first inlined into each right-hand side (the DAG keeps
+// them shared), so the chain rule through them is symbolic; then each entry is
+// esi::expr::differentiate of the row's RHS by the column's state. An entry is structurally
+// nonzero when the RHS mentions the state and the derivative is not identically 0 (so
+// floor(x) contributes no entry). States outside the DOF set, parameters, forcing and t are
+// held fixed. The value program is an ordinary Program: same targets, lanes, dtypes, prepare.
+#pragma once
+
+#include <vector>
+
+#include "esi/kernel/program.hpp"
+
+namespace esi::kernel {
+
+struct JacobianProgram {
+  std::vector<int> dofs;     ///< state index of each row and column (square block)
+  std::vector<int> row_ptr;  ///< CSR: nonzeros of row i are [row_ptr[i], row_ptr[i+1])
+  std::vector<int> col;      ///< column (position in dofs) of each nonzero, increasing per row
+  Program values;            ///< output k = nonzero k; du rows = col.size()
+};
+
+/// Builds the Jacobian of the equations selected by options.dofs (empty = all states) with
+/// respect to those same states. Throws esi::Error `not_differentiable` and the compile codes.
+JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions& options = {});
+
+}  // namespace esi::kernel

@@ -1,0 +1,99 @@
+#include "esi/kernel/jacobian.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "esi/core/error.hpp"
+#include "esi/expr/differentiate.hpp"
+
+namespace esi::kernel {
+namespace {
+
+using expr::NodeId;
+using expr::Op;
+
+/// Rebuilds expressions with every observed symbol replaced by its definition and every
+/// D(x, t) of a state by x's right-hand side, memoized so shared subtrees stay shared.
+struct Inliner {
+  esm::System& sys;
+  std::unordered_map<expr::StrId, NodeId> definition;  // observed name -> its RHS
+  std::unordered_map<expr::StrId, NodeId> tendency;     // state name -> its RHS
+  std::unordered_map<NodeId, NodeId> memo;
+  std::unordered_set<NodeId> in_progress;
+
+  explicit Inliner(esm::System& s) : sys(s) {
+    for (std::size_t i = 0; i < s.observed.size(); ++i)
+      definition[s.pool.intern(s.observed[i].name)] = s.observed_rhs[i];
+    for (std::size_t i = 0; i < s.states.size(); ++i)
+      tendency[s.pool.intern(s.states[i].name)] = s.state_rhs[i];
+  }
+
+  NodeId replaced_by(NodeId id) {
+    const expr::Node& n = sys.pool.node(id);
+    if (n.op == Op::Symbol) {
+      auto it = definition.find(n.name);
+      return it == definition.end() ? expr::kNoNode : it->second;
+    }
+    if (n.op == Op::D && n.arg_count == 1 && (n.name == 0 || sys.pool.str(n.name) == "t")) {
+      const expr::Node& x = sys.pool.node(sys.pool.args(id)[0]);
+      auto it = x.op == Op::Symbol ? tendency.find(x.name) : tendency.end();
+      return it == tendency.end() ? expr::kNoNode : it->second;
+    }
+    return expr::kNoNode;
+  }
+
+  NodeId operator()(NodeId id) {
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    NodeId out = id;
+    if (const NodeId def = replaced_by(id); def != expr::kNoNode) {
+      if (!in_progress.insert(id).second)
+        throw Error("observed_cycle", "", "", "a definition reaches itself while inlining");
+      out = (*this)(def);
+      in_progress.erase(id);
+    } else if (sys.pool.node(id).child_count > 0) {
+      const expr::Node n = sys.pool.node(id);  // copy: the pool grows below
+      std::vector<NodeId> kids(sys.pool.children(id).begin(), sys.pool.children(id).end());
+      bool changed = false;
+      for (NodeId& k : kids) {
+        const NodeId r = (*this)(k);
+        changed |= r != k;
+        k = r;
+      }
+      if (changed) out = sys.pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+    }
+    memo.emplace(id, out);
+    return out;
+  }
+};
+
+}  // namespace
+
+JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions& options) {
+  esm::System sys = system;  // derivatives are interned into a private copy of the pool
+  std::vector<int> dofs = options.dofs, row_ptr{0}, col;
+  if (dofs.empty())
+    for (std::size_t i = 0; i < sys.states.size(); ++i) dofs.push_back(static_cast<int>(i));
+  for (int i : dofs)
+    if (i < 0 || static_cast<std::size_t>(i) >= sys.states.size())
+      throw Error("invalid_dof", "", "", "state index " + std::to_string(i) + " is out of range");
+  Inliner inline_defs(sys);
+  std::vector<expr::StrId> wrt;
+  for (int j : dofs) wrt.push_back(sys.pool.intern(sys.states[j].name));
+  const NodeId zero = sys.pool.number(0.0);
+  std::vector<NodeId> entries;
+  for (int i : dofs) {
+    const NodeId rhs = inline_defs(sys.state_rhs[i]);
+    for (std::size_t c = 0; c < wrt.size(); ++c) {
+      if (!expr::depends_on(sys.pool, rhs, wrt[c])) continue;
+      const NodeId d = expr::differentiate(sys.pool, rhs, wrt[c]);
+      if (d == zero) continue;  // identically zero (floor, comparisons, ...)
+      entries.push_back(d);
+      col.push_back(static_cast<int>(c));
+    }
+    row_ptr.push_back(static_cast<int>(col.size()));
+  }
+  Program values = compile_outputs(sys, entries, options);
+  return {std::move(dofs), std::move(row_ptr), std::move(col), std::move(values)};
+}
+
+}  // namespace esi::kernel

@@ -1,0 +1,253 @@
+// Compiled programs against the oracle: every scalar op and closed function, hoisting of
+// parameter-only work, register reuse, DOF subsets, forcing, f32, NaN poisoning, errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/core/error.hpp"
+#include "esi/kernel/oracle.hpp"
+#include "esi/kernel/program.hpp"
+#include "kernel/kernel_cases.hpp"
+
+using nlohmann::json;
+using namespace esi::kernel;
+using esi::testing::run_whole;
+using esi::testing::op;
+using esi::testing::eq;
+using esi::testing::ddt;
+using esi::testing::ulp_distance;
+
+namespace {
+
+const esi::esm::System& all_ops() {
+  static const esi::esm::System s = esi::testing::system_from(esi::testing::all_ops_model());
+  return s;
+}
+
+struct Case {
+  std::vector<double> u_soa;  // u[s * lanes + l]
+  std::vector<double> t;      // per lane
+  std::vector<double> p;
+};
+
+Case make_case(const esi::esm::System& s, std::size_t lanes, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Case c;
+  c.p = esi::testing::defaults(s.parameters);
+  c.u_soa.assign(s.states.size() * lanes, 0);
+  for (std::size_t l = 0; l < lanes; ++l) {
+    const auto u = esi::testing::perturbed(s.states, rng);
+    for (std::size_t i = 0; i < u.size(); ++i) c.u_soa[i * lanes + l] = u[i];
+    c.t.push_back(1.7e9 + 3600.0 * static_cast<double>(l));
+  }
+  return c;
+}
+
+std::vector<double> column(const std::vector<double>& soa, std::size_t rows, std::size_t lanes,
+                           std::size_t l) {
+  std::vector<double> out(rows);
+  for (std::size_t i = 0; i < rows; ++i) out[i] = soa[i * lanes + l];
+  return out;
+}
+
+}  // namespace
+
+TEST(Program, EveryOperatorMatchesTheOracleBitwiseInF64) {
+  const auto& s = all_ops();
+  const Program prog = compile(s);
+  for (std::size_t lanes : {1u, 5u, 13u, 128u}) {
+    const Case c = make_case(s, lanes, 7 + lanes);
+    Workspace ws = prog.make_workspace(lanes);
+    prog.prepare(ws, c.p);
+    const auto du = run_whole(prog, ws, c.u_soa, lanes, c.t);
+    for (std::size_t l = 0; l < lanes; ++l) {
+      const auto u = column(c.u_soa, s.states.size(), lanes, l);
+      std::vector<double> want(s.states.size());
+      oracle_rhs(s, u.data(), c.p.data(), c.t[l], want.data());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        EXPECT_EQ(ulp_distance(du[i * lanes + l], want[i]), 0u)
+            << s.states[i].name << " lane " << l << ": " << du[i * lanes + l] << " vs " << want[i];
+    }
+  }
+}
+
+TEST(Program, F32MatchesTheOracleToFloatPrecision) {
+  const auto& s = all_ops();
+  const Program prog = compile(s);
+  const std::size_t lanes = 13;
+  const Case c = make_case(s, lanes, 99);
+  Workspace ws = prog.make_workspace(lanes, DType::F32);
+  prog.prepare(ws, c.p);
+  std::vector<float> u32(c.u_soa.begin(), c.u_soa.end());
+  const auto du = run_whole(prog, ws, u32, lanes, c.t);
+  for (std::size_t l = 0; l < lanes; ++l) {
+    // The oracle at the float-rounded state, so only the arithmetic's rounding differs.
+    std::vector<double> u(s.states.size()), want(s.states.size());
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] = u32[i * lanes + l];
+    oracle_rhs(s, u.data(), c.p.data(), c.t[l], want.data());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(du[i * lanes + l], want[i], 2e-5 * (1 + std::fabs(want[i]))) << s.states[i].name;
+  }
+}
+
+TEST(Program, WorkIsHoistedIntoSetupAndTimeTapes) {
+  const auto& s = all_ops();
+  const Program prog = compile(s);
+  const std::string tape = prog.disassemble();
+  const auto time_at = tape.find("time ("), lane_at = tape.find("lane (");
+  const std::string setup_part = tape.substr(0, time_at);
+  const std::string time_part = tape.substr(time_at, lane_at - time_at);
+  const std::string lane_part = tape.substr(lane_at);
+  // exp(-T/300) * k and julian_day(tutc) read only parameters: computed by prepare.
+  EXPECT_NE(setup_part.find("exp"), std::string::npos);
+  EXPECT_NE(setup_part.find("julian_day"), std::string::npos);
+  // datetime of t: per block, in double.
+  EXPECT_NE(time_part.find("datetime.hour"), std::string::npos);
+  EXPECT_NE(time_part.find("load_time"), std::string::npos);
+  for (const char* absent : {"julian_day", "datetime", "load_param", "const", "load_time "})
+    EXPECT_EQ(lane_part.find(absent), std::string::npos) << absent << "\n" << tape;
+  EXPECT_NE(lane_part.find("load_time_value"), std::string::npos);
+}
+
+TEST(Program, RegistersAreReusedAfterTheirLastRead) {
+  // A long chain: x1 = x, x_{k+1} = sin(x_k) * y; live values stay O(1).
+  json e = "x";
+  for (int k = 0; k < 200; ++k) e = op("*", {op("sin", {e}), "y"});
+  json doc = {{"models", {{"M", {{"variables", {{"x", {{"type", "unknown"}, {"default", 0.5}}},
+                                                {"y", {{"type", "unknown"}, {"default", 0.9}}}}},
+                                 {"equations", {eq(ddt("x"), e), eq(ddt("y"), 0)}}}}}}};
+  const auto s = esi::testing::system_from_json(doc);
+  const Program prog = compile(s);
+  const auto st = prog.stats();
+  EXPECT_GT(st.lane_instructions, 400u);
+  EXPECT_LE(st.lane_registers, 6u);
+  Workspace ws = prog.make_workspace(1);
+  prog.prepare(ws, {});
+  const auto du = run_whole<double>(prog, ws, {0.5, 0.9}, 1, {0.0});
+  std::vector<double> want(2);
+  const double u[2] = {0.5, 0.9};
+  oracle_rhs(s, u, nullptr, 0.0, want.data());
+  EXPECT_EQ(du[0], want[0]);
+  EXPECT_EQ(du[1], 0.0);
+}
+
+TEST(Program, DofSubsetWritesOnlyTheSelectedRowsInOrder) {
+  const auto& s = all_ops();
+  const int ix = s.state_index("M.x"), iw = s.state_index("M.w");
+  CompileOptions o;
+  o.dofs = {iw, ix};
+  const Program prog = compile(s, o);
+  EXPECT_EQ(prog.output_count(), 2u);
+  ASSERT_EQ(prog.dofs().size(), 2u);
+  const Case c = make_case(s, 1, 3);
+  Workspace ws = prog.make_workspace(1);
+  prog.prepare(ws, c.p);
+  const auto du = run_whole(prog, ws, c.u_soa, 1, c.t);
+  std::vector<double> want(s.states.size());
+  oracle_rhs(s, c.u_soa.data(), c.p.data(), c.t[0], want.data());
+  EXPECT_EQ(du[0], want[iw]);
+  EXPECT_EQ(du[1], want[ix]);
+  // Fewer instructions than the whole system.
+  EXPECT_LT(prog.stats().lane_instructions, compile(s).stats().lane_instructions);
+}
+
+TEST(Program, ForcingIsReadPerCellAndSwappedWithoutRecompiling) {
+  const auto& s = all_ops();
+  CompileOptions o;
+  o.forcing = {"M.F"};
+  const Program prog = compile(s, o);
+  ASSERT_EQ(prog.forcing_names().size(), 1u);
+  const std::size_t lanes = 5;
+  Case c = make_case(s, lanes, 11);
+  Workspace ws = prog.make_workspace(lanes);
+  prog.prepare(ws, c.p);
+  const int iF = s.parameter_index("M.F");
+  for (double scale : {1.0, 3.0}) {
+    std::vector<double> field(lanes);
+    for (std::size_t l = 0; l < lanes; ++l) field[l] = scale * (0.5 + 0.25 * static_cast<double>(l));
+    const ForcingField<double> f{field.data(), 1};
+    const auto du = run_whole<double>(prog, ws, c.u_soa, lanes, c.t, std::span(&f, 1));
+    for (std::size_t l = 0; l < lanes; ++l) {
+      auto p = c.p;
+      p[iF] = field[l];
+      const auto u = column(c.u_soa, s.states.size(), lanes, l);
+      std::vector<double> want(s.states.size());
+      oracle_rhs(s, u.data(), p.data(), c.t[l], want.data());
+      for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(du[i * lanes + l], want[i]);
+    }
+  }
+  // Stride 0: one value for every cell.
+  const double one = 0.75;
+  const ForcingField<double> uniform{&one, 0};
+  const auto du = run_whole<double>(prog, ws, c.u_soa, lanes, c.t, std::span(&uniform, 1));
+  auto p = c.p;
+  p[iF] = one;
+  std::vector<double> want(s.states.size());
+  const auto u = column(c.u_soa, s.states.size(), lanes, 4);
+  oracle_rhs(s, u.data(), p.data(), c.t[4], want.data());
+  EXPECT_EQ(du[s.state_index("M.x") * lanes + 4], want[s.state_index("M.x")]);
+}
+
+TEST(Program, WorkspaceIsNaNPoisonedUntilPrepared) {
+  const auto& s = all_ops();
+  const Program prog = compile(s);
+  const Case c = make_case(s, 4, 5);
+  Workspace ws = prog.make_workspace(4);
+  EXPECT_FALSE(ws.prepared());
+  // D(x) reads the hoisted observed `a`: unset before prepare, so NaN, not a stale number.
+  const auto before = run_whole(prog, ws, c.u_soa, 4, c.t);
+  EXPECT_TRUE(std::isnan(before[s.state_index("M.x") * 4]));
+  prog.prepare(ws, c.p);
+  const auto after = run_whole(prog, ws, c.u_soa, 4, c.t);
+  for (double v : after) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Program, CompileErrorsAreCoded) {
+  const std::string body = R"("models": {"M": {"variables": {
+      "x": {"type": "unknown", "default": 1}, "k": {"type": "parameter", "default": 2}},
+      "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": ["k", "x"]}}]}})";
+  auto s = esi::testing::system_from(body);
+  CompileOptions o;
+  o.forcing = {"M.nope"};
+  EXPECT_THROW(compile(s, o), esi::Error);
+  o.forcing.clear();
+  o.dofs = {3};
+  EXPECT_THROW(compile(s, o), esi::Error);
+  // An expression the system cannot bind, and a non-scalar op.
+  const auto bad = s.pool.symbol("M.unknown_name");
+  try {
+    compile_outputs(s, std::span(&bad, 1));
+    FAIL();
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "undefined_variable");
+  }
+  const esi::expr::NodeId ix[2] = {s.pool.symbol("M.x"), s.pool.number(1)};
+  const auto d = s.pool.make(esi::expr::Op::Index, ix);
+  try {
+    compile_outputs(s, std::span(&d, 1));
+    FAIL();
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "unsupported_operator");
+  }
+}
+
+TEST(Program, TimeDerivativeOfAStateIsItsTendency) {
+  using esi::testing::sum;
+  // D(y) = 2 * D(x): as written in a real corpus document (scoped_refs_nested.esm).
+  json doc = {{"models", {{"M", {{"variables", {{"x", {{"type", "unknown"}, {"default", 0.5}}},
+                                                {"y", {{"type", "unknown"}, {"default", 0.9}}},
+                                                {"k", {{"type", "parameter"}, {"default", 3.0}}}}},
+                                 {"equations", {eq(ddt("x"), op("*", {"k", "x"})),
+                                                eq(ddt("y"), op("*", {2, ddt("x")}))}}}}}}};
+  const auto s = esi::testing::system_from_json(doc);
+  const Program prog = compile(s);
+  Workspace ws = prog.make_workspace(1);
+  prog.prepare(ws, std::vector<double>{3.0});
+  const auto du = run_whole<double>(prog, ws, {0.5, 0.9}, 1, {0.0});
+  std::vector<double> want(2);
+  const double u[2] = {0.5, 0.9}, p[1] = {3.0};
+  oracle_rhs(s, u, p, 0.0, want.data());
+  EXPECT_EQ(du[s.state_index("M.y")], 2 * 1.5);
+  EXPECT_EQ(du[0], want[0]);
+  EXPECT_EQ(du[1], want[1]);
+}
