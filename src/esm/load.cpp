@@ -117,14 +117,18 @@ struct Resolver {
     return false;
   }
 
+  /// Refuses to enter `path` again while it is being resolved, or past kMaxRefDepth.
+  void check_not_cyclic(const fs::path& path, const char* code, const std::string& what,
+                        const std::string& file, const std::string& pointer) const {
+    if (on_stack(path))
+      throw Error(code, file, pointer, what + " form a cycle through '" + path.string() + "'");
+    if (stack.size() > kMaxRefDepth) throw Error(code, file, pointer, what + " nest too deeply");
+  }
+
   // ---- template libraries (§9.7) ----
 
   Library load_library(const fs::path& path, const std::string& file, const std::string& pointer) {
-    if (on_stack(path))
-      throw Error("template_import_cycle", file, pointer,
-                  "template imports form a cycle through '" + path.string() + "'");
-    if (stack.size() > kMaxRefDepth)
-      throw Error("template_import_cycle", file, pointer, "template imports nest too deeply");
+    check_not_cyclic(path, "template_import_cycle", "template imports", file, pointer);
     StackGuard guard(stack, path);
     json doc = read(path, "template_import_unresolved", file, pointer);
     const std::string lib_file = path.string();
@@ -464,11 +468,7 @@ struct Resolver {
       throw Error("unresolved_subsystem_ref", file, pointer, "'ref' must be a file path");
     const std::string ref = comp["ref"].get<std::string>();
     const fs::path path = locate(ref, dir, "unresolved_subsystem_ref", file, pointer);
-    if (on_stack(path))
-      throw Error("subsystem_ref_cycle", file, pointer,
-                  "subsystem references form a cycle through '" + path.string() + "'");
-    if (stack.size() > kMaxRefDepth)
-      throw Error("subsystem_ref_cycle", file, pointer, "subsystem references nest too deeply");
+    check_not_cyclic(path, "subsystem_ref_cycle", "subsystem references", file, pointer);
     StackGuard guard(stack, path);
     json sub = read(path, "unresolved_subsystem_ref", file, pointer);
     if (!sub.is_object())
