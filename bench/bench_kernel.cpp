@@ -1,4 +1,4 @@
-// RHS cost per cell of the compiled tape against a hand-written C++ SuperFast right-hand side
+// RHS cost per cell of the compiled tape and of its native code against a hand-written C++ SuperFast right-hand side
 // (bench/superfast_handwritten.cpp), for block widths L in {1, 8, 32, 128}, f64 and f32.
 //
 // Both evaluate the same 4096 cells (random states around the document's defaults) laid out
@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include "esi/esm/flatten.hpp"
+#include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
 #include "superfast_handwritten.hpp"
 
@@ -50,6 +51,7 @@ fs::path superfast_file() {
 struct Setup {
   esi::esm::System system;
   Program program = compile(system);
+  Program native = with_native(program);  // cached in ~/.cache/esi/native after the first run
   std::vector<double> p;                    // System::parameters order
   std::vector<double> u_tape, u_hand;       // [s * kCells + c]; System / hand species order
   std::array<double, 27> k{};
@@ -136,16 +138,21 @@ double tape_vs_hand(const std::vector<double>& du_tape) {
   return worst;
 }
 
-template <class T>
+template <class T, bool Native>
 void BM_TapeRHS(benchmark::State& state) {
   Setup& s = Setup::get();
   if (!s.error.empty()) {
     state.SkipWithError(s.error.c_str());
     return;
   }
+  if (Native && !s.native.is_native()) {
+    state.SkipWithError(s.native.native_status().c_str());
+    return;
+  }
+  const Program& program = Native ? s.native : s.program;
   const auto L = static_cast<std::size_t>(state.range(0));
-  Workspace ws = s.program.make_workspace(L, std::is_same_v<T, double> ? DType::F64 : DType::F32);
-  s.program.prepare(ws, s.p);
+  Workspace ws = program.make_workspace(L, std::is_same_v<T, double> ? DType::F64 : DType::F32);
+  program.prepare(ws, s.p);
   const auto u = as<T>(s.u_tape);
   std::vector<T> du(u.size());
   const double t = 0.0;
@@ -154,7 +161,7 @@ void BM_TapeRHS(benchmark::State& state) {
   a.t = std::span(&t, 1);
   a.du = {du.data(), s.system.states.size(), kCells, kCells};
   for (auto _ : state) {
-    run(s.program, ws, a);
+    run(program, ws, a);
     benchmark::DoNotOptimize(du.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kCells));
@@ -164,7 +171,7 @@ void BM_TapeRHS(benchmark::State& state) {
   double best = 1e300;
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; k < 20; ++k) run(s.program, ws, a);
+    for (int k = 0; k < 20; ++k) run(program, ws, a);
     const std::chrono::duration<double, std::nano> dt = std::chrono::steady_clock::now() - t0;
     best = std::min(best, dt.count() / (20.0 * kCells));
   }
@@ -190,8 +197,10 @@ void BM_HandRHS(benchmark::State& state) {
   state.counters["ns_per_cell"] = hand_ns_per_cell<T>();
 }
 
-BENCHMARK(BM_TapeRHS<double>)->Name("SuperFastRHS/tape_f64")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
-BENCHMARK(BM_TapeRHS<float>)->Name("SuperFastRHS/tape_f32")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
+BENCHMARK(BM_TapeRHS<double, false>)->Name("SuperFastRHS/tape_f64")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
+BENCHMARK(BM_TapeRHS<float, false>)->Name("SuperFastRHS/tape_f32")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
+BENCHMARK(BM_TapeRHS<double, true>)->Name("SuperFastRHS/native_f64")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
+BENCHMARK(BM_TapeRHS<float, true>)->Name("SuperFastRHS/native_f32")->Arg(1)->Arg(8)->Arg(32)->Arg(128);
 BENCHMARK(BM_HandRHS<double>)->Name("SuperFastRHS/hand_f64");
 BENCHMARK(BM_HandRHS<float>)->Name("SuperFastRHS/hand_f32");
 

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "esi/core/error.hpp"
+#include "kernel/native_abi.hpp"
 #include "kernel/scalar_ops.hpp"
 #include "kernel/tape.hpp"
 
@@ -230,7 +231,17 @@ using detail::BlockInputs;
 using detail::Tape;
 
 template <class T>
-void run_blocks(const Tape& tape, Workspace& ws, const RunArgs<T>& args) {
+detail::NativeLaneFn<T> native_lane(const Program& program) {
+  const detail::NativeCode* code = program.native();
+  if (!code) return nullptr;
+  if constexpr (std::is_same_v<T, double>) return code->f64;
+  else return code->f32;
+}
+
+template <class T>
+void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
+  const Tape& tape = program.tape();
+  const detail::NativeLaneFn<T> native = native_lane<T>(program);
   const bool lanes_target = tape.target == Target::Lanes;
   const std::size_t n = lanes_target ? args.cells.size() : args.u.columns;
   ESI_ASSERT(WorkspaceAccess::tape(ws) == &tape);
@@ -258,6 +269,10 @@ void run_blocks(const Tape& tape, Workspace& ws, const RunArgs<T>& args) {
   in.scalars = WorkspaceAccess::scalars<T>(ws);
   in.du_stride = args.du.stride;
   in.tables = tape.tables.data();
+  detail::NativeBlock<T> nb{in.u, in.u_stride, col, time, Q, W, in.forcing, nullptr,
+                            in.du_stride, 0, in.scalars, R, in.tables, &detail::native_closed,
+                            R + static_cast<std::size_t>(tape.lane.pinned) * W,
+                            R + static_cast<std::size_t>(tape.lane.registers) * W};
   for (std::size_t b0 = 0; b0 < n; b0 += W) {
     const std::size_t real = std::min(W, n - b0);
     const std::size_t wi = detail::width_index(real);
@@ -272,18 +287,24 @@ void run_blocks(const Tape& tape, Workspace& ws, const RunArgs<T>& args) {
     in.du = args.du.data + b0;
     in.real_lanes = real;
     detail::kExec<double>[wi](tape.time.code, Q, W, tin);
-    detail::kExec<T>[wi](tape.lane.code, R, W, in);
+    if (native) {
+      nb.du = in.du;
+      nb.lanes = real;
+      native(&nb);
+    } else {
+      detail::kExec<T>[wi](tape.lane.code, R, W, in);
+    }
   }
 }
 
 }  // namespace
 
 void run(const Program& program, Workspace& ws, const RunArgs<double>& args) {
-  run_blocks(program.tape(), ws, args);
+  run_blocks(program, ws, args);
 }
 
 void run(const Program& program, Workspace& ws, const RunArgs<float>& args) {
-  run_blocks(program.tape(), ws, args);
+  run_blocks(program, ws, args);
 }
 
 namespace {
@@ -318,7 +339,8 @@ Workspace Program::make_workspace(std::size_t lanes, DType dtype) const {
   ws.dtype_ = dtype;
   ws.width_ = kLaneWidths[detail::width_index(std::max<std::size_t>(lanes, 1))];
   const std::size_t W = static_cast<std::size_t>(ws.width_);
-  const std::size_t count = static_cast<std::size_t>(tape_->lane.registers) * W;
+  // Native code also needs a staging block for the outputs past the register file.
+  const std::size_t count = (tape_->lane.registers + (native_ ? tape_->outputs : 0)) * W;
   ws.regs_.reset(dtype == DType::F64 ? poisoned<double>(count) : poisoned<float>(count));
   ws.time_.reset(poisoned<double>(static_cast<std::size_t>(tape_->time.registers) * W));
   const std::size_t ns = tape_->lane_scalars.size();

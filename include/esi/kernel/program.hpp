@@ -75,6 +75,7 @@ struct RunArgs {
 
 namespace detail {
 struct Tape;
+struct NativeCode;
 }
 
 /// Scratch for one thread: register file (NaN-poisoned at creation) sized once.
@@ -127,11 +128,23 @@ class Program {
   /// that depends on a parameter or a constant reads NaN.
   void prepare(Workspace& ws, std::span<const double> p) const;
 
+  /// True when the lane tape runs as compiled native code (see native.hpp).
+  bool is_native() const { return native_ != nullptr; }
+  /// "tape", "native <cache file>", or why native code was requested but is not used.
+  const std::string& native_status() const { return native_status_; }
+
   const detail::Tape& tape() const { return *tape_; }  ///< internal: the kernel's own code
-  explicit Program(std::shared_ptr<const detail::Tape> tape) : tape_(std::move(tape)) {}
+  const detail::NativeCode* native() const { return native_.get(); }  ///< internal
+  const std::shared_ptr<const detail::Tape>& tape_ptr() const { return tape_; }  ///< internal
+  explicit Program(std::shared_ptr<const detail::Tape> tape,
+                   std::shared_ptr<const detail::NativeCode> native = nullptr,
+                   std::string native_status = "tape")
+      : tape_(std::move(tape)), native_(std::move(native)), native_status_(std::move(native_status)) {}
 
  private:
   std::shared_ptr<const detail::Tape> tape_;  // immutable; shared by copies
+  std::shared_ptr<const detail::NativeCode> native_;  // loaded shared object, or null
+  std::string native_status_;
 };
 
 /// Lowers the state equations of `system` selected by `options.dofs`. Throws esi::Error:

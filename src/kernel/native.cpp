@@ -1,0 +1,170 @@
+// Compiling, caching and loading native lane code (see native.hpp).
+//
+// Cache key: FNV-1a (two 64-bit streams) over the generated source, the ABI version, the
+// compiler command, its flags and the compiler's own version string, so a new compiler or a
+// different flag never reuses an old object. Each object is written to a unique temporary name
+// and renamed into place, so concurrent processes compiling the same program do not collide.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "esi/kernel/native.hpp"
+#include "kernel/native_abi.hpp"
+#include "kernel/tape.hpp"
+
+namespace esi::kernel {
+namespace detail {
+
+NativeCode::~NativeCode() {
+  if (handle) dlclose(handle);
+}
+
+double native_closed(unsigned fn, const void* tables, unsigned table, double x0, double x1) {
+  const double x[2] = {x0, x1};
+  return eval_closed(static_cast<ClosedFn>(fn), static_cast<const ClosedTable*>(tables)[table], x);
+}
+
+}  // namespace detail
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+fs::path cache_folder(const NativeOptions& o) {
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  if (auto d = env("ESI_CACHE_DIR"); !d.empty()) return d;
+  if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return fs::path(d) / "esi" / "native";
+  if (auto d = env("HOME"); !d.empty()) return fs::path(d) / ".cache" / "esi" / "native";
+  return fs::temp_directory_path() / "esi-native";
+}
+
+std::string compiler_of(const NativeOptions& o) {
+  if (!o.compiler.empty()) return o.compiler;
+  if (auto c = env("CXX"); !c.empty()) return c;
+  return "c++";
+}
+
+/// Single-quoted for /bin/sh.
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// The first line `compiler --version` prints, or "" when it cannot run.
+std::string compiler_version(const std::string& compiler) {
+  FILE* f = popen((compiler + " --version 2>/dev/null").c_str(), "r");
+  if (!f) return {};
+  std::array<char, 256> line{};
+  std::string first = fgets(line.data(), line.size(), f) ? line.data() : "";
+  while (fgets(line.data(), line.size(), f)) {
+  }
+  return pclose(f) == 0 ? first : std::string();
+}
+
+std::string content_hash(const std::string& text) {
+  std::uint64_t h1 = 0xcbf29ce484222325ULL, h2 = 0x84222325cbf29ce4ULL;
+  for (unsigned char c : text) {
+    h1 = (h1 ^ c) * 0x100000001b3ULL;
+    h2 = (h2 ^ c) * 0x100000001b3ULL;
+    h2 ^= h2 >> 29;
+  }
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h1),
+                static_cast<unsigned long long>(h2));
+  return buf;
+}
+
+std::shared_ptr<const detail::NativeCode> load(const fs::path& so, std::string& why) {
+  auto code = std::make_shared<detail::NativeCode>();
+  code->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!code->handle) {
+    const char* e = dlerror();
+    why = "cannot load " + so.string() + ": " + (e ? e : "unknown error");
+    return nullptr;
+  }
+  const std::string v = std::to_string(detail::kNativeAbiVersion);
+  code->f64 = reinterpret_cast<detail::NativeLaneFn<double>>(
+      dlsym(code->handle, ("esi_native_lane_v" + v + "_f64").c_str()));
+  code->f32 = reinterpret_cast<detail::NativeLaneFn<float>>(
+      dlsym(code->handle, ("esi_native_lane_v" + v + "_f32").c_str()));
+  if (!code->f64 || !code->f32) {
+    why = so.string() + " lacks the lane functions of ABI v" + v;
+    return nullptr;
+  }
+  code->path = so.string();
+  return code;
+}
+
+/// Compiles `source` to `so` through a uniquely named temporary; "" on success, else why.
+std::string compile_to(const std::string& compiler, const std::string& flags,
+                       const std::string& source, const fs::path& so) {
+  std::random_device rd;
+  const std::string tag = std::to_string(getpid()) + "-" + std::to_string(rd());
+  const fs::path src = so.parent_path() / (so.stem().string() + "." + tag + ".cpp");
+  const fs::path tmp = so.parent_path() / (so.stem().string() + "." + tag + ".so");
+  const fs::path log = so.parent_path() / (so.stem().string() + ".log");
+  if (FILE* f = std::fopen(src.c_str(), "w")) {
+    const bool ok = std::fwrite(source.data(), 1, source.size(), f) == source.size();
+    if (std::fclose(f) != 0 || !ok) return "cannot write " + src.string();
+  } else {
+    return "cannot write " + src.string();
+  }
+  const std::string cmd = compiler + " " + flags + " -std=c++17 -ffp-contract=off -fPIC -shared -o " +
+                          quoted(tmp.string()) + " " + quoted(src.string()) + " 2> " +
+                          quoted(log.string());
+  const int rc = std::system(cmd.c_str());
+  std::error_code ec;
+  fs::remove(src, ec);
+  if (rc != 0) {
+    fs::remove(tmp, ec);
+    return "the compiler failed (" + compiler + "; messages in " + log.string() + ")";
+  }
+  fs::rename(tmp, so, ec);
+  if (ec) return "cannot move " + tmp.string() + " into the cache: " + ec.message();
+  fs::remove(log, ec);
+  return {};
+}
+
+}  // namespace
+
+std::string native_source(const Program& program) {
+  return detail::emit_native_source(program.tape());
+}
+
+Program with_native(const Program& program, const NativeOptions& options) {
+  auto keep = [&](std::string why) {
+    return Program(program.tape_ptr(), nullptr, "tape (native code unavailable: " + why + ")");
+  };
+  const std::string compiler = compiler_of(options);
+  const std::string version = compiler_version(compiler);
+  if (version.empty()) return keep("no working C++ compiler '" + compiler + "'");
+  const std::string source = native_source(program);
+  const std::string key = content_hash(source + "\n" + std::to_string(detail::kNativeAbiVersion) +
+                                       "\n" + compiler + "\n" + options.flags + "\n" + version);
+  const fs::path dir = cache_folder(options);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return keep("cannot create the cache folder " + dir.string() + ": " + ec.message());
+  const fs::path so = dir / ("esi-" + key + ".so");
+  if (!fs::exists(so)) {
+    if (std::string why = compile_to(compiler, options.flags, source, so); !why.empty())
+      return keep(why);
+  }
+  std::string why;
+  auto code = load(so, why);
+  if (!code) return keep(why);
+  return Program(program.tape_ptr(), std::move(code), "native " + so.string());
+}
+
+}  // namespace esi::kernel

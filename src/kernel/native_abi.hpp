@@ -1,0 +1,63 @@
+// The binary interface between run() and a native lane function (private to the kernel).
+//
+// native_emit.cpp writes a textual copy of NativeBlock into every generated source; the symbol
+// names carry kNativeAbiVersion so a shared object from an older layout is never called with a
+// newer block (the version is also part of the cache key).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "esi/kernel/program.hpp"
+
+namespace esi::kernel::detail {
+
+inline constexpr int kNativeAbiVersion = 3;
+
+/// Closed functions stay in the library: the native code calls back through this pointer.
+using NativeClosedFn = double (*)(unsigned fn, const void* tables, unsigned table, double x0,
+                                  double x1);
+
+/// One block of `lanes` real lanes; the same fields the interpreter reads (run.cpp).
+template <class T>
+struct NativeBlock {
+  const T* u;
+  std::size_t u_stride;
+  const std::int64_t* col;      // column of each lane
+  const double* time;           // time of each lane
+  const double* time_regs;      // the block's time registers, register r at [r * width]
+  std::size_t width;
+  const ForcingField<T>* forcing;
+  T* du;                        // offset to the block's first output column
+  std::size_t du_stride;
+  std::size_t lanes;            // real lanes (native code needs no padding)
+  const T* scalars;             // scalar operands of AddS ... SDiv
+  const T* pinned;              // lane register file: pinned register r at [r * width]
+  const void* tables;           // ClosedTable array
+  NativeClosedFn closed;
+  T* spill;                     // one lane's long-lived values (lane register file past pinned)
+  T* staging;                   // outputs of the block, lane-major: [l * outputs + k]
+};
+
+template <class T>
+using NativeLaneFn = void (*)(const NativeBlock<T>*);
+
+/// A loaded shared object; unloaded when the last Program sharing it goes away.
+struct NativeCode {
+  void* handle = nullptr;
+  NativeLaneFn<double> f64 = nullptr;
+  NativeLaneFn<float> f32 = nullptr;
+  std::string path;
+  NativeCode() = default;
+  NativeCode(const NativeCode&) = delete;
+  NativeCode& operator=(const NativeCode&) = delete;
+  ~NativeCode();
+};
+
+/// The callback behind NativeBlock::closed.
+double native_closed(unsigned fn, const void* tables, unsigned table, double x0, double x1);
+
+std::string emit_native_source(const struct Tape& tape);
+
+}  // namespace esi::kernel::detail

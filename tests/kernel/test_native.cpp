@@ -1,0 +1,205 @@
+// The native backend equals the tape bit for bit (f64 and f32, several lane widths, both
+// targets) on every operator, on SuperFast, GEOS-Chem fullchem, POLLU and twenty more corpus
+// documents; the tape in turn equals the oracle (test_corpus_kernel.cpp), so native does too.
+// Without a compiler the program falls back to the tape and says why. Compiled objects are
+// cached across runs in $ESI_CACHE_DIR or <tmp>/esi-test-native-cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "esi/core/error.hpp"
+#include "esi/esm/flatten.hpp"
+#include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/native.hpp"
+#include "kernel/kernel_cases.hpp"
+
+namespace fs = std::filesystem;
+using namespace esi::kernel;
+
+namespace {
+
+NativeOptions test_options() {
+  NativeOptions o;
+  const char* env = std::getenv("ESI_CACHE_DIR");
+  o.cache_dir = (env && *env) ? fs::path(env) : fs::temp_directory_path() / "esi-test-native-cache";
+  return o;
+}
+
+/// Same bits, NaN payloads aside (two NaNs count as equal).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (a[i] != a[i] && b[i] != b[i])) ||
+        std::signbit(a[i]) != std::signbit(b[i]))
+      return false;
+  return true;
+}
+
+/// Runs tape and native over `lanes` perturbed instances at width `width`; "" or a failure.
+template <class T>
+std::string compare_whole(const Program& tape, const Program& native, const esi::esm::System& s,
+                          std::size_t lanes, std::size_t width, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> u(s.states.size() * lanes);
+  std::vector<double> t;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    const auto x = esi::testing::perturbed(s.states, rng);
+    for (std::size_t i = 0; i < x.size(); ++i) u[i * lanes + l] = static_cast<T>(x[i]);
+    t.push_back(1800.0 * static_cast<double>(l + 1));
+  }
+  const auto p = esi::testing::defaults(s.parameters);
+  const DType dt = std::is_same_v<T, double> ? DType::F64 : DType::F32;
+  Workspace wt = tape.make_workspace(width, dt), wn = native.make_workspace(width, dt);
+  tape.prepare(wt, p);
+  native.prepare(wn, p);
+  const auto a = esi::testing::run_whole(tape, wt, u, lanes, t);
+  const auto b = esi::testing::run_whole(native, wn, u, lanes, t);
+  if (same_bits(a, b)) return "";
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(std::vector<T>{a[i]}, std::vector<T>{b[i]}))
+      return "output " + std::to_string(i / lanes) + " lane " + std::to_string(i % lanes) +
+             ": tape " + std::to_string(a[i]) + " native " + std::to_string(b[i]);
+  return "?";
+}
+
+std::string compare_all(const Program& tape, const esi::esm::System& s) {
+  const Program native = with_native(tape, test_options());
+  if (!native.is_native()) return "not native: " + native.native_status();
+  for (std::size_t width : {1, 4, 32}) {
+    if (auto f = compare_whole<double>(tape, native, s, 13, width, 7 + width); !f.empty())
+      return "f64 L=" + std::to_string(width) + ": " + f;
+    if (auto f = compare_whole<float>(tape, native, s, 13, width, 9 + width); !f.empty())
+      return "f32 L=" + std::to_string(width) + ": " + f;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Native, EveryOperatorEqualsTheTapeBitwise) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const Program tape = compile(s);
+  EXPECT_EQ(compare_all(tape, s), "");
+  const Program native = with_native(tape, test_options());
+  ASSERT_TRUE(native.is_native()) << native.native_status();
+  EXPECT_NE(native.native_status().find("native "), std::string::npos);
+}
+
+TEST(Native, SecondRequestLoadsTheCachedObject) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const Program a = with_native(compile(s), test_options());
+  ASSERT_TRUE(a.is_native()) << a.native_status();
+  const std::string path = a.native_status().substr(7);
+  ASSERT_TRUE(fs::exists(path));
+  const auto stamp = fs::last_write_time(path);
+  const Program b = with_native(compile(s), test_options());
+  EXPECT_EQ(b.native_status(), a.native_status());
+  EXPECT_EQ(fs::last_write_time(path), stamp);  // not recompiled
+}
+
+TEST(Native, MissingCompilerFallsBackToTheTapeAndSaysWhy) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const Program tape = compile(s);
+  NativeOptions o = test_options();
+  o.compiler = "/nonexistent/c++";
+  const Program p = with_native(tape, o);
+  EXPECT_FALSE(p.is_native());
+  EXPECT_NE(p.native_status().find("no working C++ compiler '/nonexistent/c++'"), std::string::npos)
+      << p.native_status();
+  // Still runs: the tape behind it.
+  EXPECT_EQ(compare_whole<double>(tape, p, s, 5, 4, 1), "");
+}
+
+TEST(Native, CompilerFailureFallsBackAndNamesTheLog) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  NativeOptions o = test_options();
+  o.flags = "-O2 --no-such-flag-for-esi";
+  const Program p = with_native(compile(s), o);
+  EXPECT_FALSE(p.is_native());
+  EXPECT_NE(p.native_status().find("the compiler failed"), std::string::npos) << p.native_status();
+}
+
+TEST(Native, LanesTargetGathersTheSameCells) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  CompileOptions co;
+  co.target = Target::Lanes;
+  const Program tape = compile(s, co);
+  const Program native = with_native(tape, test_options());
+  ASSERT_TRUE(native.is_native()) << native.native_status();
+  const std::size_t columns = 40;
+  std::mt19937_64 rng(3);
+  std::vector<double> u(s.states.size() * columns);
+  for (std::size_t c = 0; c < columns; ++c) {
+    const auto x = esi::testing::perturbed(s.states, rng);
+    for (std::size_t i = 0; i < x.size(); ++i) u[i * columns + c] = x[i];
+  }
+  const std::vector<std::int32_t> cells{39, 2, 17, 17, 5, 0, 21, 33, 8};
+  const auto p = esi::testing::defaults(s.parameters);
+  const std::vector<double> t{7200.0};
+  auto eval = [&](const Program& prog) {
+    Workspace ws = prog.make_workspace(4);
+    prog.prepare(ws, p);
+    std::vector<double> du(prog.output_count() * cells.size());
+    RunArgs<double> a;
+    a.u = {u.data(), s.states.size(), columns, columns};
+    a.cells = cells;
+    a.t = t;
+    a.du = {du.data(), prog.output_count(), cells.size(), cells.size()};
+    run(prog, ws, a);
+    return du;
+  };
+  EXPECT_TRUE(same_bits(eval(tape), eval(native)));
+}
+
+TEST(Native, JacobianProgramsGoNativeToo) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const JacobianProgram jac = compile_jacobian(s);
+  EXPECT_EQ(compare_all(jac.values, s), "");
+}
+
+// The sample of issue 3: SuperFast, fullchem, POLLU and every 4th other valid corpus document that
+// compiles (at least twenty), in sorted order so the sample is the same on every machine.
+TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
+  const fs::path corpus = esi::testing::corpus_dir();
+  if (corpus.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(corpus))
+    if (e.path().extension() == ".esm" &&
+        e.path().string().find("EarthSciAST-tests/invalid") == std::string::npos)
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  const fs::path pollu = fs::path(ESI_SOURCE_DIR) / "tests/problems/pollu.esm";
+  std::vector<fs::path> required{corpus / "EarthSciModels/components/gaschem/superfast.esm",
+                                 corpus / "EarthSciModels/components/gaschem/geoschem_fullchem.esm"};
+  if (fs::exists(pollu)) required.push_back(pollu);
+  int compiled = 0, others = 0;
+  std::vector<std::string> checked;
+  auto check = [&](const fs::path& f, bool must) {
+    esi::esm::System s;
+    try {
+      const auto doc = esi::esm::load_resolved(f);
+      if (doc.library_only) return false;
+      s = esi::esm::flatten(doc);
+    } catch (const esi::Error& e) {
+      EXPECT_FALSE(must) << f << ": " << esi::format_diagnostic(e.diagnostic());
+      return false;
+    }
+    if (s.states.empty()) return false;
+    const Program tape = compile(s);
+    EXPECT_EQ(compare_all(tape, s), "") << f;
+    checked.push_back(f.filename().string());
+    return true;
+  };
+  for (const auto& f : required) EXPECT_TRUE(check(f, true)) << f;
+  for (const auto& f : files) {
+    if (std::find(required.begin(), required.end(), f) != required.end()) continue;
+    if (!esi::esm::validate_file(f).valid()) continue;
+    if (compiled++ % 4 != 0) continue;
+    if (check(f, false)) ++others;
+  }
+  EXPECT_GE(others, 20);
+  std::cout << "[native] checked " << checked.size() << " documents bitwise against the tape\n";
+}
