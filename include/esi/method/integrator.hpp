@@ -1,0 +1,135 @@
+// One-step time integration of an OdeProblem: method families generic over their tableau
+// (explicit Runge-Kutta, Rosenbrock, SDIRK, IMEX), embedded error estimates, step-size
+// controllers, dense output, and failure as a return code, never an abort or a hang.
+//
+// The Integrator is stepped one accepted step at a time by a driver (events, output times and
+// tstops live in the driver: exec). Each accepted step keeps its stage values reachable for the
+// discrete adjoint. Tableau coefficients come from OrdinaryDiffEq.jl (each cited in its file).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "esi/method/problem.hpp"
+
+namespace esi::method {
+
+enum class MethodId {
+  // explicit
+  Euler, Heun, RK4, SSPRK33, SSPRK43, SSPRK104, BS3, Tsit5, DP5,
+  // Rosenbrock
+  Rosenbrock23, Rosenbrock32, ROS3P, Rodas3, Rodas4, Rodas5P, ROS34PW2,
+  // SDIRK
+  ImplicitEuler, Trapezoid, TRBDF2, Kvaerno3,
+  // IMEX
+  IMEXEuler,
+  // resolved by choose_method at construction
+  Auto,
+};
+
+struct MethodInfo {
+  MethodId id;
+  std::string_view name;     ///< OrdinaryDiffEq's name, e.g. "Tsit5", "Rodas5P"
+  int order;                 ///< nominal order of the propagated solution
+  int embedded_order;        ///< order of the embedded estimate; 0 = none (fixed step only)
+  bool needs_jacobian;       ///< Rosenbrock, SDIRK and IMEX methods
+  double ssp_coefficient;    ///< SSP methods; 0 otherwise
+};
+
+const MethodInfo& method_info(MethodId id);
+std::optional<MethodId> method_from_name(std::string_view name);  ///< case-sensitive name
+std::span<const MethodId> all_methods();                          ///< every id but Auto
+
+enum class ControllerKind {
+  Default,  ///< PI with OrdinaryDiffEq's defaults for the method (I for fixed-order pairs)
+  PI,
+  I,        ///< MICM/KPP parity: safety 0.9, factor in [0.2, 6], after a rejection 0.1
+  PID,      ///< Söderlind
+};
+
+enum class DomainPolicy {
+  None,
+  Reject,  ///< a step whose accepted state leaves the domain is rejected and retried smaller
+  Clip,    ///< negative components of the accepted state are set to 0
+};
+
+struct IntegratorOptions {
+  MethodId method = MethodId::Auto;
+  double rtol = 1e-6;
+  double atol = 1e-8;
+  double dt_initial = 0;  ///< 0 = automatic (Hairer's estimate); the step of fixed-step methods
+  double dt_min = 0;      ///< 0 = 16 ulp of |t|; a needed step below it ends the solve
+  double dt_max = 0;      ///< 0 = unbounded
+  long max_steps = 1'000'000;  ///< attempted steps (accepted + rejected) before MaxSteps
+  ControllerKind controller = ControllerKind::Default;
+  DomainPolicy nonnegative = DomainPolicy::None;
+  std::vector<int> nonnegative_components;  ///< empty = all components (when policy != None)
+  bool check_stages = false;                ///< Reject also when a stage value leaves the domain
+  /// false: take every step at dt_initial (required > 0) without error control, e.g. for
+  /// convergence-order studies; rtol/atol then only set the Newton tolerance of SDIRK/IMEX.
+  bool adaptive = true;
+};
+
+enum class ReturnCode {
+  Success,
+  DtBelowMin,        ///< the controller needed a step below dt_min
+  MaxSteps,          ///< max_steps attempts were used up
+  NonFinite,         ///< non-finite values persisted down to dt_min
+  LinearSolveFailed, ///< singular iteration matrix persisted down to dt_min
+  InvalidOptions,    ///< e.g. a fixed-step method without dt_initial, an IMEX method without rhs_split
+};
+std::string_view return_code_name(ReturnCode code);
+
+struct IntegratorStats {
+  long accepted = 0, rejected = 0, rhs_evaluations = 0, jacobian_evaluations = 0,
+       factorizations = 0, linear_solves = 0;
+};
+
+class Integrator {
+ public:
+  /// Copies u0; keeps a pointer to `problem`, which must outlive the integrator.
+  Integrator(const OdeProblem& problem, const IntegratorOptions& options, double t0,
+             std::span<const double> u0);
+  ~Integrator();
+  Integrator(Integrator&&) noexcept;
+  Integrator& operator=(Integrator&&) noexcept;
+
+  /// Takes one accepted step ending at or before t_limit (exactly at t_limit when the proposed
+  /// step would pass it). On failure the integrator stays at its last accepted state and
+  /// message() names the variable with the largest weighted error.
+  ReturnCode step(double t_limit);
+
+  double t() const;           ///< time of the last accepted state
+  double t_previous() const;  ///< start of the last accepted step (== t() before any step)
+  std::span<const double> u() const;
+  /// Dense output for time in [t_previous(), t()]; exact at both ends.
+  void interpolate(double time, std::span<double> out) const;
+  /// Restarts from (time, u) keeping the step size, e.g. after an event changed the state or
+  /// the parameters behind problem.context. time must lie in [t_previous(), t()].
+  void restart(double time, std::span<const double> u);
+
+  MethodId method() const;  ///< the resolved method (never Auto)
+  double dt() const;        ///< the proposed next step
+  const IntegratorStats& stats() const;
+  const std::string& message() const;  ///< why the last step failed ("" after success)
+
+  /// Stage values of the last accepted step (stage i, `size` values), for the discrete adjoint.
+  int stage_count() const;
+  std::span<const double> stage(int i) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The automatic choice behind MethodId::Auto: a stiffness test at (t0, u0) (the spectral
+/// radius estimate of the Jacobian times the span) picks Tsit5 for non-stiff and Rodas5P for
+/// stiff problems.
+MethodId choose_method(const OdeProblem& problem, double t0, double t1,
+                       std::span<const double> u0);
+
+}  // namespace esi::method

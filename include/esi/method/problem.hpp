@@ -1,0 +1,41 @@
+// The problem seam between a model and a time-integration method (architecture.md "method").
+//
+// A method knows a problem only through this small table of callbacks over one whole state
+// vector (SUNDIALS' narrow seams, style-anchors §3): the right-hand side, optionally its
+// analytic Jacobian with a fixed CSR pattern, and optionally an explicit/implicit split for
+// IMEX methods. The callbacks never throw; a non-finite value they write is caught by the
+// method (a rejected step), not by the callback.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace esi::method {
+
+struct OdeProblem {
+  std::size_t size = 0;     ///< number of states
+  void* context = nullptr;  ///< passed back to every callback; owned by the caller
+
+  /// du = f(t, u); u and du hold `size` values.
+  void (*rhs)(void* context, double t, const double* u, double* du) = nullptr;
+
+  /// Optional analytic Jacobian df/du in CSR form: nonzeros of row i are
+  /// [jac_row_ptr[i], jac_row_ptr[i+1]) with columns jac_col (increasing per row). The callback
+  /// writes the nonzero values in that order. When `jacobian` is null, implicit methods build
+  /// a dense Jacobian by forward differences of `rhs`.
+  std::vector<int> jac_row_ptr;
+  std::vector<int> jac_col;
+  void (*jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+
+  /// Optional split for IMEX methods: f = f_explicit + f_implicit, with `implicit_jacobian`
+  /// (same CSR pattern as above, or dense differences when null) the Jacobian of f_implicit.
+  void (*rhs_split)(void* context, double t, const double* u, double* du_explicit,
+                    double* du_implicit) = nullptr;
+  void (*implicit_jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+
+  /// Optional state names (flattened names such as "SuperFast.O3") used in failure messages.
+  std::vector<std::string> names;
+};
+
+}  // namespace esi::method

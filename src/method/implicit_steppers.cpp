@@ -1,0 +1,201 @@
+// ESDIRK steppers (generic over SdirkTableau) and IMEX Euler, sharing one simplified Newton
+// iteration (Hairer-Wanner IV.8): the Jacobian is taken at (t, u0) once per state, the matrix
+// M = I/(h gamma) - J is factorized once per attempt, and the iteration stops by the
+// convergence-rate test eta * ||dY|| <= kappa (eta = theta / (1 - theta)). A diverging or
+// slow iteration is a failed attempt, which the integrator retries with a smaller step.
+#include <cmath>
+#include <limits>
+
+#include "method/stepper.hpp"
+#include "method/tableau.hpp"
+
+namespace esi::method::detail {
+namespace {
+
+constexpr int kMaxNewtonIterations = 10;
+constexpr double kNewtonKappa = 0.01;  // OrdinaryDiffEq's default κ
+
+/// Solves Y = psi + hg * g(t, Y) for Y with the factorization held by `system` (alpha = 1/hg).
+class NewtonSolver {
+ public:
+  NewtonSolver(const Evaluator& eval, JacobianOf of, const IntegratorOptions& options)
+      : eval_(eval), of_(of), rtol_(options.rtol), atol_(options.atol) {
+    const std::size_t n = eval.problem->size;
+    g_.resize(n), delta_.resize(n), weights_.resize(n), scratch_.resize(n);
+  }
+
+  void set_weights(const double* u0) {
+    for (std::size_t m = 0; m < weights_.size(); ++m)
+      weights_[m] = 1.0 / (atol_ + rtol_ * std::abs(u0[m]));
+  }
+
+  /// Y holds the initial guess and receives the solution; slope receives (Y - psi) / hg.
+  AttemptStatus solve(LinearSystem& system, double t, double hg, const double* psi, double* Y,
+                      double* slope) {
+    const std::size_t n = g_.size();
+    double eta = std::pow(std::max(eta_, std::numeric_limits<double>::epsilon()), 0.8);
+    double previous_norm = 0;
+    for (int iteration = 0; iteration < kMaxNewtonIterations; ++iteration) {
+      evaluate(t, Y);
+      for (std::size_t m = 0; m < n; ++m) delta_[m] = g_[m] - (Y[m] - psi[m]) / hg;
+      if (!system.solve(delta_.data())) return AttemptStatus::LinearSolveFailed;
+      const double norm = weighted_norm(delta_.data());
+      if (!std::isfinite(norm)) return AttemptStatus::NonFinite;
+      for (std::size_t m = 0; m < n; ++m) Y[m] += delta_[m];
+      if (iteration > 0) {
+        const double theta = norm / previous_norm;
+        if (theta >= 1) return AttemptStatus::NewtonFailed;
+        eta = theta / (1 - theta);
+      }
+      if (eta * norm <= kNewtonKappa || norm == 0) {
+        eta_ = eta;
+        for (std::size_t m = 0; m < n; ++m) slope[m] = (Y[m] - psi[m]) / hg;
+        return AttemptStatus::Ok;
+      }
+      previous_norm = norm;
+    }
+    return AttemptStatus::NewtonFailed;
+  }
+
+  void reset_rate() { eta_ = 1; }
+
+ private:
+  void evaluate(double t, const double* Y) {
+    if (of_ == JacobianOf::Rhs)
+      eval_.rhs(t, Y, g_.data());
+    else
+      eval_.implicit_part(t, Y, g_.data(), scratch_.data());
+  }
+  double weighted_norm(const double* v) const {
+    double sum = 0;
+    for (std::size_t m = 0; m < weights_.size(); ++m) sum += (v[m] * weights_[m]) * (v[m] * weights_[m]);
+    return weights_.empty() ? 0.0 : std::sqrt(sum / double(weights_.size()));
+  }
+
+  Evaluator eval_;
+  JacobianOf of_;
+  double rtol_, atol_;
+  double eta_ = 1;  // last converged rate estimate, seeds the first iteration's test
+  std::vector<double> g_, delta_, weights_, scratch_;
+};
+
+bool stiffly_accurate(const SdirkTableau& tab) {
+  const int last = tab.stages - 1;
+  for (int j = 0; j <= last; ++j)
+    if ((j < last ? tab.a[last][j] : tab.gamma) != tab.b[j]) return false;
+  return true;
+}
+
+class SdirkStepper final : public Stepper {
+ public:
+  SdirkStepper(const SdirkTableau& tab, const Evaluator& eval, const IntegratorOptions& options)
+      : Stepper(eval.problem->size, tab.stages),
+        tab_(tab),
+        system_(eval, JacobianOf::Rhs),
+        newton_(eval, JacobianOf::Rhs, options),
+        k_(n_ * tab.stages),
+        psi_(n_),
+        stiffly_accurate_(stiffly_accurate(tab)) {}
+
+  AttemptStatus attempt(double t, double h, const double* u0, const double* f0, double* u1,
+                        double* err) override {
+    if (!jacobian_current_) system_.evaluate_jacobian(t, u0, f0), jacobian_current_ = true;
+    const double hg = h * tab_.gamma;
+    if (!system_.factorize(1.0 / hg)) return AttemptStatus::LinearSolveFailed;
+    newton_.set_weights(u0);
+    std::copy(u0, u0 + n_, stage_state(0));
+    std::copy(f0, f0 + n_, slope(0));
+    for (int i = 1; i < tab_.stages; ++i) {
+      combine(u0, h, tab_.a[i], i, psi_.data());
+      double* Y = stage_state(i);
+      // Predictor: the previous stage's slope carried over the diagonal part.
+      for (std::size_t m = 0; m < n_; ++m) Y[m] = psi_[m] + hg * slope(i - 1)[m];
+      const AttemptStatus s = newton_.solve(system_, t + tab_.c[i] * h, hg, psi_.data(), Y, slope(i));
+      if (s != AttemptStatus::Ok) return s;
+    }
+    const double* last = stage_state(tab_.stages - 1);
+    if (stiffly_accurate_)
+      std::copy(last, last + n_, u1);
+    else
+      combine(u0, h, tab_.b, tab_.stages, u1);
+    // Shampine's filter keeps the estimate bounded on stiff components: err = (I - hgJ)^-1 e.
+    combine(nullptr, h, tab_.btilde, tab_.stages, err);
+    for (std::size_t m = 0; m < n_; ++m) err[m] /= hg;
+    if (!system_.solve(err)) return AttemptStatus::LinearSolveFailed;
+    return AttemptStatus::Ok;
+  }
+
+  void state_changed() override { jacobian_current_ = false; }
+
+ private:
+  double* slope(int i) { return k_.data() + std::size_t(i) * n_; }
+
+  void combine(const double* base, double h, const double* w, int count, double* out) const {
+    for (std::size_t m = 0; m < n_; ++m) {
+      double acc = 0;
+      for (int j = 0; j < count; ++j)
+        if (w[j] != 0.0) acc += w[j] * k_[std::size_t(j) * n_ + m];
+      out[m] = base ? base[m] + h * acc : h * acc;
+    }
+  }
+
+  const SdirkTableau& tab_;
+  LinearSystem system_;
+  NewtonSolver newton_;
+  std::vector<double> k_, psi_;
+  bool stiffly_accurate_;
+  bool jacobian_current_ = false;
+};
+
+// IMEX Euler: u1 = u0 + h f_E(t, u0) + h f_I(t + h, u1), fixed step.
+class ImexEulerStepper final : public Stepper {
+ public:
+  ImexEulerStepper(const Evaluator& eval, const IntegratorOptions& options)
+      : Stepper(eval.problem->size, 1),
+        eval_(eval),
+        system_(eval, JacobianOf::ImplicitPart),
+        newton_(eval, JacobianOf::ImplicitPart, options),
+        f_explicit_(n_),
+        f_implicit_(n_),
+        psi_(n_),
+        slope_(n_) {}
+
+  AttemptStatus attempt(double t, double h, const double* u0, const double*, double* u1,
+                        double*) override {
+    if (!split_current_) {
+      eval_.split(t, u0, f_explicit_.data(), f_implicit_.data());
+      system_.evaluate_jacobian(t, u0, f_implicit_.data());
+      split_current_ = true;
+    }
+    if (!system_.factorize(1.0 / h)) return AttemptStatus::LinearSolveFailed;
+    newton_.set_weights(u0);
+    double* Y = stage_state(0);
+    for (std::size_t m = 0; m < n_; ++m) {
+      psi_[m] = u0[m] + h * f_explicit_[m];
+      Y[m] = psi_[m] + h * f_implicit_[m];
+    }
+    const AttemptStatus s = newton_.solve(system_, t + h, h, psi_.data(), Y, slope_.data());
+    if (s != AttemptStatus::Ok) return s;
+    std::copy(Y, Y + n_, u1);
+    return AttemptStatus::Ok;
+  }
+
+  void state_changed() override { split_current_ = false; }
+
+ private:
+  Evaluator eval_;
+  LinearSystem system_;
+  NewtonSolver newton_;
+  std::vector<double> f_explicit_, f_implicit_, psi_, slope_;
+  bool split_current_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Stepper> make_implicit_stepper(MethodId id, const Evaluator& eval,
+                                               const IntegratorOptions& options) {
+  if (id == MethodId::IMEXEuler) return std::make_unique<ImexEulerStepper>(eval, options);
+  return std::make_unique<SdirkStepper>(sdirk_tableau(id), eval, options);
+}
+
+}  // namespace esi::method::detail

@@ -1,0 +1,339 @@
+// The Integrator: owns the state, a stepper and a controller, and reads like CVODE's cvStep:
+// validate, start, then per attempt plan_step -> run_attempt (stepper) -> judge (finite,
+// domain, error test) -> complete_step or retry with the proposed step.
+#include "esi/method/integrator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "esi/core/error.hpp"
+#include "method/controller.hpp"
+#include "method/stepper.hpp"
+#include "method/support.hpp"
+#include "method/tableau.hpp"
+
+namespace esi::method {
+
+using namespace detail;
+
+namespace {
+
+// Why the last attempt was rejected; decides the code when the step size runs out.
+enum class Cause { None, ErrorTest, NonFinite, LinearSolve, Newton, Domain };
+
+constexpr double kNonFiniteFactor = 0.1;    // brief: non-finite -> dt * 0.1
+constexpr double kSolverFailFactor = 0.5;   // OrdinaryDiffEq failfactor 2
+constexpr double kDomainFactor = 0.5;
+constexpr double kLandingSlack = 0.01;      // stretch a step by <= 1% to land on t_limit
+
+bool all_finite(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+}
+
+std::string format_double(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+std::unique_ptr<Stepper> make_stepper(MethodId id, const Evaluator& eval,
+                                      const IntegratorOptions& options) {
+  switch (family_of(id)) {
+    case Family::Explicit: return make_erk_stepper(id, eval);
+    case Family::Rosenbrock: return make_rosenbrock_stepper(id, eval);
+    case Family::Sdirk:
+    case Family::Imex: return make_implicit_stepper(id, eval, options);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+struct Integrator::Impl {
+  const OdeProblem* problem;
+  IntegratorOptions opt;
+  MethodId method;
+  const MethodInfo* info;
+  IntegratorStats stats;
+  Evaluator eval;
+  bool adaptive;
+  int control_order;
+  std::string invalid;  // non-empty: every step() returns InvalidOptions with this message
+  std::unique_ptr<Stepper> stepper;
+  std::unique_ptr<StepController> controller;
+  double t, t_prev, dt;
+  bool started = false;
+  long attempts = 0;
+  std::vector<double> u, u_prev, f, f_prev, u_new, f_new, err;
+  Cause cause = Cause::None;
+  std::size_t culprit = 0;  // state with the largest weighted error in the last attempt
+  std::string message;
+
+  Impl(const OdeProblem& p, const IntegratorOptions& o, double t0, std::span<const double> u0);
+  std::string check_options() const;
+  ReturnCode step(double t_limit);
+  void start(double t_limit);
+  double plan_step(double t_limit, bool& lands) const;
+  bool run_attempt(double h, double& h_next);
+  bool reject(Cause why, double h_next_value, double& h_next);
+  void complete_step(double h, bool lands, double t_limit, double h_next);
+  ReturnCode fail(ReturnCode code, const std::string& what);
+  ReturnCode fail_step_size(double h);
+  void blame_non_finite_rhs();
+  double last_h = 0;  // size of the last attempt
+};
+
+Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t0,
+                       std::span<const double> u0)
+    : problem(&p), opt(o), t(t0), t_prev(t0), dt(o.dt_initial) {
+  eval = Evaluator{problem, &stats};
+  const std::size_t n = p.size;
+  method = opt.method == MethodId::Auto && p.rhs && u0.size() == n
+               ? choose_method(p, t0, t0 + 1, u0)
+               : (opt.method == MethodId::Auto ? MethodId::Tsit5 : opt.method);
+  info = &method_info(method);
+  adaptive = opt.adaptive && info->embedded_order > 0;
+  control_order = std::max(1, std::min(info->order, info->embedded_order + 1));
+  u.assign(u0.begin(), u0.end());
+  u.resize(n);
+  u_prev = u;
+  f.assign(n, 0), f_prev.assign(n, 0), u_new.assign(n, 0), f_new.assign(n, 0), err.assign(n, 0);
+  invalid = u0.size() != n ? "u0 has " + std::to_string(u0.size()) + " values, problem.size is " +
+                                 std::to_string(n)
+                           : check_options();
+  if (invalid.empty()) {
+    stepper = make_stepper(method, eval, opt);
+    controller = make_controller(opt.controller, method);
+  }
+}
+
+std::string Integrator::Impl::check_options() const {
+  if (!problem->rhs) return "problem.rhs is null";
+  if (family_of(method) == Family::Imex && !problem->rhs_split)
+    return std::string(info->name) + " needs problem.rhs_split";
+  if (!(opt.rtol >= 0) || !(opt.atol >= 0) || opt.rtol + opt.atol <= 0)
+    return "rtol and atol must be >= 0 and not both 0";
+  if (!adaptive && !(opt.dt_initial > 0))
+    return std::string(info->name) + " takes fixed steps: set dt_initial > 0";
+  if (!(opt.dt_min >= 0) || !(opt.dt_max >= 0) || opt.max_steps <= 0)
+    return "dt_min, dt_max must be >= 0 and max_steps > 0";
+  for (int i : opt.nonnegative_components)
+    if (i < 0 || std::size_t(i) >= problem->size)
+      return "nonnegative_components holds " + std::to_string(i) + ", out of range";
+  const bool has_pattern = problem->jac_row_ptr.size() == problem->size + 1;
+  if ((problem->jacobian || problem->implicit_jacobian) && !has_pattern)
+    return "an analytic Jacobian needs jac_row_ptr of size + 1 entries";
+  return {};
+}
+
+void Integrator::Impl::start(double t_limit) {
+  eval.rhs(t, u.data(), f.data());
+  f_prev = f;
+  if (!(opt.dt_initial > 0))
+    dt = hairer_initial_step(eval, t, u.data(), f.data(), info->order, opt.rtol, opt.atol,
+                             u_new.data(), f_new.data());
+  dt = std::min(dt, t_limit - t);
+  if (opt.dt_max > 0) dt = std::min(dt, opt.dt_max);
+  started = true;
+}
+
+double Integrator::Impl::plan_step(double t_limit, bool& lands) const {
+  double h = opt.dt_max > 0 ? std::min(dt, opt.dt_max) : dt;
+  lands = t + (1 + kLandingSlack) * h >= t_limit;
+  return lands ? t_limit - t : h;
+}
+
+bool Integrator::Impl::reject(Cause why, double h_next_value, double& h_next) {
+  cause = why;
+  ++stats.rejected;
+  h_next = h_next_value;
+  return false;
+}
+
+// One attempt of size h; true when accepted. h_next receives the step to use next.
+bool Integrator::Impl::run_attempt(double h, double& h_next) {
+  const std::size_t n = u.size();
+  const AttemptStatus status = stepper->attempt(t, h, u.data(), f.data(), u_new.data(), err.data());
+  if (status == AttemptStatus::LinearSolveFailed || status == AttemptStatus::NewtonFailed) {
+    culprit = largest_weighted(f.data(), u.data(), u.data(), n, opt.rtol, opt.atol);
+    const Cause why = status == AttemptStatus::NewtonFailed ? Cause::Newton : Cause::LinearSolve;
+    return reject(why, h * kSolverFailFactor, h_next);
+  }
+  if (status == AttemptStatus::NonFinite || !all_finite(u_new)) {
+    culprit = largest_weighted(u_new.data(), u.data(), u.data(), n, opt.rtol, opt.atol);
+    return reject(Cause::NonFinite, h * kNonFiniteFactor, h_next);
+  }
+  if (opt.nonnegative == DomainPolicy::Reject) {
+    bool outside = leaves_nonnegative_domain(u_new, opt.nonnegative_components);
+    for (int i = 0; opt.check_stages && !outside && i < stepper->stage_count(); ++i)
+      outside = leaves_nonnegative_domain(stepper->attempted_stage(i), opt.nonnegative_components);
+    if (outside) return reject(Cause::Domain, h * kDomainFactor, h_next);
+  }
+  if (!adaptive) {
+    h_next = opt.dt_initial;
+    return true;
+  }
+  const double norm = weighted_rms(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol);
+  culprit = largest_weighted(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol);
+  if (!std::isfinite(norm)) return reject(Cause::NonFinite, h * kNonFiniteFactor, h_next);
+  const Proposal proposal = controller->propose(h, norm, control_order);
+  if (!proposal.accept) return reject(Cause::ErrorTest, proposal.h_next, h_next);
+  h_next = proposal.h_next;
+  return true;
+}
+
+void Integrator::Impl::complete_step(double h, bool lands, double t_limit, double h_next) {
+  const double* fsal = stepper->f_at_end();
+  bool clipped = false;
+  if (opt.nonnegative == DomainPolicy::Clip) {
+    auto clip = [&](std::size_t i) {
+      if (u_new[i] < 0) u_new[i] = 0, clipped = true;
+    };
+    if (opt.nonnegative_components.empty())
+      for (std::size_t i = 0; i < u_new.size(); ++i) clip(i);
+    for (int i : opt.nonnegative_components) clip(std::size_t(i));
+  }
+  t_prev = t;
+  t = lands ? t_limit : t + h;
+  u_prev.swap(u), u.swap(u_new);
+  f_prev.swap(f);
+  if (fsal && !clipped)
+    std::copy(fsal, fsal + u.size(), f.begin());
+  else
+    eval.rhs(t, u.data(), f.data());
+  stepper->commit();
+  stepper->state_changed();
+  ++stats.accepted;
+  cause = Cause::None;
+  // A step shortened to land on t_limit says little about the step the problem allows.
+  if (adaptive && lands && h < dt && h_next > h) h_next = std::max(h_next, dt);
+  dt = opt.dt_max > 0 ? std::min(h_next, opt.dt_max) : h_next;
+}
+
+ReturnCode Integrator::Impl::fail(ReturnCode code, const std::string& what) {
+  message = std::string(return_code_name(code)) + " at t = " + format_double(t) + ": " + what;
+  if (!u.empty()) message += "; largest weighted error in " + state_name(*problem, culprit);
+  return code;
+}
+
+// When every component of a failed attempt is NaN the first one says nothing; one more rhs
+// call at the end of the last attempt names the component that produced it, if any did.
+void Integrator::Impl::blame_non_finite_rhs() {
+  eval.rhs(t + last_h, u.data(), f_new.data());
+  for (std::size_t i = 0; i < f_new.size(); ++i)
+    if (!std::isfinite(f_new[i])) {
+      culprit = i;
+      return;
+    }
+}
+
+ReturnCode Integrator::Impl::fail_step_size(double h) {
+  const std::string size = "step " + format_double(h) + " is below dt_min";
+  switch (cause) {
+    case Cause::NonFinite:
+      blame_non_finite_rhs();
+      return fail(ReturnCode::NonFinite, "non-finite values down to dt_min");
+    case Cause::LinearSolve:
+      return fail(ReturnCode::LinearSolveFailed, "singular iteration matrix down to dt_min");
+    case Cause::Newton: return fail(ReturnCode::DtBelowMin, size + " (Newton iteration failed)");
+    case Cause::Domain: return fail(ReturnCode::DtBelowMin, size + " (state left the domain)");
+    default: return fail(ReturnCode::DtBelowMin, size);
+  }
+}
+
+ReturnCode Integrator::Impl::step(double t_limit) {
+  message.clear();
+  if (!invalid.empty()) {
+    message = "InvalidOptions: " + invalid;
+    return ReturnCode::InvalidOptions;
+  }
+  if (!(t_limit > t)) {
+    message = "InvalidOptions: t_limit " + format_double(t_limit) + " is not after t() " +
+              format_double(t);
+    return ReturnCode::InvalidOptions;
+  }
+  if (!started) start(t_limit);
+  for (;;) {
+    if (attempts >= opt.max_steps)
+      return fail(ReturnCode::MaxSteps, std::to_string(opt.max_steps) + " attempts used");
+    bool lands = false;
+    const double h = plan_step(t_limit, lands);
+    const double dt_min = opt.dt_min > 0 ? opt.dt_min : default_dt_min(t);
+    if (!(h >= dt_min) && !lands) return fail_step_size(h);
+    ++attempts;
+    last_h = h;
+    double h_next = h;
+    if (run_attempt(h, h_next)) {
+      complete_step(h, lands, t_limit, h_next);
+      return ReturnCode::Success;
+    }
+    dt = h_next;
+    // A landing step that keeps failing shrinks below the remaining span and stops landing.
+    if (lands && !(dt >= dt_min)) return fail_step_size(dt);
+  }
+}
+
+// ---- public surface ----
+
+Integrator::Integrator(const OdeProblem& problem, const IntegratorOptions& options, double t0,
+                       std::span<const double> u0)
+    : impl_(std::make_unique<Impl>(problem, options, t0, u0)) {}
+Integrator::~Integrator() = default;
+Integrator::Integrator(Integrator&&) noexcept = default;
+Integrator& Integrator::operator=(Integrator&&) noexcept = default;
+
+ReturnCode Integrator::step(double t_limit) { return impl_->step(t_limit); }
+double Integrator::t() const { return impl_->t; }
+double Integrator::t_previous() const { return impl_->t_prev; }
+std::span<const double> Integrator::u() const { return impl_->u; }
+MethodId Integrator::method() const { return impl_->method; }
+double Integrator::dt() const { return impl_->dt; }
+const IntegratorStats& Integrator::stats() const { return impl_->stats; }
+const std::string& Integrator::message() const { return impl_->message; }
+
+int Integrator::stage_count() const { return impl_->stepper ? impl_->stepper->stage_count() : 0; }
+
+std::span<const double> Integrator::stage(int i) const {
+  ESI_ASSERT(i >= 0 && i < stage_count());
+  return impl_->stepper->accepted_stage(i);
+}
+
+// Cubic Hermite through (u_prev, f_prev) and (u, f); exact at both ends.
+void Integrator::interpolate(double time, std::span<double> out) const {
+  const Impl& m = *impl_;
+  ESI_ASSERT(out.size() == m.u.size());
+  const double h = m.t - m.t_prev;
+  if (time == m.t || h == 0) {
+    std::copy(m.u.begin(), m.u.end(), out.begin());
+    return;
+  }
+  if (time == m.t_prev) {
+    std::copy(m.u_prev.begin(), m.u_prev.end(), out.begin());
+    return;
+  }
+  const double s = (time - m.t_prev) / h;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double du = m.u[i] - m.u_prev[i];
+    out[i] = (1 - s) * m.u_prev[i] + s * m.u[i] +
+             s * (s - 1) * ((1 - 2 * s) * du + (s - 1) * h * m.f_prev[i] + s * h * m.f[i]);
+  }
+}
+
+void Integrator::restart(double time, std::span<const double> u) {
+  Impl& m = *impl_;
+  ESI_ASSERT(u.size() == m.u.size());
+  m.t = m.t_prev = time;
+  std::copy(u.begin(), u.end(), m.u.begin());
+  m.u_prev = m.u;
+  if (!m.invalid.empty()) return;
+  if (m.started) {
+    m.eval.rhs(m.t, m.u.data(), m.f.data());
+    m.f_prev = m.f;
+  }
+  m.controller->reset();
+  m.stepper->state_changed();
+  m.cause = Cause::None;
+}
+
+}  // namespace esi::method

@@ -1,0 +1,196 @@
+#include "method/linear_system.hpp"
+
+#include <Eigen/Dense>
+#include <Eigen/SparseLU>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace esi::method::detail {
+
+void Evaluator::rhs(double t, const double* u, double* du) const {
+  ++stats->rhs_evaluations;
+  problem->rhs(problem->context, t, u, du);
+}
+
+void Evaluator::split(double t, const double* u, double* du_explicit, double* du_implicit) const {
+  ++stats->rhs_evaluations;
+  problem->rhs_split(problem->context, t, u, du_explicit, du_implicit);
+}
+
+void Evaluator::implicit_part(double t, const double* u, double* du_implicit,
+                              double* scratch) const {
+  split(t, u, scratch, du_implicit);
+}
+
+namespace {
+using SparseMatrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+}  // namespace
+
+struct LinearSystem::Impl {
+  Evaluator eval;
+  JacobianOf of;
+  std::size_t n = 0;
+  bool sparse = false;
+  void (*analytic)(void*, double, const double*, double*) = nullptr;
+  std::vector<double> csr_values;  // analytic Jacobian values in the problem's CSR order
+  std::vector<double> u_perturbed, g_perturbed, scratch;
+  Eigen::MatrixXd J, M;
+  Eigen::PartialPivLU<Eigen::MatrixXd> dense_lu;
+  SparseMatrix sparse_M;
+  std::vector<int> csr_to_value;  // csr_to_value[k]: slot of CSR nonzero k in sparse_M
+  std::vector<int> diag_to_value;  // diag_to_value[i]: slot of M(i, i)
+  Eigen::SparseLU<SparseMatrix, Eigen::COLAMDOrdering<int>> sparse_lu;
+  Eigen::VectorXd rhs_copy;
+
+  void setup_sparse();
+  void finite_difference_jacobian(double t, const double* u, const double* g_at_u);
+  void scatter_analytic_to_dense();
+  void evaluate_g(double t, const double* u, double* out) {
+    if (of == JacobianOf::Rhs)
+      eval.rhs(t, u, out);
+    else
+      eval.implicit_part(t, u, out, scratch.data());
+  }
+};
+
+void LinearSystem::Impl::setup_sparse() {
+  const OdeProblem& p = *eval.problem;
+  std::vector<Eigen::Triplet<double, int>> entries;
+  for (std::size_t i = 0; i < n; ++i) {
+    entries.emplace_back(int(i), int(i), 0.0);
+    for (int k = p.jac_row_ptr[i]; k < p.jac_row_ptr[i + 1]; ++k)
+      entries.emplace_back(int(i), p.jac_col[k], 0.0);
+  }
+  sparse_M.resize(int(n), int(n));
+  sparse_M.setFromTriplets(entries.begin(), entries.end());  // duplicates (diagonal) summed
+  sparse_M.makeCompressed();
+  const double* base = sparse_M.valuePtr();
+  csr_to_value.resize(p.jac_col.size());
+  diag_to_value.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    diag_to_value[i] = int(&sparse_M.coeffRef(int(i), int(i)) - base);
+    for (int k = p.jac_row_ptr[i]; k < p.jac_row_ptr[i + 1]; ++k)
+      csr_to_value[k] = int(&sparse_M.coeffRef(int(i), p.jac_col[k]) - base);
+  }
+  sparse_lu.analyzePattern(sparse_M);
+}
+
+LinearSystem::LinearSystem(const Evaluator& eval, JacobianOf of) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.eval = eval;
+  m.of = of;
+  m.n = eval.problem->size;
+  m.analytic = of == JacobianOf::Rhs ? eval.problem->jacobian : eval.problem->implicit_jacobian;
+  const bool has_pattern = eval.problem->jac_row_ptr.size() == m.n + 1;
+  if (m.analytic && has_pattern) m.csr_values.resize(eval.problem->jac_col.size());
+  m.sparse = m.analytic && has_pattern && m.n > kDenseLimit;
+  m.u_perturbed.resize(m.n);
+  m.g_perturbed.resize(m.n);
+  m.scratch.resize(m.n);
+  m.rhs_copy.resize(Eigen::Index(m.n));
+  if (m.sparse) {
+    m.setup_sparse();
+  } else {
+    m.J.setZero(Eigen::Index(m.n), Eigen::Index(m.n));
+    m.M.setZero(Eigen::Index(m.n), Eigen::Index(m.n));
+    m.dense_lu = Eigen::PartialPivLU<Eigen::MatrixXd>(Eigen::Index(m.n));
+  }
+}
+
+LinearSystem::~LinearSystem() = default;
+LinearSystem::LinearSystem(LinearSystem&&) noexcept = default;
+LinearSystem& LinearSystem::operator=(LinearSystem&&) noexcept = default;
+
+// Forward differences, one column per state, step sqrt(eps) * max(|u_j|, 1) as FiniteDiff.jl
+// (the scale OrdinaryDiffEq uses); the perturbation actually applied is (u_j + d) - u_j.
+void LinearSystem::Impl::finite_difference_jacobian(double t, const double* u,
+                                                    const double* g_at_u) {
+  const double sqrt_eps = std::sqrt(std::numeric_limits<double>::epsilon());
+  std::copy(u, u + n, u_perturbed.begin());
+  for (std::size_t j = 0; j < n; ++j) {
+    const double step = sqrt_eps * std::max(std::abs(u[j]), 1.0);
+    u_perturbed[j] = u[j] + step;
+    const double applied = u_perturbed[j] - u[j];
+    evaluate_g(t, u_perturbed.data(), g_perturbed.data());
+    for (std::size_t i = 0; i < n; ++i)
+      J(Eigen::Index(i), Eigen::Index(j)) = (g_perturbed[i] - g_at_u[i]) / applied;
+    u_perturbed[j] = u[j];
+  }
+}
+
+void LinearSystem::Impl::scatter_analytic_to_dense() {
+  const OdeProblem& p = *eval.problem;
+  J.setZero();
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = p.jac_row_ptr[i]; k < p.jac_row_ptr[i + 1]; ++k)
+      J(Eigen::Index(i), p.jac_col[k]) = csr_values[k];
+}
+
+void LinearSystem::evaluate_jacobian(double t, const double* u, const double* g_at_u) {
+  Impl& m = *impl_;
+  ++m.eval.stats->jacobian_evaluations;
+  if (m.csr_values.empty() && m.analytic == nullptr) {
+    m.finite_difference_jacobian(t, u, g_at_u);
+    return;
+  }
+  if (m.csr_values.empty()) {
+    // An analytic callback without a CSR pattern cannot be read; fall back to differences.
+    m.finite_difference_jacobian(t, u, g_at_u);
+    return;
+  }
+  m.analytic(m.eval.problem->context, t, u, m.csr_values.data());
+  if (!m.sparse) m.scatter_analytic_to_dense();
+}
+
+bool LinearSystem::factorize(double alpha) {
+  Impl& m = *impl_;
+  ++m.eval.stats->factorizations;
+  if (!m.sparse) {
+    m.M = -m.J;
+    m.M.diagonal().array() += alpha;
+    if (!m.M.allFinite()) return false;
+    m.dense_lu.compute(m.M);
+    const auto diag = m.dense_lu.matrixLU().diagonal();
+    return diag.allFinite() && (diag.array() != 0.0).all();
+  }
+  double* values = m.sparse_M.valuePtr();
+  std::fill(values, values + m.sparse_M.nonZeros(), 0.0);
+  for (std::size_t k = 0; k < m.csr_values.size(); ++k) values[m.csr_to_value[k]] -= m.csr_values[k];
+  for (std::size_t i = 0; i < m.n; ++i) values[m.diag_to_value[i]] += alpha;
+  for (Eigen::Index k = 0; k < m.sparse_M.nonZeros(); ++k)
+    if (!std::isfinite(values[k])) return false;
+  m.sparse_lu.factorize(m.sparse_M);  // allocates (Eigen's supernodal storage)
+  return m.sparse_lu.info() == Eigen::Success;
+}
+
+bool LinearSystem::solve(double* x) {
+  Impl& m = *impl_;
+  ++m.eval.stats->linear_solves;
+  Eigen::Map<Eigen::VectorXd> xv(x, Eigen::Index(m.n));
+  m.rhs_copy = xv;
+  if (!m.sparse) {
+    xv.noalias() = m.dense_lu.solve(m.rhs_copy);
+    return true;
+  }
+  xv = m.sparse_lu.solve(m.rhs_copy);
+  return m.sparse_lu.info() == Eigen::Success;
+}
+
+double LinearSystem::gershgorin_bound() const {
+  const Impl& m = *impl_;
+  double bound = 0;
+  if (!m.sparse) {
+    for (Eigen::Index i = 0; i < m.J.rows(); ++i) bound = std::max(bound, m.J.row(i).cwiseAbs().sum());
+    return bound;
+  }
+  const OdeProblem& p = *m.eval.problem;
+  for (std::size_t i = 0; i < m.n; ++i) {
+    double row = 0;
+    for (int k = p.jac_row_ptr[i]; k < p.jac_row_ptr[i + 1]; ++k) row += std::abs(m.csr_values[k]);
+    bound = std::max(bound, row);
+  }
+  return bound;
+}
+
+}  // namespace esi::method::detail

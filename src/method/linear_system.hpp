@@ -1,0 +1,55 @@
+// The linear algebra behind implicit methods: the Jacobian of the right-hand side (analytic CSR
+// or dense forward differences) and the iteration matrix M = alpha I - J, factorized once per
+// (J, alpha) and solved many times (Eigen's "compute once, solve many").
+//
+// Dense PartialPivLU for n <= kDenseLimit or when the Jacobian comes from differences;
+// SparseLU on the CSR pattern plus the diagonal otherwise (its factorize allocates; the
+// symbolic analysis is done once at construction). A singular or non-finite factorization is
+// reported as `false`, a recoverable outcome (the step is retried smaller), never a throw.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "esi/method/integrator.hpp"
+
+namespace esi::method::detail {
+
+inline constexpr std::size_t kDenseLimit = 64;
+
+/// Which function the Jacobian differentiates: the full rhs, or the implicit part of rhs_split.
+enum class JacobianOf { Rhs, ImplicitPart };
+
+/// Counts every callback evaluation into the integrator's stats.
+struct Evaluator {
+  const OdeProblem* problem = nullptr;
+  IntegratorStats* stats = nullptr;
+  void rhs(double t, const double* u, double* du) const;
+  void split(double t, const double* u, double* du_explicit, double* du_implicit) const;
+  /// f_implicit alone (into du_implicit; `scratch` receives the explicit part).
+  void implicit_part(double t, const double* u, double* du_implicit, double* scratch) const;
+};
+
+class LinearSystem {
+ public:
+  LinearSystem(const Evaluator& eval, JacobianOf of);
+  ~LinearSystem();
+  LinearSystem(LinearSystem&&) noexcept;
+  LinearSystem& operator=(LinearSystem&&) noexcept;
+
+  /// J = dg/du at (t, u); g(t, u) = g_at_u is given (the base point of forward differences).
+  void evaluate_jacobian(double t, const double* u, const double* g_at_u);
+  /// Factorizes M = alpha I - J; false when M is singular or not finite.
+  [[nodiscard]] bool factorize(double alpha);
+  /// x = M^{-1} b in place; false when the solver failed (non-finite data is not checked here).
+  [[nodiscard]] bool solve(double* x);
+  /// |J| spectral radius bound (max absolute row sum, Gershgorin) of the last Jacobian.
+  double gershgorin_bound() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace esi::method::detail

@@ -1,0 +1,59 @@
+// The stepper seam: one object per method family, generic over its tableau, that turns
+// (t, h, u0, f0) into u1 and a local error estimate. It neither accepts nor rejects; the
+// Integrator (integrator.cpp) judges the attempt, like CVODE's cvStep around its nonlinear
+// solve. Steppers allocate everything at construction; `attempt` never allocates or throws.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "esi/method/integrator.hpp"
+#include "method/linear_system.hpp"
+
+namespace esi::method::detail {
+
+/// Why an attempt produced no usable u1. All are recoverable by a smaller step.
+enum class AttemptStatus { Ok, NonFinite, LinearSolveFailed, NewtonFailed };
+
+class Stepper {
+ public:
+  Stepper(std::size_t n, int stages)
+      : n_(n), stage_count_(stages), stages_(n * stages), accepted_(n * stages) {}
+  virtual ~Stepper() = default;
+
+  /// u1 ≈ u(t + h) from u0 with f0 = f(t, u0); err (absolute units) is written when the
+  /// method has an embedded estimate. u1 and err may hold non-finite values (the caller checks).
+  virtual AttemptStatus attempt(double t, double h, const double* u0, const double* f0,
+                                double* u1, double* err) = 0;
+  /// f(t + h, u1) when the last attempt computed it exactly (first-same-as-last), else null.
+  virtual const double* f_at_end() const { return nullptr; }
+  /// The state moved (an accepted step or a restart): Jacobians cached for u0 are stale.
+  virtual void state_changed() {}
+
+  /// The last attempt becomes the last accepted step (its stage values stay readable).
+  void commit() { accepted_.swap(stages_); }
+  int stage_count() const { return stage_count_; }
+  /// State at which stage i of the last accepted step evaluated the right-hand side.
+  std::span<const double> accepted_stage(int i) const {
+    return {accepted_.data() + std::size_t(i) * n_, n_};
+  }
+  /// The same for the attempt in progress (domain checks of stage values).
+  std::span<const double> attempted_stage(int i) const {
+    return {stages_.data() + std::size_t(i) * n_, n_};
+  }
+
+ protected:
+  double* stage_state(int i) { return stages_.data() + std::size_t(i) * n_; }
+  std::size_t n_;
+  int stage_count_;
+  std::vector<double> stages_, accepted_;
+};
+
+std::unique_ptr<Stepper> make_erk_stepper(MethodId id, const Evaluator& eval);
+std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& eval);
+/// SDIRK (MethodId ImplicitEuler..Kvaerno3) and IMEXEuler; Newton tolerances from options.
+std::unique_ptr<Stepper> make_implicit_stepper(MethodId id, const Evaluator& eval,
+                                               const IntegratorOptions& options);
+
+}  // namespace esi::method::detail

@@ -1,0 +1,59 @@
+// Butcher and Rosenbrock tableaus as plain constexpr data (style-anchors §1 "tableau = plain
+// struct + named factories"). One stepper per family reads these; nothing here runs code.
+//
+// Coefficients are copied from OrdinaryDiffEq.jl (each table cites its source file in
+// tableaus_explicit.cpp / tableaus_implicit.cpp). Arrays are row-major, stage index first, and
+// only the strictly lower triangle (plus the diagonal for SDIRK) is meaningful.
+#pragma once
+
+#include "esi/method/integrator.hpp"
+
+namespace esi::method::detail {
+
+inline constexpr int kMaxStages = 10;
+
+/// Explicit Runge-Kutta: Y_i = u0 + h sum_{j<i} a[i][j] k_j, k_i = f(t + c[i] h, Y_i),
+/// u1 = u0 + h sum b[j] k_j, local error estimate h sum btilde[j] k_j (all zero: none).
+struct ErkTableau {
+  int stages = 0;
+  double a[kMaxStages][kMaxStages] = {};
+  double b[kMaxStages] = {};
+  double btilde[kMaxStages] = {};
+  double c[kMaxStages] = {};
+};
+
+/// Rosenbrock in Hairer-Wanner's transformed variables (Solving ODEs II, IV.7 (7.25)), the
+/// form OrdinaryDiffEq stores: with M = I/(gamma h) - J,
+///   M k_i = f(t + c[i] h, u0 + sum_{j<i} a[i][j] k_j) + sum_{j<i} (C[i][j]/h) k_j + h d[i] f_t,
+///   u1 = u0 + sum b[j] k_j,  error estimate sum btilde[j] k_j.
+struct RosenbrockTableau {
+  int stages = 0;
+  double gamma = 0;
+  double a[kMaxStages][kMaxStages] = {};
+  double C[kMaxStages][kMaxStages] = {};
+  double b[kMaxStages] = {};
+  double btilde[kMaxStages] = {};
+  double c[kMaxStages] = {};
+  double d[kMaxStages] = {};
+};
+
+/// Diagonally implicit RK whose first stage is explicit (ESDIRK; a[0][0] == 0) and whose
+/// implicit stages share the diagonal gamma: Y_i = u0 + h sum_{j<i} a[i][j] k_j + h gamma k_i.
+/// The error estimate h sum btilde[j] k_j is filtered by (I - h gamma J)^{-1} (Shampine).
+struct SdirkTableau {
+  int stages = 0;
+  double gamma = 0;
+  double a[kMaxStages][kMaxStages] = {};
+  double b[kMaxStages] = {};
+  double btilde[kMaxStages] = {};
+  double c[kMaxStages] = {};
+};
+
+enum class Family { Explicit, Rosenbrock, Sdirk, Imex };
+
+Family family_of(MethodId id);
+const ErkTableau& erk_tableau(MethodId id);
+const RosenbrockTableau& rosenbrock_tableau(MethodId id);
+const SdirkTableau& sdirk_tableau(MethodId id);
+
+}  // namespace esi::method::detail
