@@ -1,7 +1,8 @@
 // The `esi` command: one function per subcommand, each taking the arguments after its name.
 //
 // Exit codes are shared by every subcommand:
-//   0  success (every file valid / the model was inspected)
+//   0  success (every file valid / the model was inspected / simulated / every test passed)
+//      (simulate: 1 also for a failed solve; check: 1 when an assertion fails or a test errors)
 //   1  the input is invalid or cannot be loaded (diagnostics say why)
 //   2  usage error (unknown subcommand or option, missing argument)
 //   3  internal error: an exception that is not esi::Error, i.e. a bug in esi
@@ -32,6 +33,15 @@ int run_inspect(Args args);
 
 void print_validate_help(std::FILE* out);
 void print_inspect_help(std::FILE* out);
+
+#ifdef ESI_HAVE_EXEC
+/// `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] ... --output OUT.csv`
+int run_simulate(Args args);
+/// `esi check [--json] [--jobs N] FILE_OR_DIR...`
+int run_check(Args args);
+void print_simulate_help(std::FILE* out);
+void print_check_help(std::FILE* out);
+#endif
 
 /// Prints "esi <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(std::string_view command, std::string_view message);

@@ -23,6 +23,10 @@ void print_help(std::FILE* out) {
       "  validate [--json] FILE...                  check documents (parse, schema, references,\n"
       "                                             structure, units, trial flatten)\n"
       "  inspect [--json] [--component NAME] FILE   load, flatten and summarize a model\n"
+#ifdef ESI_HAVE_EXEC
+      "  simulate FILE --tspan T0 T1 --output CSV   integrate a model (see 'esi help simulate')\n"
+      "  check [--json] [--jobs N] FILE_OR_DIR...   run the inline tests of documents\n"
+#endif
       "  help [COMMAND]                             show this help or a command's help\n"
       "\n"
       "options:\n"
@@ -47,6 +51,16 @@ int run_help(Args args) {
     print_inspect_help(stdout);
     return kExitOk;
   }
+#ifdef ESI_HAVE_EXEC
+  if (args[0] == "simulate") {
+    print_simulate_help(stdout);
+    return kExitOk;
+  }
+  if (args[0] == "check") {
+    print_check_help(stdout);
+    return kExitOk;
+  }
+#endif
   if (args[0] == "help") {
     print_help(stdout);
     return kExitOk;
@@ -63,6 +77,10 @@ int dispatch(const std::vector<std::string>& argv) {
   const Args rest(argv.data() + 1, argv.size() - 1);
   if (command == "validate") return run_validate(rest);
   if (command == "inspect") return run_inspect(rest);
+#ifdef ESI_HAVE_EXEC
+  if (command == "simulate") return run_simulate(rest);
+  if (command == "check") return run_check(rest);
+#endif
   if (command == "help" || command == "-h" || command == "--help") return run_help(rest);
   if (command == "--version" || command == "version") {
     std::puts("esi " ESI_VERSION);

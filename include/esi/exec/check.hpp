@@ -1,0 +1,80 @@
+// The inline-test runner (spec §6.6): every `tests` block of every model and reaction system of
+// a document, each run on its component flattened alone.
+//
+// A test's `parameter_overrides` and `initial_conditions` are keyed by local name and resolved
+// by §6.6.2 (exact flat name, scoped name under the component, unique trailing segment; an
+// unknown or ambiguous key is an error for that test). The run uses the automatic method at
+// rtol 1e-10 / atol 1e-14 unless the options say otherwise and samples each assertion at its
+// exact time. Tolerances resolve per field, assertion > test > component > default rel 1e-6
+// (§6.6.4); an assertion passes when |actual - expected| <= abs or
+// |actual - expected| / max(|expected|, 1e-300) <= rel.
+//
+// Documents and tests the engine refuses (unsupported array features, unsupported events, a
+// failed solve) are reported as errors, never thrown.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/core/error.hpp"
+#include "esi/method/integrator.hpp"
+
+namespace esi::exec {
+
+struct CheckOptions {
+  double rtol = 1e-10;
+  double atol = 1e-14;
+  method::MethodId method = method::MethodId::Auto;
+};
+
+struct AssertionResult {
+  std::string variable;  ///< as authored (local name)
+  double time = 0;
+  double expected = 0;
+  double actual = 0;     ///< NaN when the value could not be computed
+  double abs_tolerance = 0;  ///< 0 = no absolute bound
+  double rel_tolerance = 0;  ///< 0 = no relative bound
+  bool pass = false;
+};
+
+struct TestResult {
+  std::string component;  ///< dotted component path
+  std::string id;
+  std::optional<Diagnostic> error;  ///< the test could not run; `assertions` is then empty
+  std::size_t assertion_count = 0;  ///< authored assertions (also when the test errored)
+  std::vector<AssertionResult> assertions;
+};
+
+struct FileResult {
+  std::string file;
+  std::optional<Diagnostic> error;  ///< the document could not be loaded or holds no tests
+  std::vector<TestResult> tests;
+};
+
+struct CheckSummary {
+  std::size_t assertions = 0, passed = 0, failed = 0, errors = 0;
+  std::size_t skipped = 0;  ///< assertions of tests that errored (not in `assertions`)
+  bool all_passed() const { return failed == 0 && errors == 0; }
+};
+
+/// Runs every inline test of one file. Never throws for bad input.
+FileResult check_file(const std::filesystem::path& file, const CheckOptions& options = {});
+
+/// Runs `files` on `jobs` threads; results are in the order of `files` whatever `jobs` is.
+std::vector<FileResult> check_files(const std::vector<std::filesystem::path>& files, int jobs,
+                                    const CheckOptions& options = {});
+
+/// Files named directly, plus every *.esm under the directories named (recursively), sorted
+/// per argument. Throws esi::Error `file_not_found` for a path that does not exist.
+std::vector<std::filesystem::path> collect_esm_files(const std::vector<std::string>& paths);
+
+CheckSummary summarize(const std::vector<FileResult>& results);
+
+/// {"files": [...], "summary": {...}} as documented for `esi check --json`.
+nlohmann::json to_json(const std::vector<FileResult>& results);
+
+}  // namespace esi::exec

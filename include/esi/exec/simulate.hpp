@@ -1,0 +1,68 @@
+// The run driver: one System integrated from t0 to t1 with events, sampled at output times.
+//
+// `simulate` compiles the system with esi::kernel (the RHS over all states, its analytic
+// Jacobian for implicit methods, observeds as extra outputs), takes initial values from
+// `default` / `ic`, and steps an esi::method::Integrator accepted step by accepted step. Output
+// times are t0, every multiple of `saveat` after t0, t1 and any extra `sample_times`; each is
+// read from the step's dense output, or from the state itself on an exact hit. At a time where
+// an event fires, the reported value is the one after the event (right-continuous).
+//
+// Events (spec §5): continuous events are located by Illinois root finding on the dense output
+// and applied on the far side of the crossing (so it is consumed), discrete events fire at
+// preset times, periodically (first firing at t0 + offset + interval when the offset is 0) or
+// when their condition holds at a step end; parameter `update` blocks (§5.4) of kind schedule,
+// condition and crossing do the same for parameters (they are read from the resolved document
+// given in the options). Every affect reads the pre-event state (`Pre`).
+//
+// Index-0 algebraic unknowns (an implicit equation whose one side is the bare unknown) are
+// substituted; any other algebraic system is refused with `unsupported_algebraic`. Anything of
+// §5 not implemented (handlers, wiener and data updates) is refused with `unsupported_event`.
+// Bad input throws esi::Error; a failed solve does not throw: the Trajectory carries the
+// method's ReturnCode and message, with every output recorded up to the failure.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "esi/esm/load.hpp"
+#include "esi/esm/system.hpp"
+#include "esi/method/integrator.hpp"
+
+namespace esi::exec {
+
+struct SimulateOptions {
+  double t0 = 0;
+  double t1 = 0;
+  double saveat = 0;                ///< 0 = no regular grid (only t0, t1 and sample_times)
+  std::vector<double> sample_times; ///< extra output times in [t0, t1] (e.g. assertion times)
+  /// Step exactly to each sample time (a tstop) instead of reading it from the dense output.
+  bool stop_at_sample_times = false;
+  method::IntegratorOptions integrator;  ///< method Auto is resolved with method::choose_method
+  /// The document the system was flattened from: source of parameter `update` blocks. When
+  /// null, a parameter with an update (Discrete cadence) is refused with `unsupported_event`.
+  const esm::ResolvedDocument* document = nullptr;
+};
+
+struct Trajectory {
+  std::vector<std::string> names;  ///< states (System order), then observeds
+  std::size_t state_count = 0;
+  std::vector<double> times;       ///< increasing output times actually reached
+  std::vector<double> values;      ///< row-major: values[k * names.size() + j]
+  method::ReturnCode code = method::ReturnCode::Success;
+  std::string message;             ///< why the solve stopped early ("" on success)
+  method::MethodId method = method::MethodId::Auto;  ///< the method that ran
+  method::IntegratorStats stats;
+  long events_fired = 0;
+
+  bool ok() const { return code == method::ReturnCode::Success; }
+  int column(const std::string& name) const;  ///< index into names, or -1
+  /// The value of column j at output k.
+  double at(std::size_t k, std::size_t j) const { return values[k * names.size() + j]; }
+};
+
+/// Throws esi::Error for input the driver cannot run (`invalid_time_span`,
+/// `unsupported_algebraic`, `unsupported_event`, `missing_initial_value`, compile codes).
+Trajectory simulate(const esm::System& system, const SimulateOptions& options);
+
+}  // namespace esi::exec

@@ -1,0 +1,113 @@
+// `esi check [--json] [--jobs N] FILE_OR_DIR...`: runs every inline test (spec §6.6) of the
+// documents named (directories are walked for *.esm, sorted) and exits 0 only when every
+// assertion passes and nothing errored.
+//
+// Human output: one line per failing assertion and per error, then a summary line. --json
+// prints exec::to_json (files in the order given, whatever --jobs is).
+#ifdef ESI_HAVE_EXEC  // built only when the exec module exists
+#include <charconv>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "esi/core/error.hpp"
+#include "esi/exec/check.hpp"
+
+namespace esi::cli {
+namespace {
+
+struct CheckArgs {
+  bool json = false;
+  int jobs = 1;
+  std::vector<std::string> paths;
+};
+
+int parse_args(Args args, CheckArgs& c) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      print_check_help(stdout);
+      return -1;
+    }
+    if (a == "--json") {
+      c.json = true;
+    } else if (a == "--jobs" || a == "-j") {
+      if (i + 1 >= args.size()) return usage_error("check", a + " needs a number");
+      const std::string& v = args[++i];
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), c.jobs);
+      if (r.ec != std::errc() || r.ptr != v.data() + v.size() || c.jobs < 1)
+        return usage_error("check", "--jobs needs a positive integer, got '" + v + "'");
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("check", "unknown option '" + a + "'");
+    } else {
+      c.paths.push_back(a);
+    }
+  }
+  if (c.paths.empty()) return usage_error("check", "no FILE or DIR given");
+  return kExitOk;
+}
+
+void print_error(const std::string& where, const Diagnostic& d) {
+  std::printf("%s: error[%s]: %s%s%s\n", where.c_str(), d.code.c_str(), d.message.c_str(),
+              d.pointer.empty() ? "" : " (at ", d.pointer.empty() ? "" : (d.pointer + ")").c_str());
+}
+
+void print_human(const std::vector<exec::FileResult>& results) {
+  for (const exec::FileResult& f : results) {
+    if (f.error) print_error(f.file, *f.error);
+    for (const exec::TestResult& t : f.tests) {
+      const std::string where = f.file + ": " + t.component + "/" + t.id;
+      if (t.error) print_error(where, *t.error);
+      for (const exec::AssertionResult& a : t.assertions) {
+        if (a.pass) continue;
+        std::printf("%s: FAIL %s at t=%s: value %s, expected %s (abs %s, rel %s)\n", where.c_str(),
+                    a.variable.c_str(), format_number(a.time).c_str(), format_number(a.actual).c_str(),
+                    format_number(a.expected).c_str(),
+                    a.abs_tolerance > 0 ? format_number(a.abs_tolerance).c_str() : "-",
+                    a.rel_tolerance > 0 ? format_number(a.rel_tolerance).c_str() : "-");
+      }
+    }
+  }
+  const exec::CheckSummary s = exec::summarize(results);
+  std::printf("%zu files: %zu assertions, %zu passed, %zu failed, %zu errors (%zu assertions not run)\n",
+              results.size(), s.assertions, s.passed, s.failed, s.errors, s.skipped);
+}
+
+}  // namespace
+
+void print_check_help(std::FILE* out) {
+  std::fputs(
+      "usage: esi check [--json] [--jobs N] FILE_OR_DIR...\n"
+      "\n"
+      "Runs every inline test (the `tests` blocks of models and reaction systems) of each file;\n"
+      "directories are searched recursively for *.esm files. Each test runs its component alone\n"
+      "with the automatic method at rtol 1e-10, atol 1e-14 and compares each assertion within\n"
+      "its resolved tolerance (assertion > test > component > rel 1e-6).\n"
+      "\n"
+      "  --json     print {\"files\": [...], \"summary\": {...}}\n"
+      "  --jobs N   run N files at a time (the output does not depend on N)\n"
+      "\n"
+      "exit status: 0 every assertion passed, 1 a failure or an error, 2 usage error\n",
+      out);
+}
+
+int run_check(Args args) {
+  CheckArgs c;
+  if (const int rc = parse_args(args, c); rc != kExitOk) return rc < 0 ? kExitOk : rc;
+  std::vector<std::filesystem::path> files;
+  try {
+    files = exec::collect_esm_files(c.paths);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
+    return kExitInvalid;
+  }
+  const std::vector<exec::FileResult> results = exec::check_files(files, c.jobs);
+  if (c.json) std::printf("%s\n", exec::to_json(results).dump().c_str());
+  else print_human(results);
+  return exec::summarize(results).all_passed() ? kExitOk : kExitInvalid;
+}
+
+}  // namespace esi::cli
+
+#endif  // ESI_HAVE_EXEC

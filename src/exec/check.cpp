@@ -1,0 +1,240 @@
+// Running the inline tests of one document (spec §6.6): find every component with a `tests`
+// block, flatten it alone, apply each test's overrides, simulate over its span and compare the
+// samples at the assertion times.
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "esi/core/error.hpp"
+#include "esi/esm/flatten.hpp"
+#include "esi/exec/check.hpp"
+#include "esi/exec/simulate.hpp"
+
+namespace esi::exec {
+namespace {
+
+using nlohmann::json;
+
+/// A tolerance level: each bound may be absent (then the next level's applies).
+struct Tolerance {
+  std::optional<double> abs, rel;
+};
+
+Tolerance tolerance_of(const json& owner) {
+  Tolerance t;
+  if (auto it = owner.find("tolerance"); it != owner.end() && it->is_object()) {
+    if (auto a = it->find("abs"); a != it->end() && a->is_number()) t.abs = a->get<double>();
+    if (auto r = it->find("rel"); r != it->end() && r->is_number()) t.rel = r->get<double>();
+  }
+  return t;
+}
+
+/// Per-field precedence: assertion > test > component > default (rel 1e-6, no abs), §6.6.4.
+Tolerance resolve_tolerance(const Tolerance& assertion, const Tolerance& test, const Tolerance& component) {
+  Tolerance t;
+  t.abs = assertion.abs ? assertion.abs : test.abs ? test.abs : component.abs;
+  t.rel = assertion.rel ? assertion.rel : test.rel ? test.rel : component.rel ? component.rel : 1e-6;
+  return t;
+}
+
+bool within(double actual, double expected, const Tolerance& tol) {
+  const double diff = std::abs(actual - expected);
+  if (std::isnan(diff)) return false;
+  if (tol.abs && diff <= *tol.abs) return true;
+  return tol.rel && diff / std::max(std::abs(expected), 1e-300) <= *tol.rel;
+}
+
+/// Resolves a name authored in component `scope` to a flat name (§6.6.2 override-key rules):
+/// the scoped name under the component, an exact flat name, or a unique trailing segment.
+std::string resolve_local(const esm::System& sys, const std::string& scope, const std::string& key,
+                          const std::string& file, const std::string& pointer) {
+  std::vector<std::string> all;
+  for (const auto* list : {&sys.states, &sys.observed, &sys.algebraic, &sys.parameters})
+    for (const auto& v : *list) all.push_back(v.name);
+  const auto has = [&](const std::string& n) { return std::find(all.begin(), all.end(), n) != all.end(); };
+  if (has(scope + "." + key)) return scope + "." + key;
+  if (has(key)) return key;
+  std::vector<std::string> hits;
+  if (key.find('.') == std::string::npos)
+    for (const auto& n : all)
+      if (n.size() > key.size() && n.compare(n.size() - key.size(), key.size(), key) == 0 &&
+          n[n.size() - key.size() - 1] == '.')
+        hits.push_back(n);
+  if (hits.size() == 1) return hits[0];
+  if (hits.empty())
+    throw Error("unknown_override", file, pointer,
+                "'" + key + "' names no variable of component '" + scope + "'");
+  std::string list;
+  for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
+  throw Error("ambiguous_override", file, pointer, "'" + key + "' matches several variables: " + list);
+}
+
+void apply_overrides(esm::System& sys, const std::string& scope, const json& test,
+                     const std::string& file, const std::string& pointer) {
+  for (const char* field : {"parameter_overrides", "initial_conditions"}) {
+    const json block = test.value(field, json::object());
+    if (!block.is_object()) continue;
+    for (auto it = block.begin(); it != block.end(); ++it) {
+      const std::string ptr = pointer_join(pointer_join(pointer, field), it.key());
+      if (!it->is_number())
+        throw Error("invalid_override", file, ptr, "override '" + it.key() + "' must be a number");
+      const std::string name = resolve_local(sys, scope, it.key(), file, ptr);
+      // Lenient about the block a key sits in (bindings merge both maps into one): a
+      // parameter in initial_conditions is overridden, a state in parameter_overrides gets
+      // its initial value; an unknown defined by an equation follows from the states.
+      const int p = sys.parameter_index(name), s = sys.state_index(name);
+      if (p >= 0) {
+        sys.parameters[p].default_value = it->get<double>();
+        sys.parameters[p].initial = expr::kNoNode;
+      } else if (s >= 0) {
+        sys.states[s].default_value = it->get<double>();
+        sys.states[s].initial = expr::kNoNode;
+      } else if (sys.observed_index(name) < 0) {
+        throw Error("unknown_override", file, ptr,
+                    "'" + it.key() + "' resolves to '" + name + "', which is neither a state nor a "
+                    "parameter of the system");
+      }
+    }
+  }
+}
+
+struct TestContext {
+  const esm::ResolvedDocument& doc;
+  const esm::System& system;
+  std::string component;  ///< dotted path
+  std::string file;       ///< file of the component's definition
+  Tolerance component_tolerance;
+  const CheckOptions& options;
+};
+
+void run_test(const TestContext& ctx, const json& test, const std::string& pointer, TestResult& out) {
+  if (test.contains("expression_template_imports"))
+    throw Error("unsupported_test_feature", ctx.file, pointer_join(pointer, "expression_template_imports"),
+                "tests that inject a discretization (expression_template_imports) are not supported yet");
+  esm::System sys = ctx.system;
+  apply_overrides(sys, ctx.component, test, ctx.file, pointer);
+  const json span = test.value("time_span", json::object());
+  SimulateOptions so;
+  so.t0 = span.value("start", 0.0);
+  so.t1 = span.value("end", 0.0);
+  so.integrator.method = ctx.options.method;
+  so.integrator.rtol = ctx.options.rtol;
+  so.integrator.atol = ctx.options.atol;
+  so.document = &ctx.doc;
+  so.stop_at_sample_times = true;
+  const json assertions = test.value("assertions", json::array());
+  std::vector<std::string> columns;
+  for (std::size_t i = 0; i < assertions.size(); ++i) {
+    const json& a = assertions[i];
+    const std::string ptr = pointer_join(pointer_join(pointer, "assertions"), i);
+    if (a.contains("coords") || a.contains("reduce"))
+      throw Error("unsupported_test_feature", ctx.file, ptr, "PDE assertions (coords, reduce) are not supported yet");
+    columns.push_back(resolve_local(sys, ctx.component, a.value("variable", std::string()), ctx.file,
+                                    pointer_join(ptr, "variable")));
+    so.sample_times.push_back(a.value("time", 0.0));
+  }
+  const Trajectory traj = simulate(sys, so);
+  if (!traj.ok())
+    throw Error("solve_failed", ctx.file, pointer,
+                std::string(method::return_code_name(traj.code)) + ": " + traj.message);
+  const Tolerance test_tol = tolerance_of(test);
+  for (std::size_t i = 0; i < assertions.size(); ++i) {
+    const json& a = assertions[i];
+    AssertionResult r;
+    r.variable = a.value("variable", std::string());
+    r.time = so.sample_times[i];
+    r.expected = a.value("expected", std::numeric_limits<double>::quiet_NaN());
+    r.actual = std::numeric_limits<double>::quiet_NaN();
+    const int col = traj.column(columns[i]);
+    if (col < 0)
+      throw Error("unknown_variable", ctx.file, pointer_join(pointer_join(pointer_join(pointer, "assertions"), i), "variable"),
+                  "'" + r.variable + "' is not a state or observed quantity of the run (parameters cannot be asserted)");
+    for (std::size_t k = 0; k < traj.times.size(); ++k)
+      if (traj.times[k] == r.time) r.actual = traj.at(k, static_cast<std::size_t>(col));
+    const Tolerance tol = resolve_tolerance(tolerance_of(a), test_tol, ctx.component_tolerance);
+    r.abs_tolerance = tol.abs.value_or(0);
+    r.rel_tolerance = tol.rel.value_or(0);
+    r.pass = within(r.actual, r.expected, tol);
+    out.assertions.push_back(r);
+  }
+}
+
+void run_component_tests(const esm::ResolvedDocument& doc, const std::string& path, const json& node,
+                         const std::string& pointer, const CheckOptions& options, FileResult& out) {
+  const json& tests = node["tests"];
+  std::string file = doc.file;
+  for (const auto& [ptr, f] : doc.component_files)
+    if (pointer.compare(0, ptr.size(), ptr) == 0) file = f;
+  std::optional<esm::System> system;
+  std::optional<Diagnostic> refused;
+  try {
+    esm::FlattenOptions fo;
+    fo.component = path;
+    system = esm::flatten(doc, fo);
+  } catch (const Error& e) {
+    refused = e.diagnostic();
+  }
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    const json& test = tests[i];
+    const std::string test_ptr = pointer_join(pointer_join(pointer, "tests"), i);
+    TestResult r;
+    r.component = path;
+    r.id = test.is_object() ? test.value("id", std::to_string(i)) : std::to_string(i);
+    r.assertion_count = test.is_object() ? test.value("assertions", json::array()).size() : 0;
+    if (refused) {
+      r.error = refused;
+    } else {
+      try {
+        run_test({doc, *system, path, file, tolerance_of(node), options}, test, test_ptr, r);
+      } catch (const Error& e) {
+        r.error = e.diagnostic();
+        r.assertions.clear();
+      } catch (const std::exception& e) {
+        r.error = Diagnostic{"invalid_test", file, test_ptr, e.what()};
+        r.assertions.clear();
+      }
+    }
+    out.tests.push_back(std::move(r));
+  }
+}
+
+/// Depth first over models and reaction systems (and their subsystems), document order.
+void visit_components(const esm::ResolvedDocument& doc, const json& section, const std::string& prefix,
+                      const std::string& pointer, const CheckOptions& options, FileResult& out) {
+  if (!section.is_object()) return;
+  for (auto it = section.begin(); it != section.end(); ++it) {
+    const json& node = it.value();
+    if (!node.is_object()) continue;
+    const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    const std::string ptr = pointer_join(pointer, it.key());
+    if (auto t = node.find("tests"); t != node.end() && t->is_array() && !t->empty())
+      run_component_tests(doc, path, node, ptr, options, out);
+    if (auto s = node.find("subsystems"); s != node.end())
+      visit_components(doc, *s, path, pointer_join(ptr, "subsystems"), options, out);
+  }
+}
+
+}  // namespace
+
+FileResult check_file(const std::filesystem::path& file, const CheckOptions& options) {
+  FileResult out;
+  out.file = file.string();
+  try {
+    esm::LoadOptions lo;
+    lo.schema = false;  // validity is `esi validate`'s job; flatten still refuses bad shapes
+    const esm::ResolvedDocument doc = esm::load_resolved(file, lo);
+    if (doc.library_only) return out;
+    for (const char* section : {"models", "reaction_systems"})
+      if (auto s = doc.doc.find(section); s != doc.doc.end())
+        visit_components(doc, *s, "", pointer_join("", section), options, out);
+  } catch (const Error& e) {
+    out.error = e.diagnostic();
+    out.tests.clear();
+  } catch (const std::exception& e) {
+    out.error = Diagnostic{"internal_error", out.file, "", e.what()};
+    out.tests.clear();
+  }
+  return out;
+}
+
+}  // namespace esi::exec

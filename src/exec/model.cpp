@@ -1,0 +1,328 @@
+// Compiling a System for one run: index-0 algebraic unknowns substituted, parameter and
+// initial values resolved, RHS / Jacobian / observed programs built, OdeProblem callbacks.
+#include "exec/model.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "esi/core/error.hpp"
+#include "esi/expr/differentiate.hpp"
+
+namespace esi::exec::detail {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+template <class T>
+kernel::LaneView<T> column_view(T* data, std::size_t rows) {
+  return kernel::LaneView<T>{data, rows, 1, 1};
+}
+
+expr::NodeId replace_symbol(expr::Pool& pool, expr::NodeId root, expr::StrId name, expr::NodeId with,
+                            std::unordered_map<expr::NodeId, expr::NodeId>& memo) {
+  if (auto m = memo.find(root); m != memo.end()) return m->second;
+  const expr::Node n = pool.node(root);
+  expr::NodeId result = root;
+  if (n.op == expr::Op::Symbol) {
+    if (n.name == name) result = with;
+  } else if (n.child_count > 0) {
+    std::vector<expr::NodeId> kids(pool.children(root).begin(), pool.children(root).end());
+    bool changed = false;
+    for (auto& k : kids) {
+      const expr::NodeId r = replace_symbol(pool, k, name, with, memo);
+      changed |= r != k;
+      k = r;
+    }
+    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+  }
+  memo[root] = result;
+  return result;
+}
+
+/// Solves implicit equations for algebraic unknowns by substitution, so they become observeds:
+/// `y = f` (or `f = y`) with y a bare unknown, or an equation linear in its one unknown a,
+/// lhs - rhs = c0 + c1 * a with c1 free of a, giving a = -(lhs - rhs)|a=0 / c1. Anything else
+/// (a nonlinear constraint, coupled unknowns) needs a DAE solver.
+class AlgebraicEliminator {
+ public:
+  explicit AlgebraicEliminator(esm::System& sys) : sys_(sys) {
+    for (const auto& v : sys.algebraic) pending_.insert(v.name);
+  }
+
+  void run() {
+    std::vector<esm::FlatEquation> remaining = sys_.algebraic_equations;
+    for (bool progress = true; progress && !remaining.empty();) {
+      progress = false;
+      for (auto it = remaining.begin(); it != remaining.end();) {
+        if (solve_bare(*it) || solve_linear(*it)) {
+          it = remaining.erase(it);
+          progress = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (!remaining.empty())
+      throw Error("unsupported_algebraic", remaining[0].file, remaining[0].pointer,
+                  "this implicit equation cannot be solved for an algebraic unknown by substitution "
+                  "(it is nonlinear in its unknown or couples several); algebraic constraints (DAEs) "
+                  "are not supported yet");
+    sys_.algebraic.clear();
+    sys_.algebraic_equations.clear();
+  }
+
+ private:
+  std::string pending_name(expr::NodeId id) const {
+    const expr::Node& n = sys_.pool.node(id);
+    if (n.op != expr::Op::Symbol) return {};
+    std::string name(sys_.pool.str(n.name));
+    return pending_.count(name) ? name : std::string();
+  }
+
+  void define(const std::string& name, expr::NodeId definition) {
+    pending_.erase(name);
+    for (const esm::FlatVariable& v : sys_.algebraic)
+      if (v.name == name) sys_.observed.push_back(v);
+    sys_.observed_rhs.push_back(definition);
+  }
+
+  bool solve_bare(const esm::FlatEquation& eq) {
+    if (std::string name = pending_name(eq.lhs); !name.empty() && !mentions_pending(eq.rhs)) {
+      define(name, eq.rhs);
+      return true;
+    }
+    if (std::string name = pending_name(eq.rhs); !name.empty() && !mentions_pending(eq.lhs)) {
+      define(name, eq.lhs);
+      return true;
+    }
+    return false;
+  }
+
+  /// Pending unknowns read by `root`, directly or through observeds.
+  std::vector<std::string> pending_read(expr::NodeId root, bool through_observeds_only) const {
+    std::vector<std::string> names, out;
+    collect_symbols(sys_.pool, root, names);
+    std::set<std::string> seen;
+    bool direct = true;
+    while (!names.empty()) {
+      std::vector<std::string> next;
+      for (const std::string& n : names) {
+        if (!seen.insert(n).second) continue;
+        if (pending_.count(n) && !(through_observeds_only && direct)) out.push_back(n);
+        if (const int o = sys_.observed_index(n); o >= 0) collect_symbols(sys_.pool, sys_.observed_rhs[o], next);
+      }
+      names = std::move(next);
+      direct = false;
+    }
+    return out;
+  }
+
+  bool mentions_pending(expr::NodeId root) const { return !pending_read(root, false).empty(); }
+
+  bool solve_linear(const esm::FlatEquation& eq) {
+    expr::Pool& pool = sys_.pool;
+    const expr::NodeId f = pool.make(expr::Op::Sub, std::vector<expr::NodeId>{eq.lhs, eq.rhs});
+    const std::vector<std::string> direct = pending_read(f, false);
+    if (direct.size() != 1 || !pending_read(f, true).empty()) return false;
+    const expr::StrId a = pool.intern(direct[0]);
+    expr::NodeId slope;
+    try {
+      slope = expr::differentiate(pool, f, a);
+    } catch (const Error&) {
+      return false;
+    }
+    if (expr::depends_on(pool, slope, a) || slope == pool.number(0.0)) return false;
+    std::unordered_map<expr::NodeId, expr::NodeId> memo;
+    const expr::NodeId offset = replace_symbol(pool, f, a, pool.number(0.0), memo);
+    const expr::NodeId minus_offset = pool.make(expr::Op::Sub, std::vector<expr::NodeId>{offset});
+    define(direct[0], pool.make(expr::Op::Div, std::vector<expr::NodeId>{minus_offset, slope}));
+    return true;
+  }
+
+  esm::System& sys_;
+  std::set<std::string> pending_;
+};
+
+/// Names of parameters the run reads: from state equations and events, through observeds.
+std::set<std::string> parameters_read(const esm::System& sys, const EventSet& events) {
+  std::vector<expr::NodeId> roots = sys.state_rhs;
+  roots.insert(roots.end(), events.conditions.begin(), events.conditions.end());
+  roots.insert(roots.end(), events.affects.begin(), events.affects.end());
+  std::set<std::string> seen;
+  std::vector<std::string> names;
+  for (expr::NodeId r : roots) collect_symbols(sys.pool, r, names);
+  while (!names.empty()) {
+    std::string n = std::move(names.back());
+    names.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (const int o = sys.observed_index(n); o >= 0) collect_symbols(sys.pool, sys.observed_rhs[o], names);
+  }
+  return seen;
+}
+
+/// Parameter values: numeric defaults, then expression defaults (which may read other
+/// parameters) evaluated to a fixpoint.
+std::vector<double> parameter_values(const esm::System& sys, const EventSet& events) {
+  std::vector<double> p(sys.parameters.size(), kNaN);
+  std::vector<expr::NodeId> exprs;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const esm::FlatVariable& v = sys.parameters[i];
+    if (v.default_value) p[i] = *v.default_value;
+    else if (v.initial != expr::kNoNode) {
+      exprs.push_back(v.initial);
+      where.push_back(i);
+    }
+  }
+  if (!exprs.empty()) {
+    Evaluator eval(sys, exprs);
+    const std::vector<double> no_state(sys.states.size(), kNaN);
+    for (std::size_t pass = 0; pass <= exprs.size(); ++pass) {
+      eval.prepare(p);
+      const auto values = eval.evaluate(0.0, no_state);
+      for (std::size_t k = 0; k < where.size(); ++k) p[where[k]] = values[k];
+    }
+  }
+  const std::set<std::string> read = parameters_read(sys, events);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
+      throw Error("missing_parameter_value", sys.parameters[i].file, sys.parameters[i].pointer,
+                  "parameter '" + sys.parameters[i].name +
+                      "' has no value: give it a default or an override");
+  return p;
+}
+
+void rhs_callback(void* context, double t, const double* u, double* du) {
+  Model& m = *static_cast<Model*>(context);
+  const std::size_t n = m.problem.size;
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, n);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(du, n);
+  kernel::run(*m.rhs, *m.rhs_ws, args);
+}
+
+void jacobian_callback(void* context, double t, const double* u, double* values) {
+  Model& m = *static_cast<Model*>(context);
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, m.problem.size);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(values, m.jacobian->col.size());
+  kernel::run(m.jacobian->values, *m.jacobian_ws, args);
+}
+
+void attach_jacobian(Model& m) {
+  try {
+    m.jacobian = kernel::compile_jacobian(m.system);
+  } catch (const Error&) {
+    return;  // not differentiable: implicit methods use finite differences instead
+  }
+  m.jacobian_ws = m.jacobian->values.make_workspace(1);
+  m.problem.jac_row_ptr = m.jacobian->row_ptr;
+  m.problem.jac_col = m.jacobian->col;
+  m.problem.jacobian = &jacobian_callback;
+}
+
+}  // namespace
+
+void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out) {
+  std::vector<expr::NodeId> stack{root};
+  std::unordered_set<expr::NodeId> seen;
+  while (!stack.empty()) {
+    const expr::NodeId id = stack.back();
+    stack.pop_back();
+    if (id == expr::kNoNode || !seen.insert(id).second) continue;
+    const expr::Node& n = pool.node(id);
+    if (n.op == expr::Op::Symbol) out.emplace_back(pool.str(n.name));
+    for (expr::NodeId c : pool.children(id)) stack.push_back(c);
+  }
+}
+
+Evaluator::Evaluator(const esm::System& system, std::span<const expr::NodeId> outputs)
+    : out_(outputs.size(), kNaN) {
+  if (outputs.empty()) return;
+  program_ = kernel::compile_outputs(system, outputs);
+  ws_ = program_->make_workspace(1);
+}
+
+void Evaluator::prepare(std::span<const double> p) {
+  if (program_) program_->prepare(*ws_, p);
+}
+
+std::span<const double> Evaluator::evaluate(double t, std::span<const double> u) {
+  if (!program_) return out_;
+  kernel::RunArgs<double> args;
+  args.u = column_view(u.data(), u.size());
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(out_.data(), out_.size());
+  kernel::run(*program_, *ws_, args);
+  return out_;
+}
+
+void Model::prepare_all() {
+  if (rhs) rhs->prepare(*rhs_ws, p);
+  if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
+  for (auto* e : {&observed, &conditions, &affects})
+    if (*e) (*e)->prepare(p);
+}
+
+std::vector<double> Model::initial_state() {
+  const auto& states = system.states;
+  std::vector<double> u(states.size(), kNaN);
+  std::vector<expr::NodeId> exprs;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (states[i].initial != expr::kNoNode) {
+      exprs.push_back(states[i].initial);
+      where.push_back(i);
+    } else if (states[i].default_value) {
+      u[i] = *states[i].default_value;
+    }
+  }
+  if (!exprs.empty()) {
+    // An initial expression may read parameters and other states' values: iterate so chains
+    // of them settle (each pass fixes at least one more link).
+    Evaluator eval(system, exprs);
+    eval.prepare(p);
+    for (std::size_t pass = 0; pass <= exprs.size(); ++pass) {
+      const auto values = eval.evaluate(0.0, u);
+      for (std::size_t k = 0; k < where.size(); ++k) u[where[k]] = values[k];
+    }
+  }
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (std::isnan(u[i]))
+      throw Error("missing_initial_value", states[i].file, states[i].pointer,
+                  "state '" + states[i].name +
+                      "' has no initial value: give it a default, an ic equation or an initial "
+                      "condition");
+  return u;
+}
+
+std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
+                                   bool with_jacobian) {
+  auto m = std::make_unique<Model>();
+  m->system = system;
+  AlgebraicEliminator(m->system).run();
+  m->events = parse_events(m->system, document);
+  m->p = parameter_values(m->system, m->events);
+
+  m->problem.size = m->system.states.size();
+  m->problem.context = m.get();
+  for (const auto& s : m->system.states) m->problem.names.push_back(s.name);
+  if (!m->system.states.empty()) {
+    m->rhs = kernel::compile(m->system);
+    m->rhs_ws = m->rhs->make_workspace(1);
+    m->problem.rhs = &rhs_callback;
+    if (with_jacobian) attach_jacobian(*m);
+  }
+  m->observed.emplace(m->system, m->system.observed_rhs);
+  m->conditions.emplace(m->system, m->events.conditions);
+  m->affects.emplace(m->system, m->events.affects);
+  m->prepare_all();
+  return m;
+}
+
+}  // namespace esi::exec::detail

@@ -1,0 +1,95 @@
+// Private to exec: a System compiled for one run (programs, workspaces, parameter values, the
+// OdeProblem callbacks) and the events that act on it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "esi/esm/load.hpp"
+#include "esi/esm/system.hpp"
+#include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/program.hpp"
+#include "esi/method/problem.hpp"
+
+namespace esi::exec::detail {
+
+/// Expressions of a system compiled as the outputs of one program, evaluated at one (t, u).
+class Evaluator {
+ public:
+  Evaluator(const esm::System& system, std::span<const expr::NodeId> outputs);
+  std::size_t size() const { return out_.size(); }
+  void prepare(std::span<const double> p);
+  /// Output values at (t, u); valid until the next call.
+  std::span<const double> evaluate(double t, std::span<const double> u);
+
+ private:
+  std::optional<kernel::Program> program_;  // none when there are no outputs
+  std::optional<kernel::Workspace> ws_;
+  std::vector<double> out_;
+};
+
+/// What an event writes: state `index` or parameter `index`, from affect-evaluator row `row`.
+struct Assignment {
+  bool parameter = false;
+  int index = 0;
+  int row = 0;
+};
+
+enum class Trigger { Crossing, Scheduled, Condition };
+
+struct Event {
+  std::string name;  ///< as authored, or a description of where it was declared
+  Trigger trigger = Trigger::Crossing;
+  std::vector<int> condition_rows;  ///< rows of the condition evaluator (Crossing, Condition)
+  std::vector<double> times;        ///< Scheduled: preset times
+  double interval = 0, offset = 0;  ///< Scheduled: periodic when interval > 0
+  std::vector<Assignment> affects;       ///< up-going crossings and every other trigger
+  std::vector<Assignment> affects_down;  ///< down-going crossings
+};
+
+/// Event expressions parsed into (a copy of) the system pool, before compilation.
+struct EventSet {
+  std::vector<Event> events;
+  std::vector<expr::NodeId> conditions;  ///< condition evaluator rows
+  std::vector<expr::NodeId> affects;     ///< affect evaluator rows
+};
+
+/// Parses System::events and the parameter `update` blocks of `document` into `system.pool`.
+/// Throws `unsupported_event` for §5 features the driver does not run.
+EventSet parse_events(esm::System& system, const esm::ResolvedDocument* document);
+
+/// The compiled model. Not movable once built: `problem.context` points at it.
+struct Model {
+  esm::System system;  ///< algebraic unknowns substituted, event expressions added
+  EventSet events;
+  std::vector<double> p;  ///< parameter values, System::parameters order
+  std::optional<kernel::Program> rhs;
+  std::optional<kernel::Workspace> rhs_ws;
+  std::optional<kernel::JacobianProgram> jacobian;
+  std::optional<kernel::Workspace> jacobian_ws;
+  std::optional<Evaluator> observed;    ///< observed_rhs
+  std::optional<Evaluator> conditions;  ///< events.conditions
+  std::optional<Evaluator> affects;     ///< events.affects
+  method::OdeProblem problem;
+
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// Runs every setup tape again after `p` changed.
+  void prepare_all();
+  std::vector<double> initial_state();
+};
+
+/// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is
+/// differentiable (otherwise implicit methods fall back to finite differences).
+std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
+                                   bool with_jacobian);
+
+/// Every Symbol name read by `root`.
+void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out);
+
+}  // namespace esi::exec::detail
