@@ -1,0 +1,131 @@
+// A problem document compiled for time integration: the flattened System, its RHS Program and
+// analytic JacobianProgram (Whole target, one column), the parameters' default values, and an
+// esi::method::OdeProblem whose callbacks run them. Used by test_problem_solutions.cpp and by
+// bench/bench_stiff.cpp, which feeds the same callbacks to SUNDIALS.
+//
+// The integration state is in System::states order (what the kernel reads); `order` maps the
+// test set's component i to its position there, so results compare with reference.json.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
+#include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/program.hpp"
+#include "esi/method/problem.hpp"
+
+namespace esi::problems {
+
+class CompiledProblem {
+ public:
+  /// Loads, flattens and compiles `file`; `states` are the flat names in the caller's order.
+  static std::unique_ptr<CompiledProblem> load(const std::filesystem::path& file,
+                                               const std::vector<std::string>& states) {
+    auto c = std::unique_ptr<CompiledProblem>(
+        new CompiledProblem(esm::flatten(esm::load_resolved(file))));
+    for (const auto& name : states) {
+      const int i = c->system_.state_index(name);
+      if (i < 0) throw std::runtime_error(file.string() + ": no state " + name);
+      c->order_.push_back(i);
+    }
+    if (c->order_.size() != c->system_.states.size())
+      throw std::runtime_error(file.string() + ": state count differs from the name list");
+    return c;
+  }
+
+  const esm::System& system() const { return system_; }
+  const kernel::Program& rhs_program() const { return rhs_; }
+  const kernel::JacobianProgram& jacobian_program() const { return jac_; }
+  std::size_t size() const { return system_.states.size(); }
+  /// System position of the caller's component i.
+  int position(std::size_t i) const { return order_[i]; }
+  /// The parameters' default values, System::parameters order (what `prepare` was given).
+  const std::vector<double>& parameters() const { return p_; }
+
+  /// Caller-order vector -> System-order vector, and back.
+  std::vector<double> to_system(std::span<const double> v) const {
+    std::vector<double> out(size());
+    for (std::size_t i = 0; i < order_.size(); ++i) out[order_[i]] = v[i];
+    return out;
+  }
+  std::vector<double> from_system(std::span<const double> v) const {
+    std::vector<double> out(size());
+    for (std::size_t i = 0; i < order_.size(); ++i) out[i] = v[order_[i]];
+    return out;
+  }
+
+  /// du = f(t, u), System order. Counts calls.
+  void rhs(double t, const double* u, double* du) {
+    ++rhs_calls;
+    run_one(rhs_, ws_rhs_, t, u, du, size());
+  }
+  /// The CSR nonzeros of df/du at (t, u), in jacobian_program() order. Counts calls.
+  void jacobian(double t, const double* u, double* values) {
+    ++jacobian_calls;
+    run_one(jac_.values, ws_jac_, t, u, values, jac_.col.size());
+  }
+
+  /// The callback table over this object (which must outlive it), with the analytic Jacobian.
+  method::OdeProblem ode_problem() {
+    method::OdeProblem p;
+    p.size = size();
+    p.context = this;
+    p.rhs = [](void* c, double t, const double* u, double* du) {
+      static_cast<CompiledProblem*>(c)->rhs(t, u, du);
+    };
+    p.jac_row_ptr = jac_.row_ptr;
+    p.jac_col = jac_.col;
+    p.jacobian = [](void* c, double t, const double* u, double* values) {
+      static_cast<CompiledProblem*>(c)->jacobian(t, u, values);
+    };
+    for (const auto& s : system_.states) p.names.push_back(s.name);
+    return p;
+  }
+
+  long rhs_calls = 0, jacobian_calls = 0;
+
+ private:
+  explicit CompiledProblem(esm::System s)
+      : system_(std::move(s)),
+        rhs_(kernel::compile(system_)),
+        jac_(kernel::compile_jacobian(system_)),
+        ws_rhs_(rhs_.make_workspace(1)),
+        ws_jac_(jac_.values.make_workspace(1)) {
+    for (const auto& v : system_.parameters) {
+      if (!v.default_value) throw std::runtime_error("parameter without a default: " + v.name);
+      p_.push_back(*v.default_value);
+    }
+    rhs_.prepare(ws_rhs_, p_);
+    jac_.values.prepare(ws_jac_, p_);
+    // The Jacobian's rows and columns must be the states in System order, which is the order
+    // the RHS program's inputs and outputs use.
+    for (std::size_t i = 0; i < jac_.dofs.size(); ++i)
+      if (jac_.dofs[i] != static_cast<int>(i))
+        throw std::runtime_error("Jacobian DOFs are not the states in System order");
+  }
+
+  static void run_one(const kernel::Program& prog, kernel::Workspace& ws, double t,
+                      const double* u, double* out, std::size_t rows) {
+    kernel::RunArgs<double> a;
+    a.u = {u, prog.state_count(), 1, 1};
+    a.t = std::span<const double>(&t, 1);
+    a.du = {out, rows, 1, 1};
+    kernel::run(prog, ws, a);
+  }
+
+  esm::System system_;
+  kernel::Program rhs_;
+  kernel::JacobianProgram jac_;
+  kernel::Workspace ws_rhs_, ws_jac_;
+  std::vector<double> p_;
+  std::vector<int> order_;
+};
+
+}  // namespace esi::problems
