@@ -60,13 +60,32 @@ void add_reactions(FlattenState& st, std::size_t c) {
                           "' does not declare");
     if (!rx.contains("rate"))
       throw Error("missing_rate", comp.file, rp, "reaction has no 'rate'");
-    std::vector<NodeId> factors{localize(st, c, rx["rate"], pointer_join(rp, "rate"))};
-    for (const auto& s : subs) {
+    NodeId law = localize(st, c, rx["rate"], pointer_join(rp, "rate"));
+    // A rate written as x / S for a substrate S (GEOS-Chem's R12: k_cld6 / SO2) gets the §7.4
+    // product S * ...; we cancel S symbolically so the law is x * ..., the continuous extension
+    // at S = 0, where (x / S) * S would be 0/0 = NaN (as the reference runtimes' symbolic
+    // simplification does). Elsewhere the two differ by at most rounding.
+    std::size_t cancelled = subs.size();  // index of the cancelled substrate term, if any
+    if (const expr::Node& n = pool.node(law); n.op == Op::Div && n.arg_count == 2) {
+      const auto args = pool.args(law);
+      const expr::Node& den = pool.node(args[1]);
+      for (std::size_t i = 0; i < subs.size() && cancelled == subs.size(); ++i)
+        if (den.op == Op::Symbol && subs[i].coefficient >= 1.0 &&
+            pool.str(den.name) == comp.path + "." + subs[i].species) {
+          cancelled = i;
+          law = args[0];
+        }
+    }
+    std::vector<NodeId> factors{law};
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+      const Term& s = subs[i];
       const NodeId sym = pool.symbol(comp.path + "." + s.species);
-      if (s.coefficient == 1.0) {
+      const double power = s.coefficient - (i == cancelled ? 1.0 : 0.0);
+      if (power == 0.0) continue;
+      if (power == 1.0) {
         factors.push_back(sym);
       } else {
-        const NodeId n = pool.number(s.coefficient, s.integer);
+        const NodeId n = pool.number(power, s.integer);
         const NodeId pw[] = {sym, n};
         factors.push_back(pool.make(Op::Pow, pw));
       }

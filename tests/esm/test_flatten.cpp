@@ -309,3 +309,23 @@ TEST(Flatten, OperatorComposeIdentifiesSameNamedStates) {
   EXPECT_EQ(s.states[0].default_value, 10.0) << "the first system's declaration wins";
   EXPECT_DOUBLE_EQ(rhs_of(s, "Chem.O3", {{"Chem.O3", 4}, {"Chem.k", 0.5}, {"Dep.v", 0.1}}), -0.5 * 4 - 0.1 * 4);
 }
+
+// §7.4 multiplies every rate by its substrate product; a rate written k / A for a substrate A
+// (GEOS-Chem's R12) is cancelled symbolically, so the law stays finite at A = 0 and elsewhere
+// equals (k / A) * A * B^2 to rounding.
+TEST(Flatten, RateDividedByASubstrateCancelsSymbolically) {
+  TempDir dir;
+  const System s = flatten_text(dir, R"(
+"reaction_systems": {"R": {
+  "species": {"A": {"default": 1.0}, "B": {"default": 2.0}, "C": {"default": 0.0}},
+  "parameters": {"k": {"default": 0.5}},
+  "reactions": [{"id": "r", "substrates": [{"species": "A", "stoichiometry": 1},
+                                           {"species": "B", "stoichiometry": 2}],
+                 "products": [{"species": "C", "stoichiometry": 1}],
+                 "rate": {"op": "/", "args": ["k", "A"]}}]}})");
+  const std::map<std::string, double> at_zero{{"R.A", 0.0}, {"R.B", 3.0}, {"R.C", 0.0}, {"R.k", 0.5}};
+  EXPECT_DOUBLE_EQ(rhs_of(s, "R.C", at_zero), 0.5 * 9.0);
+  EXPECT_DOUBLE_EQ(rhs_of(s, "R.A", at_zero), -0.5 * 9.0);
+  const std::map<std::string, double> env{{"R.A", 1.7}, {"R.B", 0.3}, {"R.C", 0.0}, {"R.k", 0.5}};
+  EXPECT_NEAR(rhs_of(s, "R.C", env), (0.5 / 1.7) * 1.7 * 0.3 * 0.3, 1e-16);
+}

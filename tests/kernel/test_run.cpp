@@ -8,9 +8,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <thread>
 
+#include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
 #include "kernel/kernel_cases.hpp"
 
@@ -206,12 +208,28 @@ TEST(Run, WorkspaceWidthIsTheSmallestInstantiationThatFits) {
   EXPECT_EQ(prog.make_workspace(1000).width(), 128);
 }
 
+void expect_no_allocation_in_run(const Program& prog);
+
 TEST(Run, EvaluationDoesNotAllocate) {
-  const auto& s = all_ops();
   CompileOptions o;
   o.target = Target::Lanes;
   o.forcing = {"M.F"};
-  const Program prog = compile(s, o);
+  expect_no_allocation_in_run(compile(all_ops(), o));
+}
+
+TEST(Run, NativeEvaluationDoesNotAllocate) {
+  CompileOptions o;
+  o.target = Target::Lanes;
+  o.forcing = {"M.F"};
+  NativeOptions n;
+  n.cache_dir = (std::filesystem::temp_directory_path() / "esi-test-native-cache").string();
+  const Program prog = with_native(compile(all_ops(), o), n);
+  ASSERT_TRUE(prog.is_native()) << prog.native_status();
+  expect_no_allocation_in_run(prog);
+}
+
+void expect_no_allocation_in_run(const Program& prog) {
+  const auto& s = all_ops();
   const Domain<double> d(s, 37, 8);
   const auto cells = cell_tables(d.cells)[4];  // 300 lanes
   std::vector<double> t(cells.size(), 1.7e9), du(prog.output_count() * cells.size());
