@@ -71,12 +71,18 @@ Model make_model(const std::string& file, std::size_t cells) {
   return m;
 }
 
+/// Cells in the fullchem runs: 1024 by default, $ESI_BENCH_FULLCHEM_CELLS to change.
+std::size_t fullchem_cells() {
+  const char* env = std::getenv("ESI_BENCH_FULLCHEM_CELLS");
+  return env && *env ? static_cast<std::size_t>(std::atol(env)) : 1024;
+}
+
 Model& model(const std::string& name) {
   static std::map<std::string, Model> models;
   auto it = models.find(name);
   if (it == models.end())
     it = models.emplace(name, make_model(name == "superfast" ? "superfast.esm" : "geoschem_fullchem.esm",
-                                         name == "superfast" ? 4096 : 1024)).first;
+                                         name == "superfast" ? 4096 : fullchem_cells())).first;
   return it->second;
 }
 

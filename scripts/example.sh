@@ -17,5 +17,11 @@ example=examples/ozone_box.esm
 echo "\$ build/esi validate $example"
 build/esi validate "$example"
 echo
-echo "\$ build/esi inspect $example"
-build/esi inspect "$example"
+echo "\$ build/esi check $example      # its inline tests (spec 6.6)"
+build/esi check "$example"
+echo
+out=build/ozone_box.csv
+echo "\$ build/esi simulate $example --tspan 0 21600 --saveat 3600 --output $out"
+build/esi simulate "$example" --tspan 0 21600 --saveat 3600 --output "$out"
+echo "(first columns of $out)"
+cut -d, -f1-8 "$out"
