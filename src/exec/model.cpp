@@ -146,9 +146,11 @@ class AlgebraicEliminator {
   std::set<std::string> pending_;
 };
 
-/// Names of parameters the run reads: from state equations and events, through observeds.
+/// Names of parameters the run reads: from state equations, events and the observeds it
+/// reports, through observeds.
 std::set<std::string> parameters_read(const esm::System& sys, const EventSet& events) {
   std::vector<expr::NodeId> roots = sys.state_rhs;
+  roots.insert(roots.end(), sys.observed_rhs.begin(), sys.observed_rhs.end());
   roots.insert(roots.end(), events.conditions.begin(), events.conditions.end());
   roots.insert(roots.end(), events.affects.begin(), events.affects.end());
   std::set<std::string> seen;

@@ -220,3 +220,18 @@ TEST(Simulate, FailedSolveIsReportedNotThrown) {
 }
 
 }  // namespace
+
+TEST(Simulate, AnObservedReadingAParameterWithoutValueIsAnErrorNotNaN) {
+  // No states: the run still reports y, so k must have a value.
+  LoadedModel run(model_doc(R"({"k": {"type": "parameter"}, "y": {"type": "unknown"}})",
+                            R"([{"lhs": "y", "rhs": {"op": "*", "args": ["k", 2]}}])"));
+  SimulateOptions o;
+  o.t1 = 1;
+  try {
+    run.simulate(o);
+    ADD_FAILURE() << "expected missing_parameter_value";
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "missing_parameter_value");
+    EXPECT_NE(e.diagnostic().message.find("'M.k'"), std::string::npos) << e.diagnostic().message;
+  }
+}
