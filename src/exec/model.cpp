@@ -148,9 +148,10 @@ class AlgebraicEliminator {
 
 /// Names of parameters the run reads: from state equations, events and the observeds it
 /// reports, through observeds.
-std::set<std::string> parameters_read(const esm::System& sys, const EventSet& events) {
+std::set<std::string> parameters_read(const esm::System& sys, const EventSet& events,
+                                      bool with_observeds) {
   std::vector<expr::NodeId> roots = sys.state_rhs;
-  roots.insert(roots.end(), sys.observed_rhs.begin(), sys.observed_rhs.end());
+  if (with_observeds) roots.insert(roots.end(), sys.observed_rhs.begin(), sys.observed_rhs.end());
   roots.insert(roots.end(), events.conditions.begin(), events.conditions.end());
   roots.insert(roots.end(), events.affects.begin(), events.affects.end());
   std::set<std::string> seen;
@@ -167,7 +168,8 @@ std::set<std::string> parameters_read(const esm::System& sys, const EventSet& ev
 
 /// Parameter values: numeric defaults, then expression defaults (which may read other
 /// parameters) evaluated to a fixpoint.
-std::vector<double> parameter_values(const esm::System& sys, const EventSet& events) {
+std::vector<double> parameter_values(const esm::System& sys, const EventSet& events,
+                                     bool with_observeds) {
   std::vector<double> p(sys.parameters.size(), kNaN);
   std::vector<expr::NodeId> exprs;
   std::vector<std::size_t> where;
@@ -188,7 +190,7 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
       for (std::size_t k = 0; k < where.size(); ++k) p[where[k]] = values[k];
     }
   }
-  const std::set<std::string> read = parameters_read(sys, events);
+  const std::set<std::string> read = parameters_read(sys, events, with_observeds);
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
       throw Error("missing_parameter_value", sys.parameters[i].file, sys.parameters[i].pointer,
@@ -304,12 +306,12 @@ std::vector<double> Model::initial_state() {
 }
 
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
-                                   bool with_jacobian) {
+                                   bool with_jacobian, bool require_observed_values) {
   auto m = std::make_unique<Model>();
   m->system = system;
   AlgebraicEliminator(m->system).run();
   m->events = parse_events(m->system, document);
-  m->p = parameter_values(m->system, m->events);
+  m->p = parameter_values(m->system, m->events, require_observed_values);
 
   m->problem.size = m->system.states.size();
   m->problem.context = m.get();

@@ -328,7 +328,8 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   const method::MethodId requested = options.integrator.method;
   const bool implicit_possible =
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;
-  const auto model = detail::build_model(system, options.document, implicit_possible);
+  const auto model = detail::build_model(system, options.document, implicit_possible,
+                                         options.require_observed_values);
   Trajectory out;
   for (const auto& s : model->system.states) out.names.push_back(s.name);
   for (const auto& o : model->system.observed) out.names.push_back(o.name);

@@ -42,6 +42,10 @@ struct SimulateOptions {
   /// The document the system was flattened from: source of parameter `update` blocks. When
   /// null, a parameter with an update (Discrete cadence) is refused with `unsupported_event`.
   const esm::ResolvedDocument* document = nullptr;
+  /// Observeds whose parameters have no value: true = refuse the run (`missing_parameter_value`,
+  /// what `esi simulate` wants: it reports every observed); false = those columns read NaN
+  /// (the inline-test runner, which reads only the asserted variables).
+  bool require_observed_values = true;
 };
 
 struct Trajectory {
