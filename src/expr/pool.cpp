@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -47,9 +48,6 @@ constexpr std::array kSpellings{
     OpSpelling{Op::ApplyTemplate, "apply_expression_template"},
 };
 
-void append_raw(std::string& key, const void* p, std::size_t n) {
-  key.append(static_cast<const char*>(p), n);
-}
 
 }  // namespace
 
@@ -68,16 +66,6 @@ Op op_from_name(std::string_view name) {
 
 bool is_scalar_op(Op op) {
   return (op >= Op::Add && op <= Op::True);
-}
-
-std::size_t Pool::KeyHash::operator()(const std::string& k) const noexcept {
-  // FNV-1a over the packed key: deterministic across runs (no address or seed involved).
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : k) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return static_cast<std::size_t>(h);
 }
 
 Pool::Pool() {
@@ -99,19 +87,74 @@ StrId Pool::find_string(std::string_view s) const {
   return it == string_index_.end() ? 0 : it->second;
 }
 
+std::uint64_t Pool::hash_of(const Node& n, std::span<const NodeId> children) const {
+  // FNV-1a over the fields that make a node: deterministic across runs (no address or seed).
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) {
+      h ^= v & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<std::uint64_t>(n.op) | (std::uint64_t{n.integer_literal} << 8) |
+      (std::uint64_t{n.arg_count} << 16));
+  mix(std::uint64_t{n.name} | (std::uint64_t{n.attrs} << 32));
+  mix(std::bit_cast<std::uint64_t>(n.number));
+  for (NodeId c : children) mix(c);
+  return h;
+}
+
+bool Pool::same(NodeId id, const Node& n, std::span<const NodeId> children) const {
+  const Node& m = nodes_[id];
+  if (m.op != n.op || m.integer_literal != n.integer_literal || m.arg_count != n.arg_count ||
+      m.name != n.name || m.attrs != n.attrs || m.child_count != children.size() ||
+      std::bit_cast<std::uint64_t>(m.number) != std::bit_cast<std::uint64_t>(n.number))
+    return false;
+  const NodeId* mc = child_store_.data() + m.first_child;
+  return std::equal(children.begin(), children.end(), mc);
+}
+
+void Pool::grow_index() {
+  std::vector<NodeId> slots(std::max<std::size_t>(64, node_slots_.size() * 2), kNoNode);
+  const std::size_t mask = slots.size() - 1;
+  for (NodeId id = 0; id < nodes_.size(); ++id) {
+    std::size_t i = hash_of(nodes_[id], children(id)) & mask;
+    while (slots[i] != kNoNode) i = (i + 1) & mask;
+    slots[i] = id;
+  }
+  node_slots_ = std::move(slots);
+}
+
+NodeId Pool::intern_node(const Node& n, std::span<const NodeId> children) {
+  if (2 * (nodes_.size() + 1) > node_slots_.size()) grow_index();
+  const std::size_t mask = node_slots_.size() - 1;
+  std::size_t i = hash_of(n, children) & mask;
+  for (; node_slots_[i] != kNoNode; i = (i + 1) & mask)
+    if (same(node_slots_[i], n, children)) return node_slots_[i];
+  const auto id = static_cast<NodeId>(nodes_.size());
+  Node stored = n;
+  stored.first_child = static_cast<std::uint32_t>(child_store_.size());
+  stored.child_count = static_cast<std::uint32_t>(children.size());
+  const NodeId* base = child_store_.data();
+  if (!children.empty() && children.data() >= base && children.data() < base + child_store_.size()) {
+    // The children are a span of this pool's own store (a node rebuilt from its children):
+    // copy them out before the store can reallocate under them.
+    const std::vector<NodeId> copy(children.begin(), children.end());
+    child_store_.insert(child_store_.end(), copy.begin(), copy.end());
+  } else {
+    child_store_.insert(child_store_.end(), children.begin(), children.end());
+  }
+  nodes_.push_back(stored);
+  node_slots_[i] = id;
+  return id;
+}
+
 NodeId Pool::number(double value, bool integer_literal) {
   Node n;
   n.op = Op::Number;
   n.number = value;
   n.integer_literal = integer_literal;
-  std::string key;
-  key.push_back(static_cast<char>(Op::Number));
-  key.push_back(integer_literal ? 1 : 0);
-  const std::uint64_t bits = std::bit_cast<std::uint64_t>(value);
-  append_raw(key, &bits, sizeof bits);
-  auto [it, inserted] = node_index_.emplace(std::move(key), static_cast<NodeId>(nodes_.size()));
-  if (inserted) nodes_.push_back(n);
-  return it->second;
+  return intern_node(n, {});
 }
 
 NodeId Pool::symbol(std::string_view name) {
@@ -120,26 +163,12 @@ NodeId Pool::symbol(std::string_view name) {
 
 NodeId Pool::make(Op op, std::span<const NodeId> children, std::uint16_t arg_count, StrId name,
                   StrId attrs) {
-  std::string key;
-  key.reserve(16 + 4 * children.size());
-  key.push_back(static_cast<char>(op));
-  append_raw(key, &arg_count, sizeof arg_count);
-  append_raw(key, &name, sizeof name);
-  append_raw(key, &attrs, sizeof attrs);
-  for (NodeId c : children) append_raw(key, &c, sizeof c);
-  auto [it, inserted] = node_index_.emplace(std::move(key), static_cast<NodeId>(nodes_.size()));
-  if (inserted) {
-    Node n;
-    n.op = op;
-    n.arg_count = arg_count;
-    n.name = name;
-    n.attrs = attrs;
-    n.first_child = static_cast<std::uint32_t>(child_store_.size());
-    n.child_count = static_cast<std::uint32_t>(children.size());
-    child_store_.insert(child_store_.end(), children.begin(), children.end());
-    nodes_.push_back(n);
-  }
-  return it->second;
+  Node n;
+  n.op = op;
+  n.arg_count = arg_count;
+  n.name = name;
+  n.attrs = attrs;
+  return intern_node(n, children);
 }
 
 std::span<const NodeId> Pool::children(NodeId id) const {

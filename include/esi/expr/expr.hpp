@@ -83,14 +83,19 @@ class Pool {
   StrId find_string(std::string_view s) const;
 
  private:
-  struct KeyHash {
-    std::size_t operator()(const std::string& k) const noexcept;
-  };
+  /// Hash-consing: returns the id of a node equal to `n` with `children`, adding it if new.
+  NodeId intern_node(const Node& n, std::span<const NodeId> children);
+  std::uint64_t hash_of(const Node& n, std::span<const NodeId> children) const;
+  bool same(NodeId id, const Node& n, std::span<const NodeId> children) const;
+  void grow_index();
+
   std::vector<Node> nodes_;
   std::vector<NodeId> child_store_;
   std::vector<std::string> strings_;
   std::unordered_map<std::string, StrId> string_index_;
-  std::unordered_map<std::string, NodeId, KeyHash> node_index_;
+  // Open addressing over node ids (kNoNode = empty slot), size a power of two, at most half
+  // full. Plain ids, no pointers: a copied or moved Pool keeps a valid index.
+  std::vector<NodeId> node_slots_;
 };
 
 /// Spelling of an op as it appears in JSON ("+", "ifelse", ...); Other returns "".
