@@ -67,6 +67,7 @@ struct Integrator::Impl {
   long attempts = 0;
   std::vector<double> u, u_prev, f, f_prev, u_new, f_new, err;
   Cause cause = Cause::None;
+  bool own_dense = false;  // interpolate() uses the method's interpolant for the last step
   std::size_t culprit = 0;  // state with the largest weighted error in the last attempt
   std::string message;
 
@@ -204,6 +205,9 @@ void Integrator::Impl::complete_step(double h, bool lands, double t_limit, doubl
     eval.rhs(t, u.data(), f.data());
   stepper->commit();
   stepper->state_changed();
+  // An interpolant rebuilt from the slopes ends at the unclipped u1: after a clip it would
+  // jump at the step end, so that step falls back to Hermite (continuous by construction).
+  own_dense = stepper->has_dense() && (!clipped || stepper->dense_uses_end());
   ++stats.accepted;
   cause = Cause::None;
   // A step shortened to land on t_limit says little about the step the problem allows.
@@ -299,7 +303,8 @@ std::span<const double> Integrator::stage(int i) const {
   return impl_->stepper->accepted_stage(i);
 }
 
-// Cubic Hermite through (u_prev, f_prev) and (u, f); exact at both ends.
+// The method's own interpolant where it has one (dense_tableaus.cpp), else cubic Hermite
+// through (u_prev, f_prev) and (u, f); exact at both ends either way.
 void Integrator::interpolate(double time, std::span<double> out) const {
   const Impl& m = *impl_;
   ESI_ASSERT(out.size() == m.u.size());
@@ -313,6 +318,10 @@ void Integrator::interpolate(double time, std::span<double> out) const {
     return;
   }
   const double s = (time - m.t_prev) / h;
+  if (m.own_dense) {
+    m.stepper->dense(s, m.u_prev.data(), m.u.data(), out.data());
+    return;
+  }
   for (std::size_t i = 0; i < out.size(); ++i) {
     const double du = m.u[i] - m.u_prev[i];
     out[i] = (1 - s) * m.u_prev[i] + s * m.u[i] +
@@ -333,6 +342,7 @@ void Integrator::restart(double time, std::span<const double> u) {
   }
   m.controller->reset();
   m.stepper->state_changed();
+  m.own_dense = false;
   m.cause = Cause::None;
 }
 

@@ -21,16 +21,19 @@ bool is_fsal(const RosenbrockTableau& tab) {
 
 class RosenbrockStepper final : public Stepper {
  public:
-  RosenbrockStepper(const RosenbrockTableau& tab, const Evaluator& eval)
-      : Stepper(eval.problem->size, tab.stages),
-        tab_(tab),
+  RosenbrockStepper(MethodId id, const Evaluator& eval)
+      : Stepper(eval.problem->size, rosenbrock_tableau(id).stages),
+        tab_(rosenbrock_tableau(id)),
         eval_(eval),
         system_(eval, JacobianOf::Rhs),
-        k_(n_ * tab.stages),
+        k_(n_ * tab_.stages),
         f_stage_(n_),
         f_last_(n_),
         f_t_(n_),
-        fsal_(is_fsal(tab)) {}
+        fsal_(is_fsal(tab_)),
+        dense_(rosenbrock_dense(id)) {
+    if (dense_) k_accepted_.assign(k_.size(), 0.0);  // only methods with their own interpolant
+  }
 
   AttemptStatus attempt(double t, double h, const double* u0, const double* f0, double* u1,
                         double* err) override {
@@ -57,8 +60,32 @@ class RosenbrockStepper final : public Stepper {
   const double* f_at_end() const override { return fsal_ ? f_last_.data() : nullptr; }
   void state_changed() override { derivatives_current_ = false; }
 
+  bool has_dense() const override { return dense_ != nullptr; }
+  bool dense_uses_end() const override { return true; }
+
+  // Rodas form (tableau.hpp): Horner in theta over K_rows-1 .. K_0, each K_r summed in stage
+  // order so reruns are bitwise equal.
+  void dense(double theta, const double* u0, const double* u1, double* out) const override {
+    const int s = tab_.stages;
+    for (std::size_t m = 0; m < n_; ++m) {
+      double poly = 0;
+      for (int r = dense_->rows - 1; r >= 0; --r) {
+        const double* row = dense_->H[r];
+        double kr = 0;
+        for (int j = 0; j < s; ++j)
+          if (row[j] != 0.0) kr += row[j] * k_accepted_[std::size_t(j) * n_ + m];
+        poly = r == dense_->rows - 1 ? kr : kr + theta * poly;
+      }
+      out[m] = (1 - theta) * u0[m] + theta * (u1[m] + (1 - theta) * poly);
+    }
+  }
+
  private:
   double* slope(int i) { return k_.data() + std::size_t(i) * n_; }
+
+  void commit_dense() override {
+    if (dense_) k_accepted_.swap(k_);
+  }
 
   // f_t by the second-order one-sided difference (4 f(t+d) - f(t+2d) - 3 f(t)) / (2d) with
   // d = min(eps^(1/3) max(|t|, |h|), h/2): O(d^2) accurate, so it stays below the local error
@@ -113,6 +140,8 @@ class RosenbrockStepper final : public Stepper {
   LinearSystem system_;
   std::vector<double> k_, f_stage_, f_last_, f_t_;
   bool fsal_;
+  const RosenbrockDense* dense_;
+  std::vector<double> k_accepted_;  // slopes of the last accepted step (dense output)
   bool derivatives_current_ = false;
   double f_t_reach_ = 0;  // 2d of the current f_t stencil
 };
@@ -120,7 +149,7 @@ class RosenbrockStepper final : public Stepper {
 }  // namespace
 
 std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& eval) {
-  return std::make_unique<RosenbrockStepper>(rosenbrock_tableau(id), eval);
+  return std::make_unique<RosenbrockStepper>(id, eval);
 }
 
 }  // namespace esi::method::detail

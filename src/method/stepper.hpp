@@ -31,8 +31,20 @@ class Stepper {
   /// The state moved (an accepted step or a restart): Jacobians cached for u0 are stale.
   virtual void state_changed() {}
 
-  /// The last attempt becomes the last accepted step (its stage values stay readable).
-  void commit() { accepted_.swap(stages_); }
+  /// The last attempt becomes the last accepted step (its stage values stay readable, and so
+  /// does whatever the method's dense output needs: swaps of preallocated buffers only).
+  void commit() {
+    accepted_.swap(stages_);
+    commit_dense();
+  }
+  /// Whether the method has its own dense output (else the Integrator uses cubic Hermite).
+  virtual bool has_dense() const { return false; }
+  /// True when dense() reads u1, so it stays continuous at a modified (clipped) step end;
+  /// false when it rebuilds u1 from the slopes and is only valid for the unmodified end.
+  virtual bool dense_uses_end() const { return false; }
+  /// u(t0 + theta h) of the last accepted step (u0 at its start, u1 at its end).
+  virtual void dense(double /*theta*/, const double* /*u0*/, const double* /*u1*/,
+                     double* /*out*/) const {}
   int stage_count() const { return stage_count_; }
   /// State at which stage i of the last accepted step evaluated the right-hand side.
   std::span<const double> accepted_stage(int i) const {
@@ -45,6 +57,7 @@ class Stepper {
 
  protected:
   double* stage_state(int i) { return stages_.data() + std::size_t(i) * n_; }
+  virtual void commit_dense() {}
   std::size_t n_;
   int stage_count_;
   std::vector<double> stages_, accepted_;

@@ -49,11 +49,34 @@ struct SdirkTableau {
   double c[kMaxStages] = {};
 };
 
+/// Continuous extension of an explicit RK step (its own dense output):
+///   u(t0 + theta h) = u0 + h sum_i w_i(theta) k_i,  w_i(theta) = sum_{p=1..4} r[i][p-1] theta^p.
+/// w_i(1) = b[i] up to rounding, so the polynomial meets the step end; `order` is its order
+/// (error O(h^(order+1)) for one step from the exact state).
+struct ErkDense {
+  int order = 0;
+  double r[kMaxStages][4] = {};
+};
+
+/// Dense output of a Rosenbrock step in OrdinaryDiffEq's Rodas form, built from both step ends
+/// so it is continuous even when the accepted end was modified (clipping):
+///   u(theta) = (1-theta) u0 + theta (u1 + (1-theta) (K_0 + theta (K_1 + theta K_2))),
+///   K_r = sum_j H[r][j] k_j  (rows beyond `rows` are zero).
+struct RosenbrockDense {
+  int order = 0;
+  int rows = 0;
+  double H[3][kMaxStages] = {};
+};
+
 enum class Family { Explicit, Rosenbrock, Sdirk, Imex };
 
 Family family_of(MethodId id);
 const ErkTableau& erk_tableau(MethodId id);
 const RosenbrockTableau& rosenbrock_tableau(MethodId id);
 const SdirkTableau& sdirk_tableau(MethodId id);
+/// The method's own dense output, or null when it has none (the Integrator then uses cubic
+/// Hermite). Defined in dense_tableaus.cpp.
+const ErkDense* erk_dense(MethodId id);
+const RosenbrockDense* rosenbrock_dense(MethodId id);
 
 }  // namespace esi::method::detail
