@@ -24,7 +24,9 @@ TEST(RegAlloc, ReusesRegistersAfterTheLastRead) {
   const Allocation a = allocate_registers(code, 50, {}, {});
   EXPECT_EQ(a.registers, 2u);
   for (const Instr& i : code)
-    if (i.op == Opcode::Sin) EXPECT_NE(i.dst, i.a) << "a destination never aliases a source";
+    if (i.op == Opcode::Sin) {
+      EXPECT_NE(i.dst, i.a) << "a destination never aliases a source";
+    }
 }
 
 TEST(RegAlloc, PinnedAndKeptValuesSurvive) {
@@ -40,7 +42,9 @@ TEST(RegAlloc, PinnedAndKeptValuesSurvive) {
   EXPECT_EQ(written.count(0u), 0u) << "the pinned register is never written by the tape";
   // v3 is kept: nothing after it may take its register.
   for (std::size_t k = 3; k < code.size(); ++k)
-    if (code[k].op != Opcode::Store) EXPECT_NE(code[k].dst, a.phys[3]);
+    if (code[k].op != Opcode::Store) {
+      EXPECT_NE(code[k].dst, a.phys[3]);
+    }
   // Repeated operand (v2 + v2) is freed once: v2's register is reusable exactly once.
   EXPECT_EQ(code[2].a, code[2].b);
 }

@@ -5,6 +5,8 @@
 // ends, so a sign change of the global error at t1 cannot fake a higher order.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <cmath>
 #include <string>
 
@@ -66,6 +68,7 @@ TEST_P(Convergence, ObservedOrderMatchesNominal) {
     errs.push_back(trajectory_error(id, problem, n, 1.0, exact));
   }
   const double order = fitted_order(dts, errs);
+  std::cout << "  [order] " << info.name << " nominal " << info.order << " observed " << order << "\n";
   EXPECT_NEAR(order, info.order, 0.2)
       << info.name << " errors " << errs[0] << " " << errs[1] << " " << errs[2] << " " << errs[3];
 }
