@@ -22,6 +22,14 @@
 namespace esi::cli {
 namespace {
 
+/// "Euler, Heun, ..., auto": every name --method accepts.
+std::string method_names() {
+  std::string out;
+  for (method::MethodId id : method::all_methods()) out += std::string(method::method_info(id).name) + ", ";
+  return out + "auto";
+}
+
+
 struct SimulateArgs {
   std::string file, component, output;
   bool have_tspan = false;
@@ -62,6 +70,7 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   if (a == "--saveat") return parse_number_option(args, i, s.options.saveat);
   if (a == "--rtol") return parse_number_option(args, i, io.rtol);
   if (a == "--atol") return parse_number_option(args, i, io.atol);
+  if (a == "--dt") return parse_number_option(args, i, io.dt_initial);
   if (a == "--component" || a == "--output" || a == "-o" || a == "--method" || a == "--set") {
     const std::string* v = value_of(args, i);
     if (v == nullptr) return usage_error("simulate", a + " needs a value");
@@ -70,7 +79,7 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     else if (a == "--method") {
       if (*v == "auto" || *v == "Auto") io.method = method::MethodId::Auto;
       else if (auto m = method::method_from_name(*v)) io.method = *m;
-      else return usage_error("simulate", "unknown method '" + *v + "'");
+      else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names());
     } else {
       const auto eq = v->find('=');
       double value = 0;
@@ -134,7 +143,7 @@ void write_csv(std::FILE* out, const exec::Trajectory& traj) {
 void print_simulate_help(std::FILE* out) {
   std::fputs(
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
-      "                    [--rtol R] [--atol A] [--set name=value ...] --output OUT.csv\n"
+      "                    [--rtol R] [--atol A] [--dt DT] [--set name=value ...] --output OUT.csv\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
@@ -142,6 +151,7 @@ void print_simulate_help(std::FILE* out) {
       "\n"
       "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8)\n"
+      "  --dt DT      the step of fixed-step methods (Euler, RK4, ...); the first step of others\n"
       "  --set n=v    override parameter n, or the initial value of state n (repeatable)\n"
       "\n"
       "exit status: 0 ok, 1 invalid input or failed solve, 2 usage error\n",
@@ -166,9 +176,9 @@ int run_simulate(Args args) {
     write_csv(out, traj);
     std::fclose(out);
     if (!traj.ok()) {
-      std::fprintf(stderr, "%s: solve failed at t = %.17g: %s: %s\n", s.file.c_str(),
-                   traj.times.empty() ? s.options.t0 : traj.times.back(),
-                   std::string(method::return_code_name(traj.code)).c_str(), traj.message.c_str());
+      // The integrator's message starts with the return code's name and the time it stopped.
+      std::fprintf(stderr, "%s: solve failed (last output at t = %.17g): %s\n", s.file.c_str(),
+                   traj.times.empty() ? s.options.t0 : traj.times.back(), traj.message.c_str());
       return kExitInvalid;
     }
     return kExitOk;

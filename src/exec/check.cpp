@@ -136,8 +136,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   }
   const Trajectory traj = simulate(sys, so);
   if (!traj.ok())
-    throw Error("solve_failed", ctx.file, pointer,
-                std::string(method::return_code_name(traj.code)) + ": " + traj.message);
+    throw Error("solve_failed", ctx.file, pointer, traj.message);  // starts with the code
   const Tolerance test_tol = tolerance_of(test);
   for (std::size_t i = 0; i < assertions.size(); ++i) {
     const json& a = assertions[i];

@@ -116,7 +116,8 @@ std::string Integrator::Impl::check_options() const {
   if (!(opt.rtol >= 0) || !(opt.atol >= 0) || opt.rtol + opt.atol <= 0)
     return "rtol and atol must be >= 0 and not both 0";
   if (!adaptive && !(opt.dt_initial > 0))
-    return std::string(info->name) + " takes fixed steps: set dt_initial > 0";
+    return std::string(info->name) +
+           " takes fixed steps: give it a step size (dt_initial > 0; esi simulate --dt)";
   if (!(opt.dt_min >= 0) || !(opt.dt_max >= 0) || opt.max_steps <= 0)
     return "dt_min, dt_max must be >= 0 and max_steps > 0";
   for (int i : opt.nonnegative_components)

@@ -85,6 +85,24 @@ TEST(CliExec, SimulateUsageAndInputErrors) {
                  (dir.path() / "x.csv").string()}).status, 1);
 }
 
+// Fixed-step methods need --dt; with it, explicit Euler at dt = 1/1000 is first-order accurate.
+TEST(CliExec, SimulateFixedStepMethodTakesDt) {
+  esi::testing::TempDir dir;
+  const auto file = dir.write("m.esm", kDecay);
+  const auto csv = dir.path() / "out.csv";
+  EXPECT_EQ(run({"simulate", file.string(), "--tspan", "0", "1", "--method", "Euler", "--output",
+                 csv.string()}).status, 1);
+  ASSERT_EQ(run({"simulate", file.string(), "--tspan", "0", "1", "--method", "Euler", "--dt", "0.001",
+                 "--output", csv.string()}).status, 0);
+  std::istringstream lines(slurp(csv));
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  double t = 0, x = 0, y = 0;
+  ASSERT_EQ(std::sscanf(last.c_str(), "%lf,%lf,%lf", &t, &x, &y), 3);
+  EXPECT_EQ(t, 1.0);
+  EXPECT_NEAR(x, std::pow(1 - 0.001, 1000), 1e-12);  // Euler's exact iterate for x' = -x
+}
+
 TEST(CliExec, CheckPassesAndFailsWithExitStatus) {
   esi::testing::TempDir dir;
   const auto good = dir.write("good.esm", kDecay);
