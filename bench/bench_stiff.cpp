@@ -6,6 +6,8 @@
 // CSR values scattered into a SUNDenseMatrix for SUNDIALS), at the same tolerances: rtol 1e-8
 // and a per-problem scalar atol (the ones tests/problems/test_problem_solutions.cpp uses), from
 // the test set's t0 to its t_end, one full integration per iteration (solver setup included).
+// Rows under "<problem>_native" run every solver on the native (compiled C++) kernels instead of
+// the tape; the bench then measures the integrators more than the interpreter.
 //
 // Counters:
 //   steps        accepted steps (ours: + rejected in `rejected`; SUNDIALS: internal steps)
@@ -69,9 +71,14 @@ Problem& problem(const std::string& key) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   Problem p;
+  // "pollu_native": the same problem with native kernels for every solver.
+  const bool native = key.ends_with("_native");
+  const std::string base = native ? key.substr(0, key.size() - 7) : key;
   try {
-    p.ref = esi::problems::load_references(problems_dir()).at(key);
+    p.ref = esi::problems::load_references(problems_dir()).at(base);
     p.cp = CompiledProblem::load(p.ref.file, p.ref.states);
+    if (native)
+      if (std::string why = p.cp->use_native(); !why.empty()) p.error = why;
     p.jac_values.resize(p.cp->jacobian_program().col.size());
   } catch (const std::exception& e) {
     p.error = std::string("cannot set up ") + key + ": " + e.what();
@@ -290,7 +297,7 @@ void BM_Stiff(benchmark::State& state, const std::string& key, Solver which) {
 }
 
 void register_all() {
-  for (const char* key : {"pollu", "hires", "rober"}) {
+  for (const char* key : {"pollu", "hires", "rober", "pollu_native", "hires_native", "rober_native"}) {
     for (auto [name, which] : {std::pair{"Rodas5P", Solver::Rodas5P}, std::pair{"Rodas4", Solver::Rodas4},
                                std::pair{"CVODE_BDF", Solver::CVODE},
                                std::pair{"ARKODE_DIRK", Solver::ARKODE}}) {

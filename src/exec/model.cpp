@@ -320,6 +320,7 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
     m->rhs = kernel::compile(m->system);
     m->rhs_ws = m->rhs->make_workspace(1);
     m->problem.rhs = &rhs_callback;
+    m->problem.autonomous = !m->rhs->reads_time();
     if (with_jacobian) attach_jacobian(*m);
   }
   m->observed.emplace(m->system, m->system.observed_rhs);

@@ -39,6 +39,8 @@ std::size_t Program::parameter_count() const { return tape_->parameters; }
 std::size_t Program::output_count() const { return tape_->outputs; }
 std::span<const int> Program::dofs() const { return tape_->dofs; }
 std::span<const std::string> Program::forcing_names() const { return tape_->forcing; }
+// Every read of t is a LoadTime, and LoadTime is a time-tier instruction.
+bool Program::reads_time() const { return !tape_->time.code.empty(); }
 
 Program::Stats Program::stats() const {
   const auto& t = *tape_;

@@ -93,6 +93,11 @@ class RosenbrockStepper final : public Stepper {
   // convergence), and the stencil stays inside [t, t + h], so a retry with a smaller step never
   // evaluates the rhs beyond the end of the step (nor before t).
   void evaluate_time_derivative(double t, double h, const double* u0, const double* f0) {
+    if (eval_.problem->autonomous) {
+      std::fill(f_t_.begin(), f_t_.end(), 0.0);
+      f_t_reach_ = 0;
+      return;
+    }
     const double d = std::min(std::cbrt(std::numeric_limits<double>::epsilon()) *
                                   std::max(std::abs(t), std::abs(h)),
                               0.5 * h);

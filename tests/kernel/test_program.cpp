@@ -251,3 +251,14 @@ TEST(Program, TimeDerivativeOfAStateIsItsTendency) {
   EXPECT_EQ(du[0], want[0]);
   EXPECT_EQ(du[1], want[1]);
 }
+
+TEST(Program, ReadsTimeOnlyWhenAnOutputDependsOnT) {
+  const auto autonomous = esi::testing::system_from(R"("models": {"M": {"variables": {
+      "x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 2.0}},
+      "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": ["k", "x"]}}]}})");
+  EXPECT_FALSE(esi::kernel::compile(autonomous).reads_time());
+  const auto forced = esi::testing::system_from(R"("models": {"M": {"variables": {
+      "x": {"type": "unknown", "default": 1.0}},
+      "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "sin", "args": ["t"]}}]}})");
+  EXPECT_TRUE(esi::kernel::compile(forced).reads_time());
+}

@@ -66,6 +66,27 @@ TEST(Adaptive, StiffMethodsOnRobertson) {
   }
 }
 
+// For an f without t the difference quotient of df/dt is exactly 0 ((4a - a) - 3a == 0 in
+// floating point), so declaring the problem autonomous changes no bit of the solution and saves
+// the two rhs calls per Jacobian.
+TEST(Adaptive, AutonomousProblemsSkipTheTimeDerivative) {
+  OdeProblem p = testing::Robertson::problem();
+  for (MethodId id : {MethodId::Rodas5P, MethodId::Rodas4, MethodId::Rosenbrock23}) {
+    IntegratorOptions o;
+    o.method = id;
+    o.rtol = 1e-8, o.atol = 1e-12;
+    IntegratorStats with_dt, without_dt;
+    p.autonomous = false;
+    const std::vector<double> a = solve(p, o, {1, 0, 0}, 40.0, &with_dt);
+    p.autonomous = true;
+    const std::vector<double> b = solve(p, o, {1, 0, 0}, 40.0, &without_dt);
+    EXPECT_EQ(a, b) << method_info(id).name;
+    EXPECT_EQ(with_dt.accepted, without_dt.accepted);
+    EXPECT_EQ(with_dt.rhs_evaluations - without_dt.rhs_evaluations, 2 * with_dt.jacobian_evaluations)
+        << method_info(id).name;
+  }
+}
+
 // rhs that turns NaN in its second component after t = 0.5.
 void nan_after_half(void*, double t, const double* u, double* du) {
   du[0] = -u[0];

@@ -18,6 +18,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
 #include "esi/method/problem.hpp"
 
@@ -61,6 +62,21 @@ class CompiledProblem {
     return out;
   }
 
+  /// Switches the RHS and Jacobian programs to native code (kernel::with_native). Returns ""
+  /// or why native code is unavailable (the tape programs stay in use).
+  std::string use_native() {
+    kernel::Program r = kernel::with_native(rhs_), j = kernel::with_native(jac_.values);
+    if (!r.is_native()) return r.native_status();
+    if (!j.is_native()) return j.native_status();
+    rhs_ = std::move(r);
+    jac_.values = std::move(j);
+    ws_rhs_ = rhs_.make_workspace(1);
+    ws_jac_ = jac_.values.make_workspace(1);
+    rhs_.prepare(ws_rhs_, p_);
+    jac_.values.prepare(ws_jac_, p_);
+    return "";
+  }
+
   /// du = f(t, u), System order. Counts calls.
   void rhs(double t, const double* u, double* du) {
     ++rhs_calls;
@@ -86,6 +102,7 @@ class CompiledProblem {
       static_cast<CompiledProblem*>(c)->jacobian(t, u, values);
     };
     for (const auto& s : system_.states) p.names.push_back(s.name);
+    p.autonomous = !rhs_.reads_time();
     return p;
   }
 

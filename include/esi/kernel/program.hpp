@@ -111,6 +111,8 @@ class Program {
   std::size_t output_count() const;     ///< rows of RunArgs::du
   std::span<const int> dofs() const;    ///< state index of each output row (RHS programs)
   std::span<const std::string> forcing_names() const;
+  /// True when some output depends on the time t (a program with an empty time tape does not).
+  bool reads_time() const;
 
   struct Stats {
     std::size_t setup_instructions, time_instructions, lane_instructions;

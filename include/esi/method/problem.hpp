@@ -36,6 +36,10 @@ struct OdeProblem {
 
   /// Optional state names (flattened names such as "SuperFast.O3") used in failure messages.
   std::vector<std::string> names;
+
+  /// True when f does not depend on t (most chemistry): Rosenbrock methods then take df/dt = 0
+  /// exactly instead of two extra rhs calls per step for its difference quotient.
+  bool autonomous = false;
 };
 
 }  // namespace esi::method
