@@ -10,6 +10,7 @@
 
 #include "esi/core/error.hpp"
 #include "esi/expr/differentiate.hpp"
+#include "esi/kernel/native.hpp"
 
 namespace esi::exec::detail {
 namespace {
@@ -230,6 +231,17 @@ void attach_jacobian(Model& m) {
   m.problem.jacobian = &jacobian_callback;
 }
 
+/// The RHS and Jacobian as native code; without a compiler they stay tapes (results are the
+/// same bits either way, only slower).
+void use_native(Model& m) {
+  m.rhs = kernel::with_native(*m.rhs);
+  m.rhs_ws = m.rhs->make_workspace(1);
+  if (m.jacobian) {
+    m.jacobian->values = kernel::with_native(m.jacobian->values);
+    m.jacobian_ws = m.jacobian->values.make_workspace(1);
+  }
+}
+
 }  // namespace
 
 void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out) {
@@ -306,7 +318,7 @@ std::vector<double> Model::initial_state() {
 }
 
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
-                                   bool with_jacobian, bool require_observed_values) {
+                                   bool with_jacobian, bool require_observed_values, bool native) {
   auto m = std::make_unique<Model>();
   m->system = system;
   AlgebraicEliminator(m->system).run();
@@ -322,6 +334,7 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
     m->problem.rhs = &rhs_callback;
     m->problem.autonomous = !m->rhs->reads_time();
     if (with_jacobian) attach_jacobian(*m);
+    if (native) use_native(*m);
   }
   m->observed.emplace(m->system, m->system.observed_rhs);
   m->conditions.emplace(m->system, m->events.conditions);

@@ -88,7 +88,8 @@ struct Model {
 /// differentiable (otherwise implicit methods fall back to finite differences).
 /// `require_observed_values`: see SimulateOptions.
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
-                                   bool with_jacobian, bool require_observed_values = true);
+                                   bool with_jacobian, bool require_observed_values = true,
+                                   bool native = false);
 
 /// Every Symbol name read by `root`.
 void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out);

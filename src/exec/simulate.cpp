@@ -329,7 +329,7 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   const bool implicit_possible =
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;
   const auto model = detail::build_model(system, options.document, implicit_possible,
-                                         options.require_observed_values);
+                                         options.require_observed_values, options.native);
   Trajectory out;
   for (const auto& s : model->system.states) out.names.push_back(s.name);
   for (const auto& o : model->system.observed) out.names.push_back(o.name);

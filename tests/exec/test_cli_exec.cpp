@@ -103,6 +103,24 @@ TEST(CliExec, SimulateFixedStepMethodTakesDt) {
   EXPECT_NEAR(x, std::pow(1 - 0.001, 1000), 1e-12);  // Euler's exact iterate for x' = -x
 }
 
+// Native code computes the same bits as the tape, so the CSV is byte for byte the same.
+TEST(CliExec, SimulateNativeWritesTheSameCsv) {
+  esi::testing::TempDir dir;
+  const auto file = dir.write("m.esm", kDecay);
+  const auto tape = dir.path() / "tape.csv", native = dir.path() / "native.csv";
+  const std::vector<std::string> common{"simulate", file.string(), "--tspan", "0", "2", "--saveat",
+                                        "0.1", "--method", "Rodas5P", "--set", "k=3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  ASSERT_EQ(with({"--output", tape.string()}).status, 0);
+  ASSERT_EQ(with({"--native", "--output", native.string()}).status, 0);
+  EXPECT_EQ(slurp(tape), slurp(native));
+  EXPECT_GT(slurp(tape).size(), 100u);
+}
+
 TEST(CliExec, CheckPassesAndFailsWithExitStatus) {
   esi::testing::TempDir dir;
   const auto good = dir.write("good.esm", kDecay);

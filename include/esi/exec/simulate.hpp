@@ -46,6 +46,9 @@ struct SimulateOptions {
   /// what `esi simulate` wants: it reports every observed); false = those columns read NaN
   /// (the inline-test runner, which reads only the asserted variables).
   bool require_observed_values = true;
+  /// Run the RHS and Jacobian as native code (kernel::with_native, cached on disk): the same
+  /// bits as the tape, faster per call, a compile of seconds on first use of a model.
+  bool native = false;
 };
 
 struct Trajectory {
