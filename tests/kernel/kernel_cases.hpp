@@ -2,9 +2,11 @@
 // and a one-call wrapper that runs a program over column-major-by-lane arrays.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +46,18 @@ inline std::vector<double> perturbed(const std::vector<esm::FlatVariable>& vars,
   std::vector<double> out;
   for (const auto& v : vars) out.push_back(v.default_value.value_or(1.0) * f(rng));
   return out;
+}
+
+/// Every .esm under `corpus` except the format's invalid fixtures, sorted (the same order on
+/// every machine).
+inline std::vector<std::filesystem::path> corpus_documents(const std::filesystem::path& corpus) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(corpus))
+    if (e.path().extension() == ".esm" &&
+        e.path().string().find("EarthSciAST-tests/invalid") == std::string::npos)
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 inline std::vector<double> defaults(const std::vector<esm::FlatVariable>& vars) {

@@ -105,12 +105,7 @@ std::string check_system(const esi::esm::System& s, Tally& tally) {
 TEST(KernelCorpus, EveryFlattenedDocumentMatchesTheOracle) {
   const fs::path corpus = esi::testing::corpus_dir();
   if (corpus.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(corpus))
-    if (e.path().extension() == ".esm" &&
-        e.path().string().find("EarthSciAST-tests/invalid") == std::string::npos)
-      files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path> files = esi::testing::corpus_documents(corpus);
   Tally tally;
   for (const auto& f : files) {
     const std::string rel = fs::relative(f, corpus).generic_string();

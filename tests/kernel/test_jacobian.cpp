@@ -141,12 +141,7 @@ TEST(Jacobian, DofSubsetIsTheSquareBlock) {
 TEST(Jacobian, CorpusDocumentsMatchDualNumbers) {
   const fs::path corpus = esi::testing::corpus_dir();
   if (corpus.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(corpus))
-    if (e.path().extension() == ".esm" &&
-        e.path().string().find("EarthSciAST-tests/invalid") == std::string::npos)
-      files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path> files = esi::testing::corpus_documents(corpus);
   int checked = 0, not_differentiable = 0, nonzeros = 0;
   double max_rel = 0;
   for (const auto& f : files) {

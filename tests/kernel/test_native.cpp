@@ -165,12 +165,7 @@ TEST(Native, JacobianProgramsGoNativeToo) {
 TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   const fs::path corpus = esi::testing::corpus_dir();
   if (corpus.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(corpus))
-    if (e.path().extension() == ".esm" &&
-        e.path().string().find("EarthSciAST-tests/invalid") == std::string::npos)
-      files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path> files = esi::testing::corpus_documents(corpus);
   const fs::path pollu = fs::path(ESI_SOURCE_DIR) / "tests/problems/pollu.esm";
   std::vector<fs::path> required{corpus / "EarthSciModels/components/gaschem/superfast.esm",
                                  corpus / "EarthSciModels/components/gaschem/geoschem_fullchem.esm"};
