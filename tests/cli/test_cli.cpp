@@ -11,30 +11,16 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "support/run_esi.hpp"
 #include <nlohmann/json.hpp>
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;  ///< exit status, or -1 when the process did not exit normally
-  std::string out;
-  std::string err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Result = esi::testing::CliResult;
+using esi::testing::read_all;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -52,20 +38,7 @@ class CliTest : public ::testing::Test {
 
   /// Runs `esi ARGS...` and captures stdout, stderr and the exit status.
   Result run(const std::vector<std::string>& args) const {
-    std::string cmd = shell_quote(ESI_BINARY);
-    for (const std::string& a : args) cmd += " " + shell_quote(a);
-    const fs::path err_file = dir_ / "stderr.txt";
-    cmd += " 2>" + shell_quote(err_file.string());
-    Result r;
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    if (pipe == nullptr) return r;
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-    const int raw = ::pclose(pipe);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.err = read_all(err_file);
-    return r;
+    return esi::testing::run_esi(ESI_BINARY, args, dir_ / "stderr.txt");
   }
 
   fs::path write(const std::string& name, const std::string& text) const {

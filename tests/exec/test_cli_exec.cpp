@@ -10,29 +10,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/run_esi.hpp"
+
 #include "support/temp_dir.hpp"
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;
-};
+using Result = esi::testing::CliResult;
 
-Result run(const std::vector<std::string>& args) {
-  std::string cmd = ESI_BINARY;
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " 2>/dev/null";
-  Result r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+Result run(const std::vector<std::string>& args) { return esi::testing::run_esi(ESI_BINARY, args); }
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
