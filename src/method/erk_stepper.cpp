@@ -83,12 +83,7 @@ class ErkStepper final : public Stepper {
 
   // out = base + h * sum_{j < count} w[j] k_j (base == nullptr: no base term).
   void combine(const double* base, double h, const double* w, int count, double* out) {
-    for (std::size_t m = 0; m < n_; ++m) {
-      double acc = 0;
-      for (int j = 0; j < count; ++j)
-        if (w[j] != 0.0) acc += w[j] * k_[std::size_t(j) * n_ + m];
-      out[m] = base ? base[m] + h * acc : h * acc;
-    }
+    combine_slopes(k_.data(), n_, base, h, w, count, out);
   }
 
   const ErkTableau& tab_;

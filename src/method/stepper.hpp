@@ -63,6 +63,19 @@ class Stepper {
   std::vector<double> stages_, accepted_;
 };
 
+/// out[m] = base[m] + h * sum_{j < count} w[j] k[j*n + m] (base == nullptr: no base term):
+/// the stage and solution sums shared by the explicit and SDIRK steppers (zero weights are
+/// skipped, so unused stages cost nothing and a NaN in an unused stage does not leak).
+inline void combine_slopes(const double* k, std::size_t n, const double* base, double h,
+                           const double* w, int count, double* out) {
+  for (std::size_t m = 0; m < n; ++m) {
+    double acc = 0;
+    for (int j = 0; j < count; ++j)
+      if (w[j] != 0.0) acc += w[j] * k[std::size_t(j) * n + m];
+    out[m] = base ? base[m] + h * acc : h * acc;
+  }
+}
+
 std::unique_ptr<Stepper> make_erk_stepper(MethodId id, const Evaluator& eval);
 std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& eval);
 /// SDIRK (MethodId ImplicitEuler..Kvaerno3) and IMEXEuler; Newton tolerances from options.
