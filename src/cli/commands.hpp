@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "esi/esm/load.hpp"
 
 #ifndef ESI_VERSION
 #define ESI_VERSION "0.1.0"
@@ -45,6 +48,10 @@ void print_check_help(std::FILE* out);
 
 /// Prints "esi <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(std::string_view command, std::string_view message);
+
+/// Runs the checking pipeline (esm::load_checked) on `file`. On findings prints each one to
+/// stderr and returns nullopt: every command refuses a document `esi validate` rejects.
+std::optional<esm::ResolvedDocument> load_or_report(const std::string& file);
 
 /// Shortest round-trip spelling of a double ("298.15", "1e+12").
 std::string format_number(double value);

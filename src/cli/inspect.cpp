@@ -154,7 +154,9 @@ int run_inspect(Args args) {
   InspectOptions opts;
   if (const int rc = parse_args(args, opts); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   try {
-    const esm::ResolvedDocument doc = esm::load_resolved(opts.file);
+    const std::optional<esm::ResolvedDocument> loaded = load_or_report(opts.file);
+    if (!loaded) return kExitInvalid;
+    const esm::ResolvedDocument& doc = *loaded;
     if (doc.library_only) {
       if (opts.json) {
         std::printf("%s\n", canonical_json({{"file", opts.file}, {"library_only", true}}).c_str());

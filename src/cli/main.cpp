@@ -101,6 +101,19 @@ int usage_error(std::string_view command, std::string_view message) {
   return kExitUsage;
 }
 
+std::optional<esm::ResolvedDocument> load_or_report(const std::string& file) {
+  esm::CheckedDocument checked = esm::load_checked(file);
+  if (checked.doc) return std::move(checked.doc);
+  for (Diagnostic d : checked.report.errors) {
+    if (d.file.empty()) d.file = file;
+    std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+  }
+  const std::size_t n = checked.report.errors.size();
+  std::fprintf(stderr, "%s: refused (%zu error%s; 'esi validate' lists the same findings)\n",
+               file.c_str(), n, n == 1 ? "" : "s");
+  return std::nullopt;
+}
+
 std::string format_number(double value) {
   char buf[64];
   const auto result = std::to_chars(buf, buf + sizeof buf, value);

@@ -169,7 +169,9 @@ int run_simulate(Args args) {
   SimulateArgs s;
   if (const int rc = parse_args(args, s); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   try {
-    const esm::ResolvedDocument doc = esm::load_resolved(s.file);
+    const std::optional<esm::ResolvedDocument> loaded = load_or_report(s.file);
+    if (!loaded) return kExitInvalid;
+    const esm::ResolvedDocument& doc = *loaded;
     esm::FlattenOptions fo;
     fo.component = s.component;
     const esm::System probe = esm::flatten(doc, fo);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "esi/core/error.hpp"
 #include "esi/expr/parse.hpp"
@@ -246,11 +248,12 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
 System flatten(const ResolvedDocument& doc, const FlattenOptions& options) {
   try {
     return flatten_unchecked(doc, options);
-  } catch (const nlohmann::json::exception& e) {
-    // Only a schema-invalid document gets here (a field of the wrong JSON type).
+  } catch (const nlohmann::json::exception&) {
+    // Only a schema-invalid document gets here (a field of the wrong JSON type); the library's
+    // own text would mean nothing to a modeller.
     throw Error("invalid_document", doc.file, "",
-                std::string("the document does not have the shape the format requires (run "
-                            "'esi validate' for located errors): ") + e.what());
+                "the document does not have the shape the format requires (run 'esi validate' "
+                "for located errors)");
   }
 }
 
@@ -311,8 +314,12 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
     sys.states.push_back(std::move(v));
     sys.state_rhs.push_back(subst(rhs));
   }
+  // Name lookups below go through hash sets: documents of 10^5 equations must flatten in
+  // linear time (System::state_index is a linear scan).
+  std::unordered_set<std::string> state_names;
+  for (const auto& v : sys.states) state_names.insert(v.name);
   for (const auto& [x, eq] : st.initial_eqs)
-    if (sys.state_index(x) < 0)
+    if (!state_names.count(x))
       throw Error("ic_of_non_state", eq.file, eq.pointer,
                   "ic(" + x + ") is given but '" + x + "' has no time-derivative equation");
 
@@ -334,10 +341,12 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
     st.observed_order = names;
     for (std::size_t i = 0; i < names.size(); ++i) st.observed_eqs[names[i]].rhs = sys.observed_rhs[i];
     const auto ordered = order_observed(st);
+    std::unordered_map<std::string, std::size_t> position;
+    for (std::size_t i = 0; i < names.size(); ++i) position.emplace(names[i], i);
     std::vector<FlatVariable> vars;
     std::vector<expr::NodeId> rhs;
     for (const auto& n : ordered) {
-      const auto i = std::find(names.begin(), names.end(), n) - names.begin();
+      const std::size_t i = position.at(n);
       vars.push_back(sys.observed[i]);
       rhs.push_back(sys.observed_rhs[i]);
     }
@@ -346,10 +355,12 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   }
 
   // Algebraic unknowns: declared unknowns with neither kind of defining equation.
+  std::unordered_set<std::string> observed_names;
+  for (const auto& v : sys.observed) observed_names.insert(v.name);
   for (const auto& name : st.declaration_order) {
     const Declared& d = st.declared[name];
     if (d.unknown) {
-      if (sys.state_index(name) >= 0 || sys.observed_index(name) >= 0) continue;
+      if (state_names.count(name) || observed_names.count(name)) continue;
       if (st.removed_parameters.count(name)) continue;  // bound by a variable_map
       if (d.species) {
         sys.states.push_back(d.var);  // a species no reaction touches keeps its value

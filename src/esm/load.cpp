@@ -644,24 +644,38 @@ struct Resolver {
 }  // namespace
 
 namespace {
-ResolvedDocument load_unchecked(const std::filesystem::path& file, const LoadOptions& options);
+ResolvedDocument load_unchecked(const std::filesystem::path& file, nlohmann::json raw,
+                                const LoadOptions& options);
+
+ResolvedDocument load_guarded(const std::filesystem::path& file, nlohmann::json raw,
+                              const LoadOptions& options) {
+  try {
+    return load_unchecked(file, std::move(raw), options);
+  } catch (const nlohmann::json::exception&) {
+    // Only a schema-invalid document gets here (a field of the wrong JSON type); the library's
+    // own text would mean nothing to a modeller.
+    throw Error("invalid_document", file.string(), "",
+                "the document does not have the shape the format requires (run 'esi validate' "
+                "for located errors)");
+  }
 }
+}  // namespace
 
 ResolvedDocument load_resolved(const std::filesystem::path& file, const LoadOptions& options) {
-  try {
-    return load_unchecked(file, options);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("invalid_document", file.string(), "",
-                std::string("the document does not have the shape the format requires (run "
-                            "'esi validate' for located errors): ") + e.what());
-  }
+  return load_guarded(file, read_json_file(file), options);
+}
+
+ResolvedDocument load_resolved(const std::filesystem::path& file, nlohmann::json raw,
+                               const LoadOptions& options) {
+  return load_guarded(file, std::move(raw), options);
 }
 
 namespace {
-ResolvedDocument load_unchecked(const std::filesystem::path& file, const LoadOptions& options) {
+ResolvedDocument load_unchecked(const std::filesystem::path& file, nlohmann::json raw,
+                                const LoadOptions& options) {
   ResolvedDocument out;
   out.file = file.string();
-  out.raw = read_json_file(file);
+  out.raw = std::move(raw);
   if (!out.raw.is_object())
     throw Error("invalid_document", out.file, "", "an ESM document must be a JSON object");
   out.doc = out.raw;

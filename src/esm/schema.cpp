@@ -24,6 +24,7 @@
 // (ajv also keeps each item's errors).
 #include "esi/esm/schema.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +35,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <tuple>
 #include <utility>
 
 #include "esi/core/error.hpp"
@@ -435,6 +437,8 @@ void report(Findings& out, const Node& n, const char* keyword, const PathSeg* at
   } while (false)
 
 bool check(const Node& n, const json& v, const PathSeg* at, Findings* out);
+bool report_branches(const std::vector<const Node*>& branches, const std::vector<bool>& passed,
+                     const json& v, const PathSeg* at, Findings& out);
 
 bool check_object(const Node& n, const json& v, const PathSeg* at, Findings* out) {
   bool ok = true;
@@ -571,10 +575,9 @@ bool check_applicators(const Node& n, const json& v, const PathSeg* at, Findings
     for (std::size_t i = 0; i < n.any_of.size() && !any; ++i)
       any = check(*n.any_of[i], v, at, nullptr);
     if (!any) {
-      if (out) {
-        for (const Node* sub : n.any_of) check(*sub, v, at, out);  // the branches' own errors
-      }
+      const bool summarized = out && report_branches(n.any_of, {}, v, at, *out);
       ESI_SCHEMA_FAIL("anyOf", "must match a schema in anyOf");
+      if (summarized) out->back().alternative = true;
     }
   }
   if (!n.one_of.empty()) {
@@ -586,18 +589,68 @@ bool check_applicators(const Node& n, const json& v, const PathSeg* at, Findings
       if (i < 64) passed |= std::uint64_t{1} << i;
     }
     if (passing != 1) {
-      if (out) {  // like ajv, keep the errors of the branches that failed
-        for (std::size_t i = 0; i < n.one_of.size(); ++i) {
-          const bool pass = i < 64 ? (passed >> i) & 1 : check(*n.one_of[i], v, at, nullptr);
-          if (!pass) check(*n.one_of[i], v, at, out);
-        }
-      }
+      std::vector<bool> branch_passed(n.one_of.size());
+      for (std::size_t i = 0; out && i < n.one_of.size(); ++i)
+        branch_passed[i] = i < 64 ? (passed >> i) & 1 : check(*n.one_of[i], v, at, nullptr);
+      const bool summarized = out && report_branches(n.one_of, branch_passed, v, at, *out);
       ESI_SCHEMA_FAIL("oneOf", "must match exactly one schema in oneOf");
+      if (summarized) out->back().alternative = true;
     }
   }
   if (n.not_schema && check(*n.not_schema, v, at, nullptr))
     ESI_SCHEMA_FAIL("not", "must NOT be valid");
   return ok;
+}
+
+std::size_t pointer_depth(const std::string& pointer) {
+  return static_cast<std::size_t>(std::count(pointer.begin(), pointer.end(), '/'));
+}
+
+/// Like ajv, records the findings of every failing branch of a oneOf/anyOf; unlike ajv, marks
+/// all but the branch the instance came closest to as `alternative`, so a person reads one
+/// branch's complaints rather than every branch's. Closest: the fewest shape mismatches
+/// (type, const, enum, required, additionalProperties) on the instance itself or its direct
+/// members (a wrong "op" or "kind", or members the branch does not know, mean the wrong
+/// branch; a mistake deep inside means the right one), then the fewest findings, then the first;
+/// a branch that does not take the node's JSON type at all loses to every one that does. When some branch passed (a oneOf
+/// matching several), every branch finding is alternative. Returns true when the chosen branch
+/// has findings of its own (the combinator's summary finding is then alternative too).
+bool report_branches(const std::vector<const Node*>& branches, const std::vector<bool>& passed,
+                     const json& v, const PathSeg* at, Findings& out) {
+  const std::size_t depth = pointer_depth(render(at));
+  // Score per branch, compared lexicographically: a JSON type the branch does not take at all,
+  // then shape mismatches on the node or its direct members, then the number of findings.
+  using Score = std::tuple<bool, std::size_t, std::size_t>;
+  std::size_t best = branches.size();
+  Score best_score{};
+  std::vector<Findings> found(branches.size());
+  for (std::size_t i = 0; i < branches.size(); ++i) {
+    if (i < passed.size() && passed[i]) continue;
+    check(*branches[i], v, at, &found[i]);
+    bool wrong_type = false;
+    std::size_t shallow = 0;
+    for (const SchemaFinding& f : found[i]) {
+      const std::size_t d = pointer_depth(f.instance_path);
+      wrong_type = wrong_type || (f.keyword == "type" && d == depth);
+      const bool mismatch = f.keyword == "type" || f.keyword == "const" || f.keyword == "enum" ||
+                            f.keyword == "required" || f.keyword == "additionalProperties";
+      if (mismatch && d <= depth + 1) ++shallow;
+    }
+    const Score score{wrong_type, shallow, found[i].size()};
+    if (best == branches.size() || score < best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  const std::size_t best_count = best < branches.size() ? std::get<2>(best_score) : 0;
+  // A oneOf that matched several branches: the failing ones say nothing about the problem.
+  if (std::find(passed.begin(), passed.end(), true) != passed.end()) best = branches.size();
+  for (std::size_t i = 0; i < branches.size(); ++i)
+    for (SchemaFinding& f : found[i]) {
+      f.alternative = f.alternative || i != best;
+      out.push_back(std::move(f));
+    }
+  return best < branches.size() && best_count > 0;
 }
 
 // Cheap keywords first, so that probing fails fast; the applicators last.

@@ -1,9 +1,12 @@
-// The validation pipeline behind `esi validate`: parse, schema, resolve, structure, units.
-// (Flattening is `esi inspect`'s job: a valid document need not be simulatable.) Each layer runs only when the previous one passed, as in the format's
-// conformance suite (a schema-invalid file never reaches the structural checks).
+// The checking pipeline behind every command: parse, schema, resolve, structure, units. Each
+// layer runs only when the previous one passed, as in the format's conformance suite (a
+// schema-invalid file never reaches the structural checks). `validate_file` adds a trial
+// flatten, so `esi validate` reports what `simulate` would refuse; only a missing capability
+// of this engine (`unsupported_*`) leaves a document valid.
 #include <set>
 
 #include "esi/core/json.hpp"
+#include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/schema.hpp"
 #include "esi/esm/structural.hpp"
@@ -59,44 +62,71 @@ std::vector<Diagnostic> check_coupling_library(const json& doc, const std::strin
 
 }  // namespace
 
-ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
-  ValidationReport report;
+CheckedDocument load_checked(const std::filesystem::path& file, const LoadOptions& options) {
+  CheckedDocument out;
+  ValidationReport& report = out.report;
   report.file = file.string();
-  auto fail = [&](const Error& e) { report.errors.push_back(e.diagnostic()); };
+  auto fail = [&](const Error& e) {
+    report.errors.push_back(e.diagnostic());
+    if (report.errors.back().file.empty()) report.errors.back().file = report.file;
+  };
   nlohmann::json raw;
   try {
     raw = read_json_file(file);
   } catch (const Error& e) {
     fail(e);
-    return report;
+    return out;
   }
   if (options.schema) {
     try {
       if (const JsonSchema* schema = esm_schema()) {
+        // A oneOf/anyOf failure reads as the complaints of the branch the node came closest
+        // to; the other branches' findings (ajv reports them all) would bury it.
         for (auto& f : schema->validate(raw))
-          report.errors.push_back(Diagnostic{f.keyword, report.file, f.instance_path,
-                                             f.message, Layer::Schema});
-        if (!report.errors.empty()) return report;
+          if (!f.alternative)
+            report.errors.push_back(Diagnostic{f.keyword, report.file, f.instance_path,
+                                               f.message, Layer::Schema});
+        if (!report.errors.empty()) return out;
       }
     } catch (const Error& e) {
       fail(e);
-      return report;
+      return out;
     }
   }
   ResolvedDocument doc;
   try {
-    doc = load_resolved(file, options);
+    doc = load_resolved(file, std::move(raw), options);
   } catch (const Error& e) {
     fail(e);
-    return report;
+    return out;
   }
   if (doc.doc.contains("coupling_roles")) {
     for (auto& d : check_coupling_library(doc.doc, report.file)) report.errors.push_back(std::move(d));
-    return report;
+  } else {
+    for (auto& d : check_structure(doc.doc, report.file)) report.errors.push_back(std::move(d));
+    for (auto& d : check_units(doc.doc, report.file)) report.errors.push_back(std::move(d));
   }
-  for (auto& d : check_structure(doc.doc, report.file)) report.errors.push_back(std::move(d));
-  for (auto& d : check_units(doc.doc, report.file)) report.errors.push_back(std::move(d));
-  return report;
+  if (report.errors.empty()) out.doc = std::move(doc);
+  return out;
+}
+
+bool is_unsupported_code(const std::string& code) { return code.rfind("unsupported_", 0) == 0; }
+
+ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
+  CheckedDocument checked = load_checked(file, options);
+  if (!checked.doc || checked.doc->library_only) return std::move(checked.report);
+  // The trial flatten: what simulate and check would refuse (missing initial values, unknown
+  // couplings, ...) is a finding here too.
+  try {
+    (void)flatten(*checked.doc);
+  } catch (const Error& e) {
+    if (!is_unsupported_code(e.code())) {
+      Diagnostic d = e.diagnostic();
+      if (d.file.empty()) d.file = checked.report.file;
+      checked.report.errors.push_back(std::move(d));
+    }
+  }
+  return std::move(checked.report);
 }
 
 }  // namespace esi::esm

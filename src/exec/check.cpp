@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "esi/core/error.hpp"
+#include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/check.hpp"
 #include "esi/exec/simulate.hpp"
@@ -214,15 +216,53 @@ void visit_components(const esm::ResolvedDocument& doc, const json& section, con
   }
 }
 
+/// Assertions authored in a document that is refused, so the summary can say how many did not
+/// run. Best effort: a file that cannot even be parsed counts none.
+std::size_t count_authored_assertions(const std::filesystem::path& file) {
+  json doc;
+  try {
+    doc = read_json_file(file);
+  } catch (const Error&) {
+    return 0;
+  }
+  std::size_t n = 0;
+  std::vector<const json*> pending;
+  for (const char* section : {"models", "reaction_systems"})
+    if (auto s = doc.find(section); s != doc.end() && s->is_object())
+      for (const json& c : *s) pending.push_back(&c);
+  while (!pending.empty()) {
+    const json& c = *pending.back();
+    pending.pop_back();
+    if (!c.is_object()) continue;
+    if (auto t = c.find("tests"); t != c.end() && t->is_array())
+      for (const json& test : *t)
+        if (test.is_object())
+          if (auto a = test.find("assertions"); a != test.end() && a->is_array()) n += a->size();
+    if (auto s = c.find("subsystems"); s != c.end() && s->is_object())
+      for (const json& sub : *s) pending.push_back(&sub);
+  }
+  return n;
+}
+
 }  // namespace
 
 FileResult check_file(const std::filesystem::path& file, const CheckOptions& options) {
   FileResult out;
   out.file = file.string();
   try {
-    esm::LoadOptions lo;
-    lo.schema = false;  // validity is `esi validate`'s job; flatten still refuses bad shapes
-    const esm::ResolvedDocument doc = esm::load_resolved(file, lo);
+    // The same pipeline as every command: an invalid document runs no test.
+    esm::CheckedDocument checked = esm::load_checked(file);
+    if (!checked.doc) {
+      const auto& findings = checked.report.errors;
+      out.error = findings.front();
+      if (out.error->file.empty()) out.error->file = out.file;
+      if (findings.size() > 1)
+        out.error->message += " (and " + std::to_string(findings.size() - 1) +
+                              " more; 'esi validate' lists them)";
+      out.assertions_not_run = count_authored_assertions(file);
+      return out;
+    }
+    const esm::ResolvedDocument& doc = *checked.doc;
     if (doc.library_only) return out;
     for (const char* section : {"models", "reaction_systems"})
       if (auto s = doc.doc.find(section); s != doc.doc.end())

@@ -62,6 +62,7 @@ CheckSummary summarize(const std::vector<FileResult>& results) {
   CheckSummary s;
   for (const FileResult& f : results) {
     if (f.error) ++s.errors;
+    s.skipped += f.assertions_not_run;
     for (const TestResult& t : f.tests) {
       if (t.error) {
         ++s.errors;

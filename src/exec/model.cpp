@@ -155,6 +155,8 @@ std::set<std::string> parameters_read(const esm::System& sys, const EventSet& ev
   if (with_observeds) roots.insert(roots.end(), sys.observed_rhs.begin(), sys.observed_rhs.end());
   roots.insert(roots.end(), events.conditions.begin(), events.conditions.end());
   roots.insert(roots.end(), events.affects.begin(), events.affects.end());
+  std::unordered_map<std::string, std::size_t> observed_at;  // linear in the system's size
+  for (std::size_t o = 0; o < sys.observed.size(); ++o) observed_at.emplace(sys.observed[o].name, o);
   std::set<std::string> seen;
   std::vector<std::string> names;
   for (expr::NodeId r : roots) collect_symbols(sys.pool, r, names);
@@ -162,7 +164,8 @@ std::set<std::string> parameters_read(const esm::System& sys, const EventSet& ev
     std::string n = std::move(names.back());
     names.pop_back();
     if (!seen.insert(n).second) continue;
-    if (const int o = sys.observed_index(n); o >= 0) collect_symbols(sys.pool, sys.observed_rhs[o], names);
+    if (auto o = observed_at.find(n); o != observed_at.end())
+      collect_symbols(sys.pool, sys.observed_rhs[o->second], names);
   }
   return seen;
 }

@@ -254,6 +254,36 @@ struct Lowering {
   }
 
   void bind_names(const std::vector<std::string>& forcing);
+
+  /// Observed chains can be 10^4 links long, and lowering them by recursion from the outputs
+  /// nests a few C++ frames per link (a stack overflow at that length). So the observeds the
+  /// outputs reach are found first by an explicit-stack walk and lowered in the system's
+  /// dependency order: each recursion then stops at an observed already lowered. Observeds
+  /// no output reaches emit nothing, as before.
+  void lower_reachable_observeds(std::span<const NodeId> outputs) {
+    std::vector<NodeId> observed_symbol(sys.observed.size(), 0);
+    std::vector<bool> reached(sys.observed.size(), false), seen(pool.size(), false);
+    std::vector<NodeId> pending(outputs.begin(), outputs.end());
+    while (!pending.empty()) {
+      const NodeId id = pending.back();
+      pending.pop_back();
+      if (seen[id]) continue;
+      seen[id] = true;
+      const expr::Node& n = pool.node(id);
+      if (n.op == Op::Symbol) {
+        auto it = names.find(n.name);
+        if (it != names.end() && it->second.kind == SourceKind::Observed && !reached[it->second.index]) {
+          reached[it->second.index] = true;
+          observed_symbol[it->second.index] = id;
+          pending.push_back(sys.observed_rhs[it->second.index]);
+        }
+        continue;
+      }
+      for (NodeId a : pool.args(id)) pending.push_back(a);
+    }
+    for (std::size_t i = 0; i < sys.observed.size(); ++i)
+      if (reached[i]) value(observed_symbol[i]);
+  }
 };
 
 Value Lowering::operation(NodeId id) {
@@ -372,6 +402,7 @@ Program lower(const esm::System& system, std::span<const NodeId> outputs,
   tape->dofs = std::move(dofs);
   Lowering low{system, system.pool, *tape, {}, {}, {}, {}, {}, {}};
   low.bind_names(options.forcing);
+  low.lower_reachable_observeds(outputs);
   // Each output is stored as soon as it is computed, which ends its register's life early.
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const std::uint32_t r = low.reg_in(Tier::Lane, low.value(outputs[k]));

@@ -1,11 +1,17 @@
 // JSON reading and canonical writing.
 //
-// Documents are read with nlohmann-json. Parse failures become esi::Error with code
-// `json_parse_error` naming the file and byte offset. Canonical JSON (sorted keys, shortest
+// Documents are read with nlohmann-json's (iterative) SAX parser into its DOM. Parse failures
+// become esi::Error with code `json_parse_error` naming the file, the line, column and byte, and
+// the pointer of the value being read. Also refused, each with its own code: a key repeated in
+// one object (`duplicate_key`), nesting deeper than kMaxJsonDepth (`nesting_too_deep`), a NUL
+// byte or trailing bytes after the document (`json_parse_error`), anything but a regular file
+// (`not_a_regular_file`: directories, FIFOs, devices) and files over kMaxJsonFileBytes
+// (`file_too_large`). Canonical JSON (sorted keys, shortest
 // round-trip numbers, no insignificant whitespace) is what every golden and plan.json uses,
 // so equal inputs give byte-identical artifacts.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -13,7 +19,15 @@
 
 namespace esi {
 
-/// Reads and parses `path`; throws esi::Error (`file_not_found`, `json_parse_error`).
+/// Deepest nesting of objects and arrays a document may have. Real documents nest about 40
+/// deep; every layer after parsing walks JSON recursively, so this bounds their stack use.
+inline constexpr std::size_t kMaxJsonDepth = 256;
+/// Largest file read (the largest real document is about 3 MiB).
+inline constexpr std::uintmax_t kMaxJsonFileBytes = std::uintmax_t{64} << 20;
+
+/// Reads and parses `path`; throws esi::Error (`file_not_found`, `file_not_readable`,
+/// `not_a_regular_file`, `file_too_large`, `json_parse_error`, `duplicate_key`,
+/// `nesting_too_deep`).
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 /// Parses `text` as JSON; `file` is only used in the error message.

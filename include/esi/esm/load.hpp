@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct ResolvedDocument {
 /// Loads and resolves. Throws esi::Error on the first error that prevents resolution
 /// (unreadable file, bad JSON, unresolvable ref, import cycle, ...).
 ResolvedDocument load_resolved(const std::filesystem::path& file, const LoadOptions& options = {});
+/// The same for a top-level document already parsed from `file` (referenced files are still
+/// read relative to it).
+ResolvedDocument load_resolved(const std::filesystem::path& file, nlohmann::json raw,
+                               const LoadOptions& options = {});
 
 /// Every finding for one file: JSON parse, schema layer, reference resolution, structural and
 /// unit checks, and (for component documents) a trial flatten. Never throws for bad input.
@@ -55,5 +60,19 @@ struct ValidationReport {
   bool valid() const { return errors.empty(); }
 };
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options = {});
+
+/// The one checking pipeline every command runs before it uses a document: parse, schema,
+/// resolve, structure, units (each layer only when the previous one passed). A document is
+/// either refused with every finding (`doc` empty) or handed over whole (`report` empty).
+/// `validate_file` is this plus a trial flatten. Never throws for bad input.
+struct CheckedDocument {
+  ValidationReport report;
+  std::optional<ResolvedDocument> doc;  ///< set exactly when report.valid()
+};
+CheckedDocument load_checked(const std::filesystem::path& file, const LoadOptions& options = {});
+
+/// True for codes that mark a capability this engine does not have yet (`unsupported_*`):
+/// the document is valid, the engine just cannot run it.
+bool is_unsupported_code(const std::string& code);
 
 }  // namespace esi::esm

@@ -21,6 +21,10 @@ struct SchemaFinding {
   std::string instance_path;  ///< JSON pointer of the offending instance node ("" = root)
   std::string schema_path;    ///< JSON pointer into the schema, e.g. "#/$defs/Model/required"
   std::string message;        ///< e.g. "must have required property 'name'"
+  /// Found in a oneOf/anyOf branch other than the one the instance came closest to (or the
+  /// combinator's own summary finding when that branch has findings). ajv reports these too;
+  /// a person should read only the others.
+  bool alternative = false;
 };
 
 class JsonSchema {

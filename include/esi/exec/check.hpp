@@ -53,6 +53,8 @@ struct FileResult {
   std::string file;
   std::optional<Diagnostic> error;  ///< the document could not be loaded or holds no tests
   std::vector<TestResult> tests;
+  /// Assertions authored in a document that was refused as a whole (counted as skipped).
+  std::size_t assertions_not_run = 0;
 };
 
 struct CheckSummary {
