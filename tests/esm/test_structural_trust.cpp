@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/structural.hpp"
 #include "support/temp_dir.hpp"
@@ -375,4 +376,39 @@ TEST(Trust, TemplateConstructsBeforeTheirVersionAreRefused) {
   ds = validate_text(dir, "meta.esm", m.dump());
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].code, "template_import_version_too_old");
+}
+
+// ---- the same cap where simulate expands templates --------------------------------------------
+
+TEST(Trust, FlattenStopsAnExponentialTemplateExpansion) {
+  // t_i(a) = t_{i+1}(a + 1) + t_{i+1}(a + 2): distinct bindings defeat hash-consing, so the
+  // expanded pool doubles per level. Flattening must stop with a located error, not run out of
+  // memory.
+  TempDir dir;
+  json d = model_doc();
+  auto& t = d["models"]["M"]["expression_templates"];
+  const int levels = 30;
+  for (int i = 0; i < levels; ++i) {
+    json body;
+    if (i + 1 == levels) {
+      body = {{"op", "+"}, {"args", {"a", 1}}};
+    } else {
+      const std::string next = "t" + std::to_string(i + 1);
+      body = {{"op", "+"},
+              {"args", {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
+                        apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
+    }
+    t["t" + std::to_string(i)] = {{"params", {"a"}}, {"body", body}};
+  }
+  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {apply("t0", {{"a", "k"}}), "x"}}};
+  const auto file = dir.write("big.esm", d.dump());
+  std::string code = "no error", pointer;
+  try {
+    esi::esm::flatten(esi::esm::load_resolved(file));
+  } catch (const esi::Error& e) {
+    code = e.code();
+    pointer = e.diagnostic().pointer;
+  }
+  EXPECT_EQ(code, "template_expansion_too_large");
+  EXPECT_EQ(pointer, "/models/M/equations/0/rhs");
 }
