@@ -516,6 +516,20 @@ struct Resolver {
         visit_component(c.value(), pointer_join(pointer_join(pointer, "subsystems"), c.key()), f);
   }
 
+  /// "/models/A/subsystems/B" -> "A.B" (the name a modeller knows the component by).
+  static std::string dotted_component_name(const std::string& pointer) {
+    std::string out;
+    std::size_t i = 0;
+    int segment = 0;
+    while (i < pointer.size()) {
+      const std::size_t next = pointer.find('/', i + 1);
+      const std::string part = pointer.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
+      if (segment++ % 2 == 1) out += (out.empty() ? "" : ".") + part;
+      i = next == std::string::npos ? pointer.size() : next;
+    }
+    return out;
+  }
+
   /// §9.7.6: a metaparameter name must not collide with a variable, parameter, species or
   /// index-set name visible in the document (there is no shadowing: substitution would silently
   /// replace the variable by the integer).
@@ -541,7 +555,7 @@ struct Resolver {
           if (metaparameters.contains(v.key()))
             conflict(v.key(), pointer_join(pointer_join(ptr, section), v.key()),
                      std::string("a ") + (std::string(section) == "species" ? "species" : "variable") +
-                         " of '" + ptr + "'");
+                         " of '" + dotted_component_name(ptr) + "'");
       }
     });
   }
