@@ -2,6 +2,7 @@
 // §10.9-10.10 coupling imports). Produces one self-contained JSON document.
 #include "esi/esm/load.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -73,6 +74,65 @@ void merge_object(json& into, const json& from, const char* code, const char* wh
   }
 }
 
+/// Newest format version this engine implements (the schema it validates against is 1.0.0).
+constexpr int kNewestMajor = 1, kNewestMinor = 0;
+
+bool parse_semver(const std::string& v, int& major, int& minor, int& patch) {
+  char tail = 0;
+  return std::sscanf(v.c_str(), "%d.%d.%d%c", &major, &minor, &patch, &tail) == 3 && major >= 0 &&
+         minor >= 0 && patch >= 0;
+}
+
+/// Whether `j` holds key `key` at any depth, or (with `op`) a node whose `op` is `op`.
+bool mentions(const json& j, const char* key, const char* op, int depth = 0) {
+  if (depth > 256) return false;
+  if (j.is_object()) {
+    if (key && j.contains(key)) return true;
+    if (op) {
+      auto o = j.find("op");
+      if (o != j.end() && o->is_string() && *o == op) return true;
+    }
+    for (const auto& [k, v] : j.items())
+      if (mentions(v, key, op, depth + 1)) return true;
+  } else if (j.is_array()) {
+    for (const auto& v : j)
+      if (mentions(v, key, op, depth + 1)) return true;
+  }
+  return false;
+}
+
+/// The declared `esm` version (§2) must be one this engine implements, and the template
+/// constructs must not predate their version gates (§9.6.5).
+void check_esm_version(const json& doc, const std::string& file) {
+  auto it = doc.find("esm");
+  if (it == doc.end() || !it->is_string()) return;  // the schema layer reports the shape
+  const std::string v = it->get<std::string>();
+  int major = 0, minor = 0, patch = 0;
+  const std::string newest = std::to_string(kNewestMajor) + "." + std::to_string(kNewestMinor) + ".x";
+  if (!parse_semver(v, major, minor, patch))
+    throw Error("unsupported_esm_version", file, "/esm",
+                "the format version '" + v + "' is not a version number MAJOR.MINOR.PATCH");
+  if (major > kNewestMajor || (major == kNewestMajor && minor > kNewestMinor))
+    throw Error("unsupported_esm_version", file, "/esm",
+                "the document declares format version " + v + ", newer than this engine "
+                "implements (up to " + newest + ")");
+  const auto before = [&](int ma, int mi) { return major < ma || (major == ma && minor < mi); };
+  if (before(0, 8)) {
+    for (const char* key : {"expression_template_imports", "metaparameters"})
+      if (mentions(doc, key, nullptr))
+        throw Error("template_import_version_too_old", file, "/esm",
+                    "'" + std::string(key) + "' arrived in esm 0.8.0, but the document declares " + v);
+    if (doc.contains("expression_templates"))
+      throw Error("template_import_version_too_old", file, "/esm",
+                  "a top-level 'expression_templates' library arrived in esm 0.8.0, but the "
+                  "document declares " + v);
+  }
+  if (before(0, 4) && (mentions(doc, "expression_templates", nullptr) ||
+                       mentions(doc, nullptr, "apply_expression_template")))
+    throw Error("apply_expression_template_version_too_old", file, "/esm",
+                "expression templates arrived in esm 0.4.0, but the document declares " + v);
+}
+
 struct Resolver {
   const LoadOptions& options;
   ResolvedDocument& out;
@@ -134,6 +194,7 @@ struct Resolver {
     const std::string lib_file = path.string();
     if (!doc.is_object())
       throw Error("template_import_not_library", file, pointer, "'" + lib_file + "' is not an ESM document");
+    check_esm_version(doc, lib_file);
     if (doc.contains("coupling_roles"))
       throw Error("template_import_is_coupling_library", file, pointer,
                   "'" + lib_file + "' is a coupling library, not a template library");
@@ -252,8 +313,86 @@ struct Resolver {
     }
   }
 
+  /// §9.7.7: `prefix` and every rename / rebind target is a dotted identifier — segments
+  /// `[A-Za-z_][A-Za-z0-9_]*` joined by single dots — and the maps map names to strings.
+  static bool is_dotted_identifier(const std::string& s) {
+    if (s.empty()) return false;
+    bool segment_start = true;
+    for (char ch : s) {
+      const bool alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
+      const bool digit = ch >= '0' && ch <= '9';
+      if (ch == '.') {
+        if (segment_start) return false;
+        segment_start = true;
+      } else if (segment_start ? alpha : (alpha || digit)) {
+        segment_start = false;
+      } else {
+        return false;
+      }
+    }
+    return !segment_start;
+  }
+
+  static void check_rename_fields(const json& imp, const std::string& file, const std::string& pointer) {
+    if (auto p = imp.find("prefix"); p != imp.end())
+      if (!p->is_string() || !is_dotted_identifier(p->get<std::string>()))
+        throw Error("template_import_rename_invalid", file, pointer_join(pointer, "prefix"),
+                    "the import prefix " + p->dump() + " is not a dotted identifier (letters, "
+                    "digits and '_', not starting with a digit, joined by single dots)");
+    for (const char* field : {"rename", "rebind"}) {
+      auto m = imp.find(field);
+      if (m == imp.end()) continue;
+      const std::string mp = pointer_join(pointer, field);
+      if (!m->is_object())
+        throw Error("template_import_rename_invalid", file, mp,
+                    std::string("'") + field + "' must map names to new names");
+      for (auto it = m->begin(); it != m->end(); ++it)
+        if (!it->is_string() || !is_dotted_identifier(it->get<std::string>()))
+          throw Error("template_import_rename_invalid", file, pointer_join(mp, it.key()),
+                      std::string("'") + field + "' maps '" + it.key() + "' to " + it->dump() +
+                          ", which is not a dotted identifier (letters, digits and '_', not "
+                          "starting with a digit, joined by single dots)");
+    }
+  }
+
+  /// §9.7.7: a `rebind` key must occur free in the surviving imported declarations; a declared
+  /// name is renamed, not rebound.
+  static void check_rebind_keys(const Library& lib, const json& rebind,
+                                const std::map<std::string, std::string>& tmpl,
+                                const std::map<std::string, std::string>& sets,
+                                const std::map<std::string, std::string>& metas,
+                                const std::string& file, const std::string& pointer) {
+    if (rebind.empty()) return;
+    std::set<std::string> free;
+    for (const auto& [n, d] : lib.templates) {
+      std::set<std::string> names, params;
+      for (const auto& p : d.value("params", json::array()))
+        if (p.is_string()) params.insert(p.get<std::string>());
+      for (const char* site : {"body", "match"})
+        if (d.contains(site)) detail::collect_expression_names(d[site], names);
+      for (const auto& x : names)
+        if (!params.count(x)) free.insert(x);
+    }
+    for (const auto& is : lib.index_sets)
+      for (const char* factor : {"offsets", "values"})
+        if (is.is_object() && is.contains(factor) && is[factor].is_string())
+          free.insert(is[factor].get<std::string>());
+    for (auto it = rebind.begin(); it != rebind.end(); ++it) {
+      const std::string& key = it.key();
+      if (tmpl.count(key) || sets.count(key) || metas.count(key))
+        throw Error("template_import_rebind_unknown_name", file, pointer_join(pointer, key),
+                    "'rebind' names '" + key + "', which the library declares; use 'rename' "
+                    "for declared names");
+      if (!free.count(key))
+        throw Error("template_import_rebind_unknown_name", file, pointer_join(pointer, key),
+                    "'rebind' names '" + key + "', which occurs free in none of the imported "
+                    "templates or index sets");
+    }
+  }
+
   void apply_renames(Library& lib, const json& imp, const std::string& file,
                      const std::string& pointer) {
+    check_rename_fields(imp, file, pointer);
     const std::string prefix = imp.value("prefix", std::string());
     const json rename = imp.value("rename", json::object());
     const json rebind = imp.value("rebind", json::object());
@@ -279,6 +418,7 @@ struct Resolver {
           throw Error("template_import_rename_collision", file, pointer,
                       "renaming maps two names onto '" + to + "'");
     }
+    check_rebind_keys(lib, rebind, tmpl, sets, metas, file, pointer_join(pointer, "rebind"));
     std::map<std::string, std::string> free_names(metas);
     for (auto it = rebind.begin(); it != rebind.end(); ++it)
       if (it->is_string()) free_names[it.key()] = it->get<std::string>();
@@ -376,18 +516,64 @@ struct Resolver {
         visit_component(c.value(), pointer_join(pointer_join(pointer, "subsystems"), c.key()), f);
   }
 
+  /// "/models/A/subsystems/B" -> "A.B" (the name a modeller knows the component by).
+  static std::string dotted_component_name(const std::string& pointer) {
+    std::string out;
+    std::size_t i = 0;
+    int segment = 0;
+    while (i < pointer.size()) {
+      const std::size_t next = pointer.find('/', i + 1);
+      const std::string part = pointer.substr(i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
+      if (segment++ % 2 == 1) out += (out.empty() ? "" : ".") + part;
+      i = next == std::string::npos ? pointer.size() : next;
+    }
+    return out;
+  }
+
+  /// §9.7.6: a metaparameter name must not collide with a variable, parameter, species or
+  /// index-set name visible in the document (there is no shadowing: substitution would silently
+  /// replace the variable by the integer).
+  void check_metaparameter_names(json& doc, const json& metaparameters, const json& index_sets,
+                                 const std::string& file) {
+    if (!metaparameters.is_object() || metaparameters.empty()) return;
+    const auto conflict = [&](const std::string& name, const std::string& pointer,
+                              const std::string& what) {
+      throw Error("metaparameter_name_conflict", file, pointer,
+                  "'" + name + "' is both a metaparameter and " + what +
+                      "; rename one of them (metaparameters are substituted by name, so the two "
+                      "cannot coexist)");
+    };
+    if (index_sets.is_object())
+      for (auto it = index_sets.begin(); it != index_sets.end(); ++it)
+        if (metaparameters.contains(it.key()))
+          conflict(it.key(), pointer_join("/index_sets", it.key()), "an index set");
+    for_each_inline_component(doc, "", [&](json& comp, const std::string& ptr) {
+      for (const char* section : {"variables", "species", "parameters"}) {
+        auto vars = comp.find(section);
+        if (vars == comp.end() || !vars->is_object()) continue;
+        for (auto v = vars->begin(); v != vars->end(); ++v)
+          if (metaparameters.contains(v.key()))
+            conflict(v.key(), pointer_join(pointer_join(ptr, section), v.key()),
+                     std::string("a ") + (std::string(section) == "species" ? "species" : "variable") +
+                         " of '" + dotted_component_name(ptr) + "'");
+      }
+    });
+  }
+
   /// Processes one document: template imports, metaparameters, index sets, then refs.
   /// `edge_env` holds metaparameter values bound at the subsystem edge that mounted it.
   void process(json& doc, const fs::path& path, const std::map<std::string, std::int64_t>& edge_env,
                bool root, const std::string& mount_pointer) {
     const std::string file = path.string();
     const fs::path dir = path.parent_path();
+    check_esm_version(doc, file);
     json index_sets = doc.value("index_sets", json::object());
     json metaparameters = doc.value("metaparameters", json::object());
 
     for_each_inline_component(doc, "", [&](json& comp, const std::string& ptr) {
       resolve_component_imports(comp, dir, file, ptr, index_sets, metaparameters);
     });
+    check_metaparameter_names(doc, metaparameters, index_sets, file);
 
     // Close metaparameters: edge bindings, then the loader API (root only), then defaults.
     std::map<std::string, std::int64_t> env;

@@ -17,6 +17,10 @@ using expr::Op;
 using expr::Pool;
 
 constexpr int kMaxTemplateDepth = 32;
+// Template expansion stops with a located error once the expression pool holds this many
+// nodes: a body that doubles per nesting level would otherwise exhaust memory (validate
+// reports the same documents as template_expansion_too_large, structural_templates.cpp).
+constexpr std::size_t kMaxPoolNodes = std::size_t{1} << 20;
 
 const std::set<std::string>& closed_functions() {
   static const std::set<std::string> names{
@@ -169,6 +173,10 @@ struct Context {
         if (auto s = subst.find(name); s != subst.end() && pool.node(s->second).op == Op::Symbol)
           name = pool.node(s->second).name;
       result = pool.make(n.op, kids, n.arg_count, name, n.attrs);
+      if (pool.size() > kMaxPoolNodes)
+        fail("template_expansion_too_large",
+             "expanding the expression templates applied here produces more than " +
+                 std::to_string(kMaxPoolNodes) + " expression nodes");
     }
     memo[id] = result;
     return result;

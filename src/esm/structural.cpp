@@ -225,6 +225,9 @@ std::vector<Diagnostic> check_structure(const nlohmann::json& document, const st
     check_balance(ctx);
     check_coupling(ctx);
     check_arrays(ctx);
+    check_operators(ctx);
+    check_templates(ctx);
+    check_components(ctx);
   } catch (const std::exception&) {
     // Never throw on weird input: a check that trips over an unexpected shape reports nothing
     // further rather than crashing the validator.

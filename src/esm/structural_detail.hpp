@@ -123,5 +123,8 @@ void check_names(Context& ctx);     // structural_names.cpp: undefined refs, rea
 void check_balance(Context& ctx);   // structural_balance.cpp: §4.9.4, §6.3.1 system_kind
 void check_coupling(Context& ctx);  // structural_coupling.cpp: §10, circular dependencies
 void check_arrays(Context& ctx);    // structural_arrays.cpp: §4.3 broadcast, index sets, shapes
+void check_operators(Context& ctx);   // structural_ops.cpp: §4.2 arity and spelling, §4.3.2, manifolds
+void check_templates(Context& ctx);   // structural_templates.cpp: §9.7.3 body DAG, depth, size
+void check_components(Context& ctx);  // structural_components.cpp: ids, tests, ic, observed loops
 
 }  // namespace esi::esm::structural_detail

@@ -126,6 +126,10 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   so.document = &ctx.doc;
   so.stop_at_sample_times = true;
   const json assertions = test.value("assertions", json::array());
+  if (!assertions.is_array() || assertions.empty())  // §6.6.2: at least one; never a vacuous pass
+    throw Error("test_without_assertions", ctx.file,
+                test.contains("assertions") ? pointer_join(pointer, "assertions") : pointer,
+                "the test has no assertions, so it would pass without checking anything");
   std::vector<std::string> columns;
   for (std::size_t i = 0; i < assertions.size(); ++i) {
     const json& a = assertions[i];
