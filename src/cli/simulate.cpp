@@ -164,6 +164,9 @@ int parse_args(Args args, SimulateArgs& s) {
     return usage_error("simulate", "--saveat must be positive, got " + format_number(s.options.saveat));
   if (const int rc = check_options(s); rc != kExitOk) return rc;
   s.file = files[0];
+  std::error_code ec;
+  if (std::filesystem::equivalent(s.file, s.output, ec))
+    return usage_error("simulate", "--output " + s.output + " is the model file itself; choose another path");
   return kExitOk;
 }
 

@@ -81,8 +81,11 @@ std::vector<CheckInput> find_esm_inputs(const std::vector<std::string>& paths) {
     if (fs::is_directory(status)) {
       std::vector<CheckInput> found = walk_directory(p);
       out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
-    } else if (fs::exists(status)) {
+    } else if (fs::is_regular_file(status)) {
       out.push_back({p, std::nullopt});
+    } else if (fs::exists(status)) {
+      // A device or a pipe could be read forever (/dev/zero); documents are plain files.
+      out.push_back({p, path_error("not_a_regular_file", p, "this is not a regular file or a folder")});
     } else if (ec && ec != std::errc::no_such_file_or_directory) {
       out.push_back({p, path_error("unreadable_file", p, "cannot read this path: " + ec.message())});
     } else {

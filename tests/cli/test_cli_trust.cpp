@@ -314,3 +314,40 @@ TEST(CliTrust, CheckJobsMustBeASmallPositiveInteger) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTrust, SimulateRefusesToOverwriteTheModelFile) {
+  TempDir dir;
+  const std::string file = dir.write("m.esm", kDecay).string();
+  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--output", file});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "is the model file itself")) << r.err;
+  EXPECT_EQ(esi::testing::read_all(file), kDecay);
+}
+
+TEST(CliTrust, InspectRefusesAnEmptyComponentName) {
+  TempDir dir;
+  const std::string file = dir.write("m.esm", kDecay).string();
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", "--component", "", file},
+                                              std::vector<std::string>{"inspect", "--component=", file}}) {
+    const CliResult r = run(dir, args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(contains(r.err, "needs a component name")) << r.err;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// /dev/zero would be read forever; check refuses what is not a plain file, per entry.
+TEST(CliTrust, CheckRefusesDevicesInsteadOfReadingThem) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  TempDir dir;
+  const CliResult r = run(dir, {"check", "/dev/zero"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.out, "error[not_a_regular_file]")) << r.out;
+}
+
+}  // namespace

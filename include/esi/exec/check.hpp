@@ -77,7 +77,7 @@ struct CheckInput {
 
 /// Files named directly, plus every *.esm under the directories named (recursively, symlinked
 /// directories not followed, so symlink loops end), sorted per argument. Never throws: a path
-/// that does not exist (`file_not_found`), a folder that cannot be read (`unreadable_folder`),
+/// that does not exist (`file_not_found`), a device or pipe (`not_a_regular_file`), a folder that cannot be read (`unreadable_folder`),
 /// an entry whose type cannot be read (`unreadable_file`, e.g. a symlink loop) and a directory
 /// with no *.esm document (`no_esm_documents`) become entries with an error.
 std::vector<CheckInput> find_esm_inputs(const std::vector<std::string>& paths);
