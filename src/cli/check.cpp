@@ -17,6 +17,9 @@
 namespace esi::cli {
 namespace {
 
+/// More threads than this only cost memory: each runs one document at a time.
+constexpr int kMaxJobs = 256;
+
 struct CheckArgs {
   bool json = false;
   int jobs = 1;
@@ -36,8 +39,9 @@ int parse_args(Args args, CheckArgs& c) {
       if (i + 1 >= args.size()) return usage_error("check", a + " needs a number");
       const std::string& v = args[++i];
       const auto r = std::from_chars(v.data(), v.data() + v.size(), c.jobs);
-      if (r.ec != std::errc() || r.ptr != v.data() + v.size() || c.jobs < 1)
-        return usage_error("check", "--jobs needs a positive integer, got '" + v + "'");
+      if (r.ec != std::errc() || r.ptr != v.data() + v.size() || c.jobs < 1 || c.jobs > kMaxJobs)
+        return usage_error("check", "--jobs needs an integer from 1 to " + std::to_string(kMaxJobs) +
+                                        ", got '" + v + "'");
     } else if (a.size() > 1 && a[0] == '-') {
       return usage_error("check", "unknown option '" + a + "'");
     } else {
@@ -86,7 +90,10 @@ void print_check_help(std::FILE* out) {
       "its resolved tolerance (assertion > test > component > rel 1e-6).\n"
       "\n"
       "  --json     print {\"files\": [...], \"summary\": {...}}\n"
-      "  --jobs N   run N files at a time (the output does not depend on N)\n"
+      "  --jobs N   run N files at a time, 1 to 256 (the output does not depend on N)\n"
+      "\n"
+      "A path that does not exist or cannot be read, a folder with no .esm document and a test\n"
+      "with no assertions are reported as errors; the other files still run.\n"
       "\n"
       "exit status: 0 every assertion passed, 1 a failure or an error, 2 usage error\n",
       out);
@@ -95,15 +102,10 @@ void print_check_help(std::FILE* out) {
 int run_check(Args args) {
   CheckArgs c;
   if (const int rc = parse_args(args, c); rc != kExitOk) return rc < 0 ? kExitOk : rc;
-  std::vector<std::filesystem::path> files;
-  try {
-    files = exec::collect_esm_files(c.paths);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
-    return kExitInvalid;
-  }
-  const std::vector<exec::FileResult> results = exec::check_files(files, c.jobs);
-  if (c.json) std::printf("%s\n", exec::to_json(results).dump().c_str());
+  // Paths that cannot be searched or read become per-file errors; the rest still run.
+  const std::vector<exec::CheckInput> inputs = exec::find_esm_inputs(c.paths);
+  const std::vector<exec::FileResult> results = exec::check_inputs(inputs, c.jobs);
+  if (c.json) std::printf("%s\n", exec::to_json_text(results).c_str());
   else print_human(results);
   return exec::summarize(results).all_passed() ? kExitOk : kExitInvalid;
 }

@@ -115,8 +115,10 @@ int parse_args(Args args, InspectOptions& opts) {
     } else if (a == "--component" || a == "-c") {
       if (i + 1 >= args.size()) return usage_error("inspect", a + " needs a NAME");
       opts.component = args[++i];
+      if (opts.component.empty()) return usage_error("inspect", a + " needs a component name, got an empty one");
     } else if (a.rfind("--component=", 0) == 0) {
       opts.component = a.substr(std::string("--component=").size());
+      if (opts.component.empty()) return usage_error("inspect", "--component needs a component name, got an empty one");
     } else if (a == "-h" || a == "--help") {
       print_inspect_help(stdout);
       return -1;

@@ -1,14 +1,21 @@
 // `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M] [--rtol R]
 // [--atol A] [--set name=value ...] --output OUT.csv`: one run written as CSV.
 //
-// The CSV header is `t` then one column per state and observed (flattened names); one row per
-// output time (t0, each saveat multiple, T1), numbers as %.17g so they round-trip. `--set`
-// overrides a parameter, or the initial value of a state, by flat or unique local name. A
-// failed solve writes the rows it reached, reports the method's return code and exits 1.
+// The CSV header is `t` then one column per state and observed (flattened names, quoted per
+// RFC 4180 when they hold a comma, quote or line break); one row per output time (t0, each
+// saveat multiple, T1), numbers as %.17g so they round-trip. Rows are written as the run
+// reaches them; the output file is opened before the solve and every write is checked.
+// `--set` overrides a parameter, or the initial value of a state, by flat or unique local
+// name (an unknown name gets near-match suggestions). A failed solve, or a state, observed or
+// derivative that is not finite, writes the rows it reached, says why and exits 1.
 #ifdef ESI_HAVE_EXEC  // built only when the exec module exists
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,15 +39,20 @@ std::string method_names() {
 
 struct SimulateArgs {
   std::string file, component, output;
-  bool have_tspan = false;
+  bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
   std::vector<std::pair<std::string, double>> sets;
 };
 
-bool parse_double(const std::string& s, double& out) {
+/// A finite number spelled completely ("inf" and "nan" are numbers to from_chars, not to us).
+bool parse_finite(const std::string& s, double& out) {
   const char* end = s.data() + s.size();
   const auto r = std::from_chars(s.data(), end, out);
-  return r.ec == std::errc() && r.ptr == end;
+  return r.ec == std::errc() && r.ptr == end && std::isfinite(out);
+}
+
+std::string not_a_finite_number(const std::string& option, const std::string& value) {
+  return option + ": '" + value + "' is not a finite number";
 }
 
 /// The value after option `a` at args[i + 1] (advancing i), or nullptr when missing.
@@ -52,7 +64,7 @@ int parse_number_option(Args args, std::size_t& i, double& out) {
   const std::string& name = args[i];
   const std::string* v = value_of(args, i);
   if (v == nullptr) return usage_error("simulate", name + " needs a value");
-  if (!parse_double(*v, out)) return usage_error("simulate", name + ": '" + *v + "' is not a number");
+  if (!parse_finite(*v, out)) return usage_error("simulate", not_a_finite_number(name, *v));
   return kExitOk;
 }
 
@@ -60,9 +72,10 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   const std::string& a = args[i];
   auto& io = s.options.integrator;
   if (a == "--tspan") {
-    if (i + 2 >= args.size() || !parse_double(args[i + 1], s.options.t0) ||
-        !parse_double(args[i + 2], s.options.t1))
-      return usage_error("simulate", "--tspan needs two numbers T0 T1");
+    if (i + 2 >= args.size()) return usage_error("simulate", "--tspan needs two numbers T0 T1");
+    for (int k : {1, 2})
+      if (!parse_finite(args[i + k], k == 1 ? s.options.t0 : s.options.t1))
+        return usage_error("simulate", not_a_finite_number("--tspan", args[i + k]));
     s.have_tspan = true;
     i += 2;
     return kExitOk;
@@ -70,7 +83,10 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   if (a == "--saveat") return parse_number_option(args, i, s.options.saveat);
   if (a == "--rtol") return parse_number_option(args, i, io.rtol);
   if (a == "--atol") return parse_number_option(args, i, io.atol);
-  if (a == "--dt") return parse_number_option(args, i, io.dt_initial);
+  if (a == "--dt") {
+    s.have_dt = true;
+    return parse_number_option(args, i, io.dt_initial);
+  }
   if (a == "--native") {
     s.options.native = true;
     return kExitOk;
@@ -78,17 +94,22 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   if (a == "--component" || a == "--output" || a == "-o" || a == "--method" || a == "--set") {
     const std::string* v = value_of(args, i);
     if (v == nullptr) return usage_error("simulate", a + " needs a value");
-    if (a == "--component") s.component = *v;
-    else if (a == "--output" || a == "-o") s.output = *v;
-    else if (a == "--method") {
+    if (a == "--component") {
+      s.component = *v;
+      s.have_component = true;
+    } else if (a == "--output" || a == "-o") {
+      s.output = *v;
+    } else if (a == "--method") {
       if (*v == "auto" || *v == "Auto") io.method = method::MethodId::Auto;
       else if (auto m = method::method_from_name(*v)) io.method = *m;
       else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names());
     } else {
       const auto eq = v->find('=');
       double value = 0;
-      if (eq == std::string::npos || eq == 0 || !parse_double(v->substr(eq + 1), value))
-        return usage_error("simulate", "--set expects name=value, got '" + *v + "'");
+      if (eq == std::string::npos || eq == 0) return usage_error("simulate", "--set expects name=value, got '" + *v + "'");
+      if (!parse_finite(v->substr(eq + 1), value))
+        return usage_error("simulate", "--set " + v->substr(0, eq) + ": '" + v->substr(eq + 1) +
+                                           "' is not a finite number");
       s.sets.emplace_back(v->substr(0, eq), value);
     }
     return kExitOk;
@@ -96,9 +117,32 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   return usage_error("simulate", "unknown option '" + a + "'");
 }
 
+/// Checks the options together once all are read; returns kExitOk or the usage status.
+int check_options(const SimulateArgs& s) {
+  const exec::SimulateOptions& o = s.options;
+  const method::IntegratorOptions& io = o.integrator;
+  if (!(o.t1 >= o.t0))
+    return usage_error("simulate", "--tspan " + format_number(o.t0) + " " + format_number(o.t1) +
+                                       ": T1 must not be before T0");
+  if (io.rtol < 0 || io.atol < 0) return usage_error("simulate", "--rtol and --atol must not be negative");
+  if (io.rtol == 0 && io.atol == 0) return usage_error("simulate", "--rtol and --atol cannot both be 0");
+  if (s.have_dt && !(io.dt_initial > 0))
+    return usage_error("simulate", "--dt must be positive, got " + format_number(io.dt_initial));
+  if (s.have_component && s.component.empty())
+    return usage_error("simulate", "--component needs a component name, got an empty one");
+  if (const double rows = exec::planned_output_rows(o); rows > exec::kMaxOutputRows)
+    return usage_error("simulate", "--saveat " + format_number(o.saveat) + " over [" + format_number(o.t0) +
+                                       ", " + format_number(o.t1) + "] would write about " +
+                                       format_number(std::floor(rows)) + " rows; the limit is " +
+                                       std::to_string(static_cast<long>(exec::kMaxOutputRows)) +
+                                       " (use a larger --saveat or a shorter --tspan)");
+  return kExitOk;
+}
+
 /// Returns kExitOk with `s` filled, -1 after printing help, or the usage exit status.
 int parse_args(Args args, SimulateArgs& s) {
   std::vector<std::string> files;
+  bool saveat_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -109,38 +153,205 @@ int parse_args(Args args, SimulateArgs& s) {
       files.push_back(a);
       continue;
     }
+    saveat_given |= a == "--saveat";
     if (const int rc = parse_option(args, i, s); rc != kExitOk) return rc;
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
   if (s.output.empty()) return usage_error("simulate", "--output OUT.csv is required");
+  if (!saveat_given) s.options.saveat = 0;
+  else if (s.options.saveat <= 0)
+    return usage_error("simulate", "--saveat must be positive, got " + format_number(s.options.saveat));
+  if (const int rc = check_options(s); rc != kExitOk) return rc;
   s.file = files[0];
+  std::error_code ec;
+  if (std::filesystem::equivalent(s.file, s.output, ec))
+    return usage_error("simulate", "--output " + s.output + " is the model file itself; choose another path");
   return kExitOk;
 }
 
+// ---- --set names ----
+
+/// The part of a flat name after its last dot ("x" of "A.B.x").
+std::string local_name(const std::string& flat) {
+  const auto dot = flat.rfind('.');
+  return dot == std::string::npos ? flat : flat.substr(dot + 1);
+}
+
+bool ends_with_segment(const std::string& flat, const std::string& name) {
+  return flat.size() > name.size() && flat[flat.size() - name.size() - 1] == '.' &&
+         flat.compare(flat.size() - name.size(), name.size(), name) == 0;
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Up to five settable names close to `name` (full names and local names), nearest first.
+std::vector<std::string> near_names(const esm::System& sys, const std::string& name) {
+  const std::size_t limit = std::max<std::size_t>(1, name.size() / 3);
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto* list : {&sys.states, &sys.parameters})
+    for (const esm::FlatVariable& v : *list) {
+      const std::size_t full = edit_distance(name, v.name), local = edit_distance(name, local_name(v.name));
+      if (std::min(full, local) <= limit) scored.emplace_back(std::min(full, local), v.name);
+    }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (const auto& [d, n] : scored)
+    if (out.size() < 5) out.push_back(n);
+  return out;
+}
+
+/// "coupling entry /coupling/2 (variable_map from A.y)" for a variable_map whose target is
+/// `name` (flat or local), or "".
+std::string replacing_variable_map(const nlohmann::json& doc, const std::string& name) {
+  const auto coupling = doc.find("coupling");
+  if (coupling == doc.end() || !coupling->is_array()) return {};
+  for (std::size_t i = 0; i < coupling->size(); ++i) {
+    const nlohmann::json& entry = (*coupling)[i];
+    if (!entry.is_object() || entry.value("type", nlohmann::json()) != "variable_map") continue;
+    const nlohmann::json to = entry.value("to", nlohmann::json()), from = entry.value("from", nlohmann::json());
+    if (!to.is_string()) continue;
+    const std::string target = to.get<std::string>();
+    if (target == name || ends_with_segment(target, name))
+      return "'" + target + "' is bound by coupling entry /coupling/" + std::to_string(i) +
+             " (variable_map" + (from.is_string() ? " from " + from.get<std::string>() : std::string()) +
+             "), so it is no longer a parameter of the flattened system; set the source instead";
+  }
+  return {};
+}
+
+/// Refuses a --set name that names no state or parameter, with the reason and near matches.
+void check_set_name(const esm::System& sys, const nlohmann::json& doc, const std::string& name) {
+  if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return;
+  std::vector<std::string> hits;
+  for (const auto* list : {&sys.states, &sys.parameters})
+    for (const esm::FlatVariable& v : *list)
+      if (ends_with_segment(v.name, name)) hits.push_back(v.name);
+  if (hits.size() == 1) return;
+  if (hits.size() > 1) {
+    std::string list;
+    for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
+    throw Error("ambiguous_override", "", "", "--set " + name + ": the name matches several variables (" +
+                                                  list + "); use the full name");
+  }
+  for (const esm::FlatVariable& v : sys.observed)
+    if (v.name == name || ends_with_segment(v.name, name))
+      throw Error("unknown_override", "", "", "--set " + name + ": '" + v.name +
+                                                  "' is an observed quantity (defined by an equation); "
+                                                  "--set takes a parameter or a state");
+  if (const std::string why = replacing_variable_map(doc, name); !why.empty())
+    throw Error("unknown_override", "", "", "--set " + name + ": " + why);
+  std::string message = "--set " + name + ": no state or parameter of the system has this name";
+  const std::vector<std::string> near = near_names(sys, name);
+  for (std::size_t k = 0; k < near.size(); ++k)
+    message += (k == 0 ? "; did you mean " : ", ") + ("'" + near[k] + "'");
+  if (!near.empty()) message += "?";
+  throw Error("unknown_override", "", "", message);
+}
+
 /// Whether --set NAME targets a state: its flat name, or a local name that ends a state's
-/// flat name and no parameter's (flatten reports unknown and ambiguous names).
+/// flat name and no parameter's (check_set_name reported unknown and ambiguous names).
 bool names_state(const esm::System& sys, const std::string& name) {
   if (sys.state_index(name) >= 0) return true;
   if (sys.parameter_index(name) >= 0) return false;
-  const auto ends_with = [&](const esm::FlatVariable& v) {
-    return v.name.size() > name.size() && v.name[v.name.size() - name.size() - 1] == '.' &&
-           v.name.compare(v.name.size() - name.size(), name.size(), name) == 0;
-  };
+  const auto ends_with = [&](const esm::FlatVariable& v) { return ends_with_segment(v.name, name); };
   return std::any_of(sys.states.begin(), sys.states.end(), ends_with) &&
          std::none_of(sys.parameters.begin(), sys.parameters.end(), ends_with);
 }
 
-void write_csv(std::FILE* out, const exec::Trajectory& traj) {
-  std::fputs("t", out);
-  for (const std::string& n : traj.names) std::fprintf(out, ",%s", n.c_str());
-  std::fputs("\n", out);
-  for (std::size_t k = 0; k < traj.times.size(); ++k) {
-    std::fprintf(out, "%.17g", traj.times[k]);
-    for (std::size_t j = 0; j < traj.names.size(); ++j) std::fprintf(out, ",%.17g", traj.at(k, j));
-    std::fputs("\n", out);
-  }
+// ---- CSV output ----
+
+/// A CSV field per RFC 4180: quoted, with quotes doubled, when it holds a comma, a quote or a
+/// line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
 }
+
+/// The output file, opened before the run; every write is checked and a failure throws
+/// `output_write_failed` (which ends the run).
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::string& path) : path_(path) {
+    std::error_code ec;
+    existed_ = std::filesystem::exists(path, ec);
+    file_ = std::fopen(path.c_str(), "w");
+    if (file_ == nullptr)
+      throw Error("output_not_writable", path, "", std::string("cannot open the output file for writing: ") +
+                                                       std::strerror(errno));
+  }
+  CsvWriter(const CsvWriter&) = delete;
+  CsvWriter& operator=(const CsvWriter&) = delete;
+  ~CsvWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+
+  void header(const std::vector<std::string>& names) {
+    std::string line = "t";
+    for (const std::string& n : names) line += "," + csv_field(n);
+    put(line + "\n");
+  }
+
+  void row(double t, std::span<const double> values) {
+    char buf[32];
+    line_.clear();
+    std::snprintf(buf, sizeof buf, "%.17g", t);
+    line_ += buf;
+    for (double v : values) {
+      std::snprintf(buf, sizeof buf, ",%.17g", v);
+      line_ += buf;
+    }
+    line_ += '\n';
+    put(line_);
+  }
+
+  /// Flushes and closes; a failure (a full disk shows here at the latest) throws.
+  void close() {
+    std::FILE* f = file_;
+    file_ = nullptr;
+    const bool flushed = std::fflush(f) == 0 && std::ferror(f) == 0;
+    const int flush_errno = errno;
+    if (std::fclose(f) != 0 || !flushed) fail(flushed ? errno : flush_errno);
+  }
+
+  /// After an input error before any row: a file this run created holds nothing useful.
+  void discard() {
+    if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
+    std::error_code ec;
+    if (!existed_ && std::filesystem::is_regular_file(path_, ec)) std::filesystem::remove(path_, ec);
+  }
+
+ private:
+  void put(const std::string& text) {
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail(errno);
+  }
+  [[noreturn]] void fail(int error) {
+    throw Error("output_write_failed", path_, "",
+                std::string("writing the output file failed: ") + std::strerror(error));
+  }
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  bool existed_ = false;
+  std::string line_;
+};
 
 }  // namespace
 
@@ -152,16 +363,23 @@ void print_simulate_help(std::FILE* out) {
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
-      "time (T0, every multiple of DT, T1).\n"
+      "time (T0, every multiple of DT, T1), written as the run reaches it.\n"
       "\n"
+      "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run\n"
       "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
-      "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8)\n"
-      "  --dt DT      the step of fixed-step methods (Euler, RK4, ...); the first step of others\n"
+      "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
+      "               finite, >= 0, not both 0\n"
+      "  --dt DT      the step (> 0) of fixed-step methods (Euler, RK4, ...); the first step of\n"
+      "               others\n"
       "  --native     run the model as compiled C++ (cached in $ESI_CACHE_DIR or ~/.cache/esi);\n"
-      "               the same numbers as without, faster on long runs\n"
+      "               the same numbers as without, faster on long runs; without a working\n"
+      "               compiler the run uses the interpreter and says so on stderr\n"
       "  --set n=v    override parameter n, or the initial value of state n (repeatable)\n"
       "\n"
-      "exit status: 0 ok, 1 invalid input or failed solve, 2 usage error\n",
+      "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
+      "run (rows up to then are kept) with a message naming it and the time.\n"
+      "\n"
+      "exit status: 0 ok, 1 invalid input, failed solve or failed write, 2 usage error\n",
       out);
 }
 
@@ -175,19 +393,34 @@ int run_simulate(Args args) {
     esm::FlattenOptions fo;
     fo.component = s.component;
     const esm::System probe = esm::flatten(doc, fo);
+    for (const auto& [name, value] : s.sets) check_set_name(probe, doc.doc, name);
     for (const auto& [name, value] : s.sets)
       (names_state(probe, name) ? fo.initial_conditions : fo.parameter_overrides)[name] = value;
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
-    const exec::Trajectory traj = exec::simulate(system, s.options);
-    std::FILE* out = std::fopen(s.output.c_str(), "w");
-    if (out == nullptr) throw Error("file_not_writable", s.output, "", "cannot open the output file for writing");
-    write_csv(out, traj);
-    std::fclose(out);
+
+    // Opened before the solve, so an unwritable path fails now rather than after a long run.
+    CsvWriter csv(s.output);
+    s.options.on_columns = [&](const std::vector<std::string>& names) { csv.header(names); };
+    s.options.on_row = [&](double t, std::span<const double> row) { csv.row(t, row); };
+    exec::Trajectory traj;
+    try {
+      traj = exec::simulate(system, s.options);
+    } catch (const Error& e) {
+      if (e.diagnostic().code != "output_write_failed") csv.discard();
+      throw;
+    }
+    csv.close();
+    if (s.options.native && traj.native_status.rfind("native", 0) != 0)
+      std::fprintf(stderr, "esi simulate: warning: --native was requested, but the run used the interpreter: %s\n",
+                   traj.native_status.empty() ? "the model has no states; nothing to compile"
+                                              : traj.native_status.c_str());
     if (!traj.ok()) {
-      // The integrator's message starts with the return code's name and the time it stopped.
-      std::fprintf(stderr, "%s: solve failed (last output at t = %.17g): %s\n", s.file.c_str(),
-                   traj.times.empty() ? s.options.t0 : traj.times.back(), traj.message.c_str());
+      // The message starts with the return code's name and the time it stopped.
+      const std::string last = traj.rows > 0 ? "last output at t = " + format_number(traj.last_time)
+                                             : std::string("no output written");
+      std::fprintf(stderr, "%s: error[solve_failed]: the run stopped (%s): %s\n", s.file.c_str(),
+                   last.c_str(), traj.message.c_str());
       return kExitInvalid;
     }
     return kExitOk;

@@ -2,6 +2,7 @@
 // block, flatten it alone, apply each test's overrides, simulate over its span and compare the
 // samples at the assertion times.
 #include <cmath>
+#include <new>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -109,7 +110,51 @@ struct TestContext {
   const CheckOptions& options;
 };
 
+/// A failure that is not an esi::Error, said without the library's own text (which names
+/// its internals, not the document).
+Diagnostic describe_exception(const std::exception& e, const std::string& file, const std::string& pointer) {
+  if (dynamic_cast<const nlohmann::json::exception*>(&e) != nullptr)
+    return Diagnostic{"invalid_test", file, pointer,
+                      "this part of the document does not have the shape the test runner reads "
+                      "(run 'esi validate' on the file for the details)"};
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr)
+    return Diagnostic{"out_of_memory", file, pointer, "ran out of memory"};
+  return Diagnostic{"internal_error", file, pointer,
+                    std::string("unexpected failure inside esi (please report it): ") + e.what()};
+}
+
+/// A test that asserts nothing would pass vacuously: refuse it, and malformed entries, with
+/// the pointer of the offending node.
+void check_test_shape(const json& test, const std::string& file, const std::string& pointer) {
+  if (!test.is_object()) throw Error("invalid_test", file, pointer, "a test must be an object");
+  const auto assertions = test.find("assertions");
+  if (assertions == test.end() || !assertions->is_array() || assertions->empty())
+    throw Error("test_without_assertions", file, pointer,
+                "this test has no assertions, so it would check nothing; add at least one");
+  for (std::size_t i = 0; i < assertions->size(); ++i) {
+    const json& a = (*assertions)[i];
+    const std::string ptr = pointer_join(pointer_join(pointer, "assertions"), i);
+    if (!a.is_object()) throw Error("invalid_test", file, ptr, "an assertion must be an object");
+    if (!a.contains("variable") || !a["variable"].is_string())
+      throw Error("invalid_test", file, pointer_join(ptr, "variable"), "an assertion needs a variable name");
+    // PDE assertions (coords, reduce) may compare with a reference instead; they are refused
+    // as unsupported further on.
+    const bool pointwise = !a.contains("coords") && !a.contains("reduce");
+    for (const char* field : {"time", "expected"})
+      if ((a.contains(field) || field == std::string("time") || pointwise) &&
+          !(a.contains(field) && a[field].is_number()))
+        throw Error("invalid_test", file, pointer_join(ptr, field),
+                    std::string("an assertion needs a numeric '") + field + "'");
+  }
+  if (auto span = test.find("time_span"); span != test.end())
+    for (const char* field : {"start", "end"})
+      if (!span->is_object() || (span->contains(field) && !(*span)[field].is_number()))
+        throw Error("invalid_test", file, pointer_join(pointer_join(pointer, "time_span"), field),
+                    "time_span needs numeric start and end");
+}
+
 void run_test(const TestContext& ctx, const json& test, const std::string& pointer, TestResult& out) {
+  check_test_shape(test, ctx.file, pointer);
   if (test.contains("expression_template_imports"))
     throw Error("unsupported_test_feature", ctx.file, pointer_join(pointer, "expression_template_imports"),
                 "tests that inject a discretization (expression_template_imports) are not supported yet");
@@ -196,7 +241,7 @@ void run_component_tests(const esm::ResolvedDocument& doc, const std::string& pa
         r.error = e.diagnostic();
         r.assertions.clear();
       } catch (const std::exception& e) {
-        r.error = Diagnostic{"invalid_test", file, test_ptr, e.what()};
+        r.error = describe_exception(e, file, test_ptr);
         r.assertions.clear();
       }
     }
@@ -275,7 +320,7 @@ FileResult check_file(const std::filesystem::path& file, const CheckOptions& opt
     out.error = e.diagnostic();
     out.tests.clear();
   } catch (const std::exception& e) {
-    out.error = Diagnostic{"internal_error", out.file, "", e.what()};
+    out.error = describe_exception(e, out.file, "");
     out.tests.clear();
   }
   return out;

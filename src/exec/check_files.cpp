@@ -20,34 +20,105 @@ nlohmann::json error_json(const std::optional<Diagnostic>& d) {
 
 }  // namespace
 
-std::vector<std::filesystem::path> collect_esm_files(const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> out;
+namespace {
+
+namespace fs = std::filesystem;
+
+Diagnostic path_error(const std::string& code, const fs::path& path, const std::string& message) {
+  return Diagnostic{code, path.string(), "", message};
+}
+
+/// Every *.esm under `dir` (not following symlinked directories), sorted; unreadable folders
+/// and entries become error entries, in path order with the files.
+std::vector<CheckInput> walk_directory(const fs::path& dir) {
+  std::vector<CheckInput> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec), end;
+  if (ec) return {CheckInput{dir, path_error("unreadable_folder", dir, "cannot read this folder: " + ec.message())}};
+  bool any_document = false;
+  while (it != end) {
+    const fs::directory_entry& entry = *it;
+    std::error_code type_ec;
+    const fs::file_status status = entry.status(type_ec);  // follows symlinks to files
+    if (entry.path().extension() == ".esm") {
+      if (type_ec) {
+        found.push_back({entry.path(), path_error("unreadable_file", entry.path(),
+                                                  "cannot read this entry: " + type_ec.message())});
+      } else if (fs::is_regular_file(status)) {
+        found.push_back({entry.path(), std::nullopt});
+        any_document = true;
+      }
+    }
+    // A folder the walk cannot enter: report it and go on with its siblings.
+    if (!type_ec && fs::is_directory(status) && !entry.is_symlink(type_ec)) {
+      std::error_code open_ec;
+      fs::directory_iterator probe(entry.path(), open_ec);
+      if (open_ec) {
+        found.push_back({entry.path(), path_error("unreadable_folder", entry.path(),
+                                                  "cannot read this folder: " + open_ec.message())});
+        it.disable_recursion_pending();
+      }
+    }
+    it.increment(ec);
+    if (ec) {
+      found.push_back({dir, path_error("unreadable_folder", dir, "the walk stopped: " + ec.message())});
+      break;
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const CheckInput& x, const CheckInput& y) { return x.file < y.file; });
+  if (!any_document && found.empty())
+    found.push_back({dir, path_error("no_esm_documents", dir, "this folder holds no .esm document")});
+  return found;
+}
+
+}  // namespace
+
+std::vector<CheckInput> find_esm_inputs(const std::vector<std::string>& paths) {
+  std::vector<CheckInput> out;
   for (const std::string& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<fs::path> found;
-      for (const auto& entry : fs::recursive_directory_iterator(p, ec))
-        if (entry.is_regular_file() && entry.path().extension() == ".esm") found.push_back(entry.path());
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
-      out.emplace_back(p);
+    const fs::file_status status = fs::status(p, ec);
+    if (fs::is_directory(status)) {
+      std::vector<CheckInput> found = walk_directory(p);
+      out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    } else if (fs::is_regular_file(status)) {
+      out.push_back({p, std::nullopt});
+    } else if (fs::exists(status)) {
+      // A device or a pipe could be read forever (/dev/zero); documents are plain files.
+      out.push_back({p, path_error("not_a_regular_file", p, "this is not a regular file or a folder")});
+    } else if (ec && ec != std::errc::no_such_file_or_directory) {
+      out.push_back({p, path_error("unreadable_file", p, "cannot read this path: " + ec.message())});
     } else {
-      throw Error("file_not_found", p, "", "no such file or directory");
+      out.push_back({p, path_error("file_not_found", p, "no such file or directory")});
     }
   }
   return out;
 }
 
-std::vector<FileResult> check_files(const std::vector<std::filesystem::path>& files, int jobs,
-                                    const CheckOptions& options) {
-  std::vector<FileResult> results(files.size());
+std::vector<std::filesystem::path> collect_esm_files(const std::vector<std::string>& paths) {
+  std::vector<fs::path> out;
+  for (const CheckInput& in : find_esm_inputs(paths)) {
+    if (in.error) throw Error(*in.error);
+    out.push_back(in.file);
+  }
+  return out;
+}
+
+std::vector<FileResult> check_inputs(const std::vector<CheckInput>& inputs, int jobs,
+                                     const CheckOptions& options) {
+  std::vector<FileResult> results(inputs.size());
   std::atomic<std::size_t> next{0};
   const auto worker = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++) results[i] = check_file(files[i], options);
+    for (std::size_t i = next++; i < inputs.size(); i = next++) {
+      if (inputs[i].error) {
+        results[i].file = inputs[i].file.string();
+        results[i].error = inputs[i].error;
+      } else {
+        results[i] = check_file(inputs[i].file, options);
+      }
+    }
   };
-  const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(std::max(jobs, 1)), files.size());
+  const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(std::max(jobs, 1)), inputs.size());
   if (threads <= 1) {
     worker();
     return results;
@@ -56,6 +127,13 @@ std::vector<FileResult> check_files(const std::vector<std::filesystem::path>& fi
   for (std::size_t k = 0; k < threads; ++k) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   return results;
+}
+
+std::vector<FileResult> check_files(const std::vector<std::filesystem::path>& files, int jobs,
+                                    const CheckOptions& options) {
+  std::vector<CheckInput> inputs;
+  for (const auto& f : files) inputs.push_back({f, std::nullopt});
+  return check_inputs(inputs, jobs, options);
 }
 
 CheckSummary summarize(const std::vector<FileResult>& results) {
@@ -99,6 +177,14 @@ nlohmann::json to_json(const std::vector<FileResult>& results) {
           {"summary",
            {{"assertions", s.assertions}, {"passed", s.passed}, {"failed", s.failed},
             {"errors", s.errors}, {"skipped", s.skipped}}}};
+}
+
+}  // namespace esi::exec
+
+namespace esi::exec {
+
+std::string to_json_text(const std::vector<FileResult>& results) {
+  return to_json(results).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace esi::exec

@@ -2,8 +2,10 @@
 #include "esi/exec/simulate.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "esi/core/error.hpp"
 #include "exec/model.hpp"
@@ -16,34 +18,97 @@ using detail::Event;
 using detail::Model;
 using detail::Trigger;
 
-/// t0, t0 + k * saveat, t1 and the sample times, sorted and without duplicates.
-std::vector<double> output_times(const SimulateOptions& o) {
-  std::vector<double> times{o.t0, o.t1};
-  if (o.saveat > 0)
-    for (long k = 1;; ++k) {
-      const double t = o.t0 + static_cast<double>(k) * o.saveat;
-      if (!(t < o.t1)) break;
-      times.push_back(t);
-    }
-  for (double t : o.sample_times)
-    if (t >= o.t0 && t <= o.t1) times.push_back(t);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  return times;
+/// Shortest round-trip spelling of a number, for messages.
+std::string number_text(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
 }
+
+/// The output times in increasing order, generated one at a time: t0, t0 + k * saveat (while
+/// below t1), t1, merged with the sample times; a time not above the previous one is skipped.
+class OutputClock {
+ public:
+  explicit OutputClock(const SimulateOptions& o) : o_(o) {
+    for (double t : o.sample_times)
+      if (t >= o.t0 && t <= o.t1) samples_.push_back(t);
+    std::sort(samples_.begin(), samples_.end());
+    skip_passed();
+  }
+
+  bool done() const { return peek() == kNone; }
+  /// The next output time (kNone when there is none).
+  double peek() const { return std::min(grid_time(), sample_time()); }
+  /// Consumes the next output time and every later one that does not exceed it.
+  void pop() {
+    last_ = peek();
+    has_last_ = true;
+    skip_passed();
+  }
+
+ private:
+  static constexpr double kNone = std::numeric_limits<double>::infinity();
+  enum Phase { Start, Grid, End, Done };
+
+  double grid_time() const {
+    switch (phase_) {
+      case Start: return o_.t0;
+      case Grid: return o_.t0 + static_cast<double>(k_) * o_.saveat;
+      case End: return o_.t1;
+      case Done: break;
+    }
+    return kNone;
+  }
+  double sample_time() const { return next_sample_ < samples_.size() ? samples_[next_sample_] : kNone; }
+
+  void advance_grid() {
+    if (phase_ == Start) {
+      phase_ = Grid;
+      k_ = 1;
+    } else if (phase_ == Grid) {
+      ++k_;
+    } else {
+      phase_ = Done;
+      return;
+    }
+    if (!(o_.saveat > 0 && o_.t0 + static_cast<double>(k_) * o_.saveat < o_.t1)) phase_ = End;
+  }
+
+  void skip_passed() {
+    if (!has_last_) return;
+    while (grid_time() <= last_) advance_grid();
+    while (sample_time() <= last_) ++next_sample_;
+  }
+
+  const SimulateOptions& o_;
+  std::vector<double> samples_;  // sorted, inside [t0, t1]
+  std::size_t next_sample_ = 0;
+  Phase phase_ = Start;
+  long k_ = 0;
+  double last_ = 0;
+  bool has_last_ = false;
+};
 
 void check_span(const SimulateOptions& o) {
   if (!std::isfinite(o.t0) || !std::isfinite(o.t1) || !(o.t1 >= o.t0))
     throw Error("invalid_time_span", "", "",
-                "the time span must be finite with t1 >= t0 (got " + std::to_string(o.t0) + ", " +
-                    std::to_string(o.t1) + ")");
+                "the time span must be finite with t1 >= t0 (got " + number_text(o.t0) + ", " +
+                    number_text(o.t1) + ")");
   if (!(o.saveat >= 0) || !std::isfinite(o.saveat))
     throw Error("invalid_time_span", "", "", "saveat must be a finite interval >= 0");
   for (double t : o.sample_times)
     if (!(t >= o.t0 && t <= o.t1))
       throw Error("invalid_time_span", "", "",
-                  "sample time " + std::to_string(t) + " lies outside the time span");
+                  "sample time " + number_text(t) + " lies outside the time span");
+  if (const double rows = planned_output_rows(o); rows > kMaxOutputRows)
+    throw Error("too_many_outputs", "", "",
+                "saveat " + number_text(o.saveat) + " over [" + number_text(o.t0) + ", " +
+                    number_text(o.t1) + "] would produce about " + number_text(std::floor(rows)) +
+                    " output rows; the limit is " + number_text(kMaxOutputRows));
 }
+
+/// "nan", "inf" or "-inf".
+std::string non_finite_text(double x) { return std::isnan(x) ? "NaN" : (x > 0 ? "+inf" : "-inf"); }
 
 int sign_of(double x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 
@@ -58,7 +123,7 @@ struct Crossing {
 class Driver {
  public:
   Driver(Model& model, const SimulateOptions& options, Trajectory& out)
-      : m_(model), o_(options), out_(out), times_(output_times(options)) {
+      : m_(model), o_(options), out_(out), clock_(options) {
     for (std::size_t e = 0; e < m_.events.events.size(); ++e)
       if (m_.events.events[e].trigger == Trigger::Scheduled) next_firing_.push_back({e, first_firing(e)});
     last_sign_.assign(m_.events.conditions.size(), 0);
@@ -73,13 +138,18 @@ class Driver {
     integrator_.emplace(m_.problem, io, o_.t0, u0);
     out_.method = integrator_->method();
     fire_presets_at_start();
+    if (derivative_not_finite(o_.t0, integrator_->u())) return;
     update_signs(o_.t0, integrator_->u());
     record_current();
-    while (integrator_->t() < o_.t1) {
+    while (!stopped_ && integrator_->t() < o_.t1) {
       const method::ReturnCode rc = integrator_->step(next_stop());
       if (rc != method::ReturnCode::Success) {
-        out_.code = rc;
-        out_.message = integrator_->message();
+        // A derivative that is not finite at the last accepted state is the likely cause of
+        // a failure: name it rather than the step size the controller ran into.
+        if (!derivative_not_finite(integrator_->t(), integrator_->u())) {
+          out_.code = rc;
+          out_.message = integrator_->message();
+        }
         break;
       }
       if (!handle_crossing()) handle_step_end();
@@ -142,8 +212,49 @@ class Driver {
 
   // ---- outputs ----
 
+  /// Ends the run with ReturnCode::NonFinite: `what` is not finite at time t.
+  void stop_non_finite(double t, const std::string& what) {
+    out_.code = method::ReturnCode::NonFinite;
+    out_.message = "NonFinite at t = " + number_text(t) + ": " + what;
+    stopped_ = true;
+  }
+
+  /// Whether some derivative f(t, u) is not finite (then the run is stopped, naming it).
+  bool derivative_not_finite(double t, std::span<const double> u) {
+    if (m_.problem.rhs == nullptr || u.empty()) return false;
+    scratch_du_.resize(u.size());
+    m_.problem.rhs(m_.problem.context, t, u.data(), scratch_du_.data());
+    for (std::size_t i = 0; i < u.size(); ++i)
+      if (!std::isfinite(scratch_du_[i])) {
+        stop_non_finite(t, "the derivative of " + m_.system.states[i].name + " is " +
+                               non_finite_text(scratch_du_[i]) + " (at " + m_.system.states[i].name +
+                               " = " + number_text(u[i]) + ")");
+        return true;
+      }
+    return false;
+  }
+
   void record(double t, std::span<const double> u) {
+    if (stopped_) return;
     const auto obs = m_.observed->evaluate(t, u);
+    for (std::size_t i = 0; i < u.size(); ++i)
+      if (!std::isfinite(u[i]))
+        return stop_non_finite(t, "state " + m_.system.states[i].name + " is " + non_finite_text(u[i]));
+    // Observeds the caller does not read may lack parameter values (and read NaN) by design.
+    if (o_.require_observed_values)
+      for (std::size_t i = 0; i < obs.size(); ++i)
+        if (!std::isfinite(obs[i]))
+          return stop_non_finite(t, "observed " + m_.system.observed[i].name + " is " +
+                                        non_finite_text(obs[i]) +
+                                        " (its equation has no finite value at this state)");
+    ++out_.rows;
+    out_.last_time = t;
+    if (o_.on_row) {
+      row_.assign(u.begin(), u.end());
+      row_.insert(row_.end(), obs.begin(), obs.end());
+      o_.on_row(t, row_);
+      return;
+    }
     out_.times.push_back(t);
     out_.values.insert(out_.values.end(), u.begin(), u.end());
     out_.values.insert(out_.values.end(), obs.begin(), obs.end());
@@ -151,8 +262,9 @@ class Driver {
 
   /// Outputs strictly before `t_end` inside the last step, from its dense output.
   void record_before(double t_end) {
-    while (next_output_ < times_.size() && times_[next_output_] < t_end) {
-      const double t = times_[next_output_++];
+    while (!stopped_ && clock_.peek() < t_end) {
+      const double t = clock_.peek();
+      clock_.pop();
       integrator_->interpolate(t, scratch_);
       record(t, scratch_);
     }
@@ -162,14 +274,18 @@ class Driver {
   void record_current() {
     const double t = integrator_->t();
     record_before(t);
-    if (next_output_ < times_.size() && times_[next_output_] == t) {
+    if (!stopped_ && clock_.peek() == t) {
+      clock_.pop();
       record(t, integrator_->u());
-      ++next_output_;
     }
   }
 
   void record_without_states() {
-    for (double t : times_) record(t, {});
+    while (!stopped_ && !clock_.done()) {
+      const double t = clock_.peek();
+      clock_.pop();
+      record(t, {});
+    }
   }
 
   // ---- events ----
@@ -307,8 +423,10 @@ class Driver {
   Model& m_;
   const SimulateOptions& o_;
   Trajectory& out_;
-  std::vector<double> times_;
-  std::size_t next_output_ = 0;
+  OutputClock clock_;
+  bool stopped_ = false;          // a non-finite value ended the run
+  std::vector<double> scratch_du_;
+  std::vector<double> row_;
   std::vector<std::pair<std::size_t, double>> next_firing_;  // scheduled event -> next time
   std::vector<int> last_sign_;  // per condition row: last nonzero sign seen, 0 = none yet
   std::vector<double> scratch_;
@@ -323,6 +441,12 @@ int Trajectory::column(const std::string& name) const {
   return -1;
 }
 
+double planned_output_rows(const SimulateOptions& o) {
+  double rows = 2 + static_cast<double>(o.sample_times.size());
+  if (o.saveat > 0) rows += std::floor((o.t1 - o.t0) / o.saveat);
+  return rows;
+}
+
 Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   check_span(options);
   const method::MethodId requested = options.integrator.method;
@@ -334,6 +458,8 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   for (const auto& s : model->system.states) out.names.push_back(s.name);
   for (const auto& o : model->system.observed) out.names.push_back(o.name);
   out.state_count = model->system.states.size();
+  if (options.native && model->rhs) out.native_status = model->rhs->native_status();
+  if (options.on_columns) options.on_columns(out.names);
   Driver(*model, options, out).run(model->initial_state());
   return out;
 }

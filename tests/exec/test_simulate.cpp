@@ -235,3 +235,80 @@ TEST(Simulate, AnObservedReadingAParameterWithoutValueIsAnErrorNotNaN) {
     EXPECT_NE(e.diagnostic().message.find("'M.k'"), std::string::npos) << e.diagnostic().message;
   }
 }
+
+namespace {
+
+// Rows streamed to on_row: the same times and values as a stored run, in order, with nothing
+// kept in the Trajectory.
+TEST(Simulate, RowsStreamedToTheCallbackMatchTheStoredRun) {
+  LoadedModel run(model_doc(kDecayVars, kDecayEqs));
+  SimulateOptions o;
+  o.t1 = 2;
+  o.saveat = 0.25;
+  o.sample_times = {0.3, 0.5, 2.0};  // 0.5 and 2.0 coincide with the grid: one row each
+  const Trajectory stored = run.simulate(o);
+  std::vector<std::string> columns;
+  std::vector<double> times, values;
+  o.on_columns = [&](const std::vector<std::string>& names) { columns = names; };
+  o.on_row = [&](double t, std::span<const double> row) {
+    times.push_back(t);
+    values.insert(values.end(), row.begin(), row.end());
+  };
+  const Trajectory streamed = run.simulate(o);
+  ASSERT_TRUE(streamed.ok());
+  EXPECT_TRUE(streamed.times.empty());
+  EXPECT_TRUE(streamed.values.empty());
+  EXPECT_EQ(streamed.rows, 10u);  // 0, 0.25, 0.3, 0.5, ..., 2
+  EXPECT_EQ(streamed.last_time, 2.0);
+  EXPECT_EQ(columns, stored.names);
+  EXPECT_EQ(times, stored.times);
+  EXPECT_EQ(values, stored.values);
+  ASSERT_EQ(times.size(), 10u);
+  EXPECT_EQ(times[2], 0.3);
+}
+
+TEST(Simulate, AGridOverTheRowLimitIsRefused) {
+  LoadedModel run(model_doc(kDecayVars, kDecayEqs));
+  SimulateOptions o;
+  o.t1 = 1;
+  o.saveat = 1e-8;
+  try {
+    run.simulate(o);
+    ADD_FAILURE() << "expected too_many_outputs";
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "too_many_outputs");
+  }
+}
+
+// x' = 1 / (x - 1) from x = 1: the derivative is infinite at the start.
+TEST(Simulate, AnInfiniteDerivativeEndsTheRunNamingTheState) {
+  LoadedModel run(model_doc(R"({"x": {"type": "unknown", "default": 1.0}})",
+                            R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])"));
+  SimulateOptions o;
+  o.t1 = 1;
+  const Trajectory tr = run.simulate(o);
+  EXPECT_EQ(tr.code, esi::method::ReturnCode::NonFinite);
+  EXPECT_EQ(tr.message, "NonFinite at t = 0: the derivative of M.x is +inf (at M.x = 1)");
+  EXPECT_EQ(tr.rows, 0u);
+}
+
+// An observed that is not finite stops the run unless the caller reads only some observeds
+// (the inline-test runner), where it is just a column value.
+TEST(Simulate, ANonFiniteObservedEndsTheRunWhenObservedsAreRequired) {
+  LoadedModel run(model_doc(R"({"x": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
+                            R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1},
+                                {"lhs": "y", "rhs": {"op": "sqrt", "args": [{"op": "-", "args": [1.2, "x"]}]}}])"));
+  SimulateOptions o;
+  o.t1 = 2;
+  o.saveat = 0.5;
+  const Trajectory tr = run.simulate(o);
+  EXPECT_EQ(tr.code, esi::method::ReturnCode::NonFinite);
+  EXPECT_NE(tr.message.find("NonFinite at t = 1.5: observed M.y is NaN"), std::string::npos) << tr.message;
+  EXPECT_EQ(tr.times, (std::vector<double>{0, 0.5, 1}));
+  o.require_observed_values = false;
+  const Trajectory lenient = run.simulate(o);
+  EXPECT_TRUE(lenient.ok()) << lenient.message;
+  EXPECT_EQ(lenient.times.size(), 5u);
+}
+
+}  // namespace

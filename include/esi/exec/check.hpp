@@ -70,13 +70,37 @@ FileResult check_file(const std::filesystem::path& file, const CheckOptions& opt
 std::vector<FileResult> check_files(const std::vector<std::filesystem::path>& files, int jobs,
                                     const CheckOptions& options = {});
 
-/// Files named directly, plus every *.esm under the directories named (recursively), sorted
-/// per argument. Throws esi::Error `file_not_found` for a path that does not exist.
+/// One entry of what `esi check` runs: a document, or a path that could not be searched or
+/// read (`error` set; reported as that file's error while the other entries still run).
+struct CheckInput {
+  std::filesystem::path file;
+  std::optional<Diagnostic> error;
+};
+
+/// Files named directly, plus every *.esm under the directories named (recursively, symlinked
+/// directories not followed, so symlink loops end), sorted per argument. Never throws: a path
+/// that does not exist (`file_not_found`), a device or pipe (`not_a_regular_file`), a folder that cannot be read (`unreadable_folder`),
+/// an entry whose type cannot be read (`unreadable_file`, e.g. a symlink loop) and a directory
+/// with no *.esm document (`no_esm_documents`) become entries with an error.
+std::vector<CheckInput> find_esm_inputs(const std::vector<std::string>& paths);
+
+/// The inputs' results in order: an input with an error is reported as is, the others run
+/// on `jobs` threads.
+std::vector<FileResult> check_inputs(const std::vector<CheckInput>& inputs, int jobs,
+                                     const CheckOptions& options = {});
+
+/// find_esm_inputs without the error entries; throws the first error as esi::Error (a path
+/// that does not exist: `file_not_found`).
 std::vector<std::filesystem::path> collect_esm_files(const std::vector<std::string>& paths);
 
 CheckSummary summarize(const std::vector<FileResult>& results);
 
-/// {"files": [...], "summary": {...}} as documented for `esi check --json`.
+/// {"files": [...], "summary": {...}} as documented for `esi check --json`. File names that
+/// are not UTF-8 must be dumped with error_handler_t::replace (see to_json_text).
 nlohmann::json to_json(const std::vector<FileResult>& results);
+
+/// to_json(results) as one line of text; bytes that are not UTF-8 (file names, messages) are
+/// replaced by U+FFFD instead of failing the dump.
+std::string to_json_text(const std::vector<FileResult>& results);
 
 }  // namespace esi::exec

@@ -14,6 +14,11 @@
 // condition and crossing do the same for parameters (they are read from the resolved document
 // given in the options). Every affect reads the pre-event state (`Pre`).
 //
+// Output times are generated as the run reaches them (no list of all of them is built); a
+// regular grid of more than kMaxOutputRows rows is refused (`too_many_outputs`). A state,
+// observed or derivative that is not finite ends the run with ReturnCode::NonFinite and a
+// message naming the variable and the time (the row is not recorded).
+//
 // Index-0 algebraic unknowns (an implicit equation whose one side is the bare unknown) are
 // substituted; any other algebraic system is refused with `unsupported_algebraic`. Anything of
 // §5 not implemented (handlers, wiener and data updates) is refused with `unsupported_event`.
@@ -22,6 +27,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +37,9 @@
 #include "esi/method/integrator.hpp"
 
 namespace esi::exec {
+
+/// The most output rows one run may produce (t0, the saveat grid, t1 and the sample times).
+inline constexpr double kMaxOutputRows = 1e7;
 
 struct SimulateOptions {
   double t0 = 0;
@@ -49,7 +59,16 @@ struct SimulateOptions {
   /// Run the RHS and Jacobian as native code (kernel::with_native, cached on disk): the same
   /// bits as the tape, faster per call, a compile of seconds on first use of a model.
   bool native = false;
+  /// When set, each output row (states then observeds, Trajectory::names order) is handed to
+  /// `on_row` as the run reaches it and Trajectory::times / values stay empty (a long run
+  /// needs no memory per row). `on_columns` is called once with the names before any row. A
+  /// callback may throw (e.g. a failed write); the exception ends the run and propagates.
+  std::function<void(const std::vector<std::string>& names)> on_columns;
+  std::function<void(double t, std::span<const double> row)> on_row;
 };
+
+/// Upper bound on the rows of a run with these options (for refusing a run before it starts).
+double planned_output_rows(const SimulateOptions& options);
 
 struct Trajectory {
   std::vector<std::string> names;  ///< states (System order), then observeds
@@ -61,6 +80,11 @@ struct Trajectory {
   method::MethodId method = method::MethodId::Auto;  ///< the method that ran
   method::IntegratorStats stats;
   long events_fired = 0;
+  std::size_t rows = 0;            ///< output rows produced (also when streamed to on_row)
+  double last_time = 0;            ///< time of the last row (when rows > 0)
+  /// Only when native code was requested: "native <file>" or "tape (native code unavailable:
+  /// <why>)" for the RHS program, so callers can say the run fell back to the tape.
+  std::string native_status;
 
   bool ok() const { return code == method::ReturnCode::Success; }
   int column(const std::string& name) const;  ///< index into names, or -1
@@ -68,7 +92,7 @@ struct Trajectory {
   double at(std::size_t k, std::size_t j) const { return values[k * names.size() + j]; }
 };
 
-/// Throws esi::Error for input the driver cannot run (`invalid_time_span`,
+/// Throws esi::Error for input the driver cannot run (`invalid_time_span`, `too_many_outputs`,
 /// `unsupported_algebraic`, `unsupported_event`, `missing_initial_value`, compile codes).
 Trajectory simulate(const esm::System& system, const SimulateOptions& options);
 
