@@ -1,8 +1,8 @@
-// Document-level dimensional analysis (spec §4.8.3, §4.8.4, §7.4).
+// Document-level dimensional analysis (spec §4.8.3, §4.8.4, §7.4, §10).
 //
-// Every inline model (recursing into inline `subsystems`) and reaction system is walked;
-// components still given as `{"ref": ...}` are skipped. Each expression gets a KNOWN dimension,
-// UNKNOWN (undeterminable, §4.8.4: the enclosing check is skipped, never coerced to
+// Every inline model (recursing into inline `subsystems`), reaction system and coupling entry
+// is walked; components still given as `{"ref": ...}` are skipped. Each expression gets a KNOWN
+// dimension, UNKNOWN (undeterminable, §4.8.4: the enclosing check is skipped, never coerced to
 // dimensionless) or LITERAL (a number, or arithmetic over numbers only). The checker is
 // deliberately conservative: a finding is only ever a clash between two KNOWN dimensions.
 //
@@ -31,21 +31,47 @@
 //             bind names of their own.
 //   The angle axis is soft in comparisons: rad^k is set aside, which §4.8.1 admits (a binding
 //   may type rad as dimensionless), so Omega[rad/s] * R[m] matches a declared `m/s`.
+//   Every violation found inside an expression (a sum of unlike terms, a transcendental of a
+//   dimensional argument, ...) is an "inner" finding located at the offending node
+//   (`…/rhs/args/1`), wherever the expression sits: equation sides, reaction rates, coupling
+//   connector expressions and transforms.
 //
-// Equation / reaction rules (one finding at most per equation or reaction):
-//   `x ~ rhs`    (bare LHS symbol) inner violations of rhs, then declared units of x against
-//                rhs, then `x ~ c * y` with literal c and x, y of one dimension but different
+// Document rules:
+//   `x ~ rhs`    (bare LHS symbol) inner findings of rhs, then declared units of x against rhs,
+//                then `x ~ c * y` with literal c and x, y of one dimension but different
 //                scales (temperature excluded: offsets are not modelled): c must be the
 //                conversion factor within 1e-6. Reported at the declaration of x when it is
-//                local (`/models/M/variables/x`), else at the equation.
-//   `D(u) ~ rhs` sides only, at `/…/equations/i` (see check_equation).
-//   other shapes (implicit constraints, `ic`), initialization_equations: not checked.
-//   reaction     see check_reaction (§7.4), at `/reaction_systems/S/reactions/i`.
-//   declarations every `units` of variables / species / parameters must parse (§4.8.2), else
-//                `unit_parse_error` at the declaration.
+//                local (`/models/M/variables/x`, as the units_* fixtures pin), else at the
+//                equation; an inner finding's message names the offending node.
+//   `D(u) ~ rhs` inner findings of rhs at their nodes, then the sides at `/…/equations/i`
+//                (see tendency_mismatch for the time unit).
+//   other shapes (implicit constraints `H*H*SO4 ~ Ksp`, `ic(u) ~ field`) and
+//                initialization_equations: inner findings of both sides, and the two sides
+//                against each other when both are KNOWN (`lhs - rhs` must be a valid sum).
+//   reaction     inner findings of the rate; the species whose ODEs a reaction feeds must share
+//                one dimension (`dX/dt += ν·v` for each, §7.4), else a finding at the odd
+//                species; the mass-action rate `k·∏ Sᵢ^nᵢ` must be a tendency of that dimension
+//                (§7.4, "rate that does not match its stoichiometric order"), at the reaction.
+//   coupling     operator_compose: states identified by name, or by a `translate` entry without
+//                a factor, must share a dimension (their tendencies are summed). couple: an
+//                `additive` (or `replacement`) connector expression is a tendency of its target,
+//                a `multiplicative` one is dimensionless. variable_map: param_to_var and
+//                factor-less scaling transforms bind the target to the source, an Expression
+//                transform binds it to the expression (§10.4). A `factor` may carry implicit
+//                units (W/m^2 -> K/s), so it makes the entry undeterminable; `lifting:
+//                integral` changes the dimension and is skipped; `identity` is the structural
+//                layer's `domain_unit_mismatch`. Findings at `/coupling/i` (at the translate
+//                or connector entry for those).
+//   declarations every `units` and `default_units` must parse (§4.8.2), else `unit_parse_error`
+//                at the string; `default_units` must denote the declared units up to scale: a
+//                different dimension, or another temperature origin (K vs degC), is a
+//                `unit_inconsistency` at the declaration (schema, ModelVariable.default_units).
+//                A numeric `default` carries no units of its own and cannot disagree.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -140,6 +166,12 @@ bool is_ref(const json& sys) {
   return !sys.is_object() || sys.contains("ref");
 }
 
+// A violation found while evaluating an expression: the pointer of the offending node.
+struct InnerFinding {
+  std::string pointer;
+  std::string message;
+};
+
 class Checker {
  public:
   Checker(const json& doc, const std::string& file) : doc_(doc), file_(file) {
@@ -157,10 +189,17 @@ class Checker {
       for (const auto& [name, sys] : doc_[group].items())
         walk_system(sys, pointer_join(pointer_join("", group), name));
     }
+    if (doc_.contains("coupling") && doc_["coupling"].is_array()) {
+      sys_ = &kNoSystem;  // coupling references are scoped from the document root
+      for (std::size_t i = 0; i < doc_["coupling"].size(); ++i)
+        check_coupling(doc_["coupling"][i], pointer_join("/coupling", i));
+    }
     return std::move(out_);
   }
 
  private:
+  static inline const json kNoSystem = json::object();
+
   void report(const std::string& code, const std::string& ptr, const std::string& msg) {
     out_.push_back(Diagnostic{code, file_, ptr, msg, Layer::Structural});
   }
@@ -188,18 +227,7 @@ class Checker {
     }
     return "";
   }
-  static const json* walk_path(const json* sys, const std::vector<std::string>& segs) {
-    for (std::size_t i = 0; sys && i + 1 < segs.size(); ++i) {
-      if (!sys->contains("subsystems") || !(*sys)["subsystems"].is_object()) return nullptr;
-      auto it = (*sys)["subsystems"].find(segs[i]);
-      if (it == (*sys)["subsystems"].end() || is_ref(*it)) return nullptr;
-      sys = &*it;
-    }
-    return sys ? local_decl(*sys, segs.back()) : nullptr;
-  }
-  const json* resolve(const std::string& name) const {
-    if (const json* d = local_decl(*sys_, name)) return d;
-    if (name.find('.') == std::string::npos) return nullptr;
+  static std::vector<std::string> split_path(const std::string& name) {
     std::vector<std::string> segs;
     for (std::size_t b = 0;;) {
       const std::size_t e = name.find('.', b);
@@ -207,6 +235,40 @@ class Checker {
       if (e == std::string::npos) break;
       b = e + 1;
     }
+    return segs;
+  }
+  // The inline system reached from `sys` through subsystems segs[0..n).
+  static const json* descend(const json* sys, const std::vector<std::string>& segs,
+                             std::size_t n) {
+    for (std::size_t i = 0; sys && i < n; ++i) {
+      if (!sys->contains("subsystems") || !(*sys)["subsystems"].is_object()) return nullptr;
+      auto it = (*sys)["subsystems"].find(segs[i]);
+      if (it == (*sys)["subsystems"].end() || is_ref(*it)) return nullptr;
+      sys = &*it;
+    }
+    return sys;
+  }
+  static const json* walk_path(const json* sys, const std::vector<std::string>& segs) {
+    if (segs.empty()) return nullptr;
+    sys = descend(sys, segs, segs.size() - 1);
+    return sys ? local_decl(*sys, segs.back()) : nullptr;
+  }
+  // A top-level model or reaction system, or an inline subsystem of one ("A.Sub").
+  const json* find_system(const std::string& path) const {
+    const std::vector<std::string> segs = split_path(path);
+    for (const char* group : {"models", "reaction_systems"}) {
+      if (!doc_.contains(group) || !doc_[group].is_object()) continue;
+      auto it = doc_[group].find(segs[0]);
+      if (it == doc_[group].end() || is_ref(*it)) continue;
+      const std::vector<std::string> rest(segs.begin() + 1, segs.end());
+      return descend(&*it, rest, rest.size());
+    }
+    return nullptr;
+  }
+  const json* resolve(const std::string& name) const {
+    if (const json* d = local_decl(*sys_, name)) return d;
+    if (name.find('.') == std::string::npos) return nullptr;
+    const std::vector<std::string> segs = split_path(name);
     if (const json* d = walk_path(sys_, segs)) return d;
     for (const char* group : {"models", "reaction_systems"}) {
       if (!doc_.contains(group) || !doc_[group].is_object()) continue;
@@ -217,40 +279,79 @@ class Checker {
     }
     return nullptr;
   }
+  // Declared units of a declaration, when they parse.
+  const Unit* declared_unit(const json* d) {
+    if (!d || !d->contains("units") || !(*d)["units"].is_string()) return nullptr;
+    const auto& u = unit_of((*d)["units"].get<std::string>());
+    return u ? &*u : nullptr;
+  }
   Q symbol(const std::string& name) {
     if (const json* d = resolve(name)) {
-      if (!d->contains("units") || !(*d)["units"].is_string()) return unknown();
-      const auto& u = unit_of((*d)["units"].get<std::string>());
+      const Unit* u = declared_unit(d);
       return u ? known(u->dim) : unknown();
     }
     if (name == indep_) return known(axis_dimension(kTimeAxis));  // §4.9.1
     return unknown();
   }
+  // "Sys.x (mol/mol)" for messages.
+  std::string described(const std::string& name) {
+    const json* d = resolve(name);
+    if (!d || !d->contains("units") || !(*d)["units"].is_string()) return "'" + name + "'";
+    return "'" + name + "' (" + (*d)["units"].get<std::string>() + ")";
+  }
 
   // ---- expression evaluation ----------------------------------------------------------
+  // `base_` is the pointer of the expression being evaluated and `path_` the argument indices
+  // from it to the current node, so a finding can name the offending node without building a
+  // pointer for every node visited.
+  std::string node_pointer() const {
+    std::string p = base_;
+    for (std::size_t i : path_) p = pointer_join(pointer_join(p, "args"), i);
+    return p;
+  }
+
   Q fail(const std::string& msg) {
-    if (err_.empty()) err_ = msg;
+    inner_.push_back(InnerFinding{node_pointer(), msg});
     return unknown();
   }
 
+  // Evaluates a whole expression located at `ptr`; its violations are appended to inner_.
+  Q evaluate(const json& e, const std::string& ptr) {
+    base_ = ptr;
+    path_.clear();
+    depth_ = 0;
+    return eval(e);
+  }
+
+  Q arg(const json& args, std::size_t i) {
+    path_.push_back(i);
+    const Q q = eval(args[i]);
+    path_.pop_back();
+    return q;
+  }
+
   // Operands args[from..] must share a dimension; literal operands impose no constraint. The
-  // result is KNOWN only when every non-literal operand is known.
+  // result is KNOWN only when every non-literal operand is known. Every operand is evaluated,
+  // so violations inside later operands are found too.
   Q commensurate(const json& args, std::size_t from, const std::string& op) {
     std::optional<Dimension> dim;
-    bool any_unknown = false, any_constrained = false;
+    bool any_unknown = false, any_constrained = false, clash = false;
     for (std::size_t i = from; i < args.size(); ++i) {
-      const Q q = eval(args[i]);
+      const Q q = arg(args, i);
       if (q.kind == Kind::Literal) continue;
       any_constrained = true;
       if (q.kind == Kind::Unknown) {
         any_unknown = true;
         continue;
       }
-      if (dim && !same(*dim, q.dim))
-        return fail("the operands of '" + op + "' are not commensurate: " + to_string(*dim) +
-                    " vs " + to_string(q.dim));
+      if (dim && !same(*dim, q.dim) && !clash) {
+        clash = true;
+        fail("the operands of '" + op + "' are not commensurate: " + to_string(*dim) + " vs " +
+             to_string(q.dim));
+      }
       if (!dim) dim = q.dim;
     }
+    if (clash) return unknown();
     if (!any_constrained) return args.size() > from ? literal() : unknown();
     return any_unknown ? unknown() : known(*dim);
   }
@@ -258,7 +359,7 @@ class Checker {
   // Transcendental-style argument rule: a KNOWN argument must be dimensionless.
   Q require_dimensionless(const json& args, const std::string& op, const Dimension& result) {
     if (args.size() != 1) return unknown();
-    const Q q = eval(args[0]);
+    const Q q = arg(args, 0);
     if (q.kind == Kind::Known && !is_dimensionless(q.dim))
       return fail("the argument of '" + op + "' must be dimensionless, got " + to_string(q.dim));
     return known(result);
@@ -280,6 +381,9 @@ class Checker {
     static const json kNoArgs = json::array();
     const json& args = e.contains("args") && e["args"].is_array() ? e["args"] : kNoArgs;
     const std::size_t n = args.size();
+    const std::size_t findings_before = inner_.size();
+    // Result of a boolean-valued node: dimensionless unless something inside clashed.
+    auto boolean = [&] { return inner_.size() == findings_before ? known(Dimension{}) : unknown(); };
 
     if (op == "+" || op == "-" || op == "min" || op == "max") return commensurate(args, 0, op);
     if (op == "*" || op == "/") {
@@ -289,7 +393,7 @@ class Checker {
       Dimension acc;
       bool determinate = true;
       for (std::size_t i = 0; i < n; ++i) {
-        const Q q = eval(args[i]);
+        const Q q = arg(args, i);
         if (q.kind != Kind::Known) {
           determinate = false;
           continue;
@@ -300,14 +404,14 @@ class Checker {
     }
     if (op == "^" || op == "**") {
       if (n != 2) return unknown();
-      const Q base = eval(args[0]);
+      const Q base = arg(args, 0);
       if (auto v = literal_value(args[1])) {
         std::int64_t p = 0, q = 1;
         if (base.kind != Kind::Known) return unknown();
         if (to_rational(*v, p, q)) return known(power(base.dim, p, q));
         return is_dimensionless(base.dim) ? base : unknown();
       }
-      const Q ex = eval(args[1]);
+      const Q ex = arg(args, 1);
       if (ex.kind == Kind::Known && !is_dimensionless(ex.dim))
         return fail("an exponent must be dimensionless, got " + to_string(ex.dim) +
                     (base.kind == Kind::Known ? " (base " + to_string(base.dim) + ")" : ""));
@@ -316,29 +420,29 @@ class Checker {
     }
     if (op == "sqrt") {
       if (n != 1) return unknown();
-      const Q q = eval(args[0]);
+      const Q q = arg(args, 0);
       return q.kind == Kind::Known ? known(power(q.dim, 1, 2)) : unknown();
     }
-    if (op == "abs" || op == "Pre") return n == 1 ? eval(args[0]) : unknown();
+    if (op == "abs" || op == "Pre") return n == 1 ? arg(args, 0) : unknown();
     if (op == "D") {
       if (n < 1 || !is_time_derivative(e)) return unknown();  // spatial D: open tier (§4.2)
-      const Q q = eval(args[0]);
+      const Q q = arg(args, 0);
       const Q t = declared_time();
       if (q.kind != Kind::Known || t.kind != Kind::Known) return unknown();
       return known(divide(q.dim, t.dim));
     }
     if (op == "ifelse") {
       if (n != 3) return unknown();
-      eval(args[0]);
+      arg(args, 0);
       return commensurate(args, 1, op);
     }
     if (op == ">" || op == "<" || op == ">=" || op == "<=" || op == "==" || op == "!=") {
       commensurate(args, 0, op);
-      return err_.empty() ? known(Dimension{}) : unknown();
+      return boolean();
     }
     if (op == "and" || op == "or" || op == "not") {
-      for (const auto& a : args) eval(a);
-      return known(Dimension{});
+      for (std::size_t i = 0; i < n; ++i) arg(args, i);
+      return boolean();
     }
     if (op == "sin" || op == "cos" || op == "tan") {
       // An angle or a pure number; with the angle axis soft these coincide.
@@ -349,13 +453,13 @@ class Checker {
     if (op == "atan2") {
       if (n != 2) return unknown();
       commensurate(args, 0, op);
-      return err_.empty() ? known(kAngle) : unknown();
+      return inner_.size() == findings_before ? known(kAngle) : unknown();
     }
     if (op == "ln" || op == "log" || op == "log10" || op == "exp" || op == "sinh" || op == "cosh" ||
         op == "tanh" || op == "asinh" || op == "acosh" || op == "atanh")
       return require_dimensionless(args, op, Dimension{});
     if (op == "fn") {
-      for (const auto& a : args) eval(a);
+      for (std::size_t i = 0; i < n; ++i) arg(args, i);
       return unknown();
     }
     return unknown();
@@ -366,27 +470,78 @@ class Checker {
   }
   // The independent variable's dimension when it is DECLARED with units; otherwise unknown.
   Q declared_time() {
-    if (const json* d = resolve(indep_)) {
-      if (d->contains("units") && (*d)["units"].is_string()) {
-        const auto& u = unit_of((*d)["units"].get<std::string>());
-        if (u) return known(u->dim);
-      }
-    }
-    return unknown();
+    const Unit* u = declared_unit(resolve(indep_));
+    return u ? known(u->dim) : unknown();
   }
 
-  // ---- checks -------------------------------------------------------------------------
+  // Why a tendency of dimension `rate` cannot be d/dt of a quantity of dimension `state`, or
+  // nullopt when it can. With the independent variable declared the comparison is strict;
+  // otherwise no time unit is asserted and the two are inconsistent only when
+  // [state]/[rate] is not a power of time (§4.8.4 "cannot be reconciled by any time unit"),
+  // so `D(x) ~ -x` with x dimensionless passes.
+  std::optional<std::string> tendency_mismatch(const Dimension& state, const Dimension& rate) {
+    const Q t = declared_time();
+    if (t.kind == Kind::Known) {
+      const Dimension expected = divide(state, t.dim);
+      if (same(expected, rate)) return std::nullopt;
+      return "needs dimension " + to_string(expected) + " but has " + to_string(rate);
+    }
+    if (is_time_power(divide(state, rate))) return std::nullopt;
+    return "has dimension " + to_string(rate) + ", which is not " + to_string(state) +
+           " per unit of time under any time unit";
+  }
+
+  // Reports the inner findings gathered since the last call at their own nodes.
+  void report_inner() {
+    for (auto& f : inner_)
+      report("unit_inconsistency", f.pointer, f.message + " (spec §4.8.3)");
+    inner_.clear();
+  }
+
+  // ---- declarations -------------------------------------------------------------------
   void check_declarations(const json& sys, const std::string& ptr) {
     for (const char* group : {"variables", "species", "parameters"}) {
       if (!sys.contains(group) || !sys[group].is_object()) continue;
       for (const auto& [name, decl] : sys[group].items()) {
-        if (!decl.is_object() || !decl.contains("units") || !decl["units"].is_string()) continue;
-        const std::string text = decl["units"].get<std::string>();
-        std::string why;
-        if (!parse_unit(text, &why))
-          report("unit_parse_error", pointer_join(pointer_join(ptr, group), name), why);
+        if (!decl.is_object()) continue;
+        const std::string decl_ptr = pointer_join(pointer_join(ptr, group), name);
+        std::optional<Unit> declared;
+        if (decl.contains("units") && decl["units"].is_string()) {
+          std::string why;
+          declared = parse_unit(decl["units"].get<std::string>(), &why);
+          if (!declared) report("unit_parse_error", decl_ptr, why);
+        }
+        if (decl.contains("default_units") && decl["default_units"].is_string())
+          check_default_units(decl, declared, decl_ptr);
       }
     }
+  }
+
+  // ModelVariable.default_units (schema): the units the `default` is written in must be the
+  // declared units up to a scale. A different dimension is a provable mismatch, and so is a
+  // different temperature origin (K vs degC), which the schema names; a pure scale (km vs m)
+  // is a conversion the schema's "if different from the declared units" admits.
+  void check_default_units(const json& decl, const std::optional<Unit>& declared,
+                           const std::string& decl_ptr) {
+    const std::string text = decl["default_units"].get<std::string>();
+    std::string why;
+    const auto given = parse_unit(text, &why);
+    if (!given) {
+      report("unit_parse_error", pointer_join(decl_ptr, "default_units"), why);
+      return;
+    }
+    if (!declared) return;
+    const std::string units = decl["units"].get<std::string>();
+    if (!same(given->dim, declared->dim))
+      report("unit_inconsistency", decl_ptr,
+             "the default is given in '" + text + "' (dimension " + to_string(given->dim) +
+                 ") but the quantity is declared in '" + units + "' (dimension " +
+                 to_string(declared->dim) + ")");
+    else if (given->offset != declared->offset)
+      report("unit_inconsistency", decl_ptr,
+             "the default is given in '" + text + "' but the quantity is declared in '" + units +
+                 "': the two temperature scales have different zeros, which a dimensional "
+                 "conversion cannot bridge (spec §4.8.1)");
   }
 
   void check_conversion_factor(const json& lhs, const json& rhs, const std::string& where) {
@@ -400,11 +555,8 @@ class Checker {
     if (!lit || !var) return;
     const json* dl = resolve(lhs.get<std::string>());
     const json* dv = resolve(var->get<std::string>());
-    if (!dl || !dv || !dl->contains("units") || !dv->contains("units") ||
-        !(*dl)["units"].is_string() || !(*dv)["units"].is_string())
-      return;
-    const auto& ul = unit_of((*dl)["units"].get<std::string>());
-    const auto& uv = unit_of((*dv)["units"].get<std::string>());
+    const Unit* ul = declared_unit(dl);
+    const Unit* uv = declared_unit(dv);
     if (!ul || !uv || ul->dim != uv->dim || ul->dim == kTemperature) return;
     const double factor = uv->scale / ul->scale;
     const double c = lit->get<double>();
@@ -422,28 +574,29 @@ class Checker {
     return buf;
   }
 
-  // One finding at most per equation. Only two equation shapes are checked:
-  //  * `x ~ rhs` (x a bare symbol: an observed / defining equation): every inner violation of
-  //    the rhs, then the declared units of x against the rhs dimension, then a literal
-  //    conversion factor;
-  //  * `D(u, t) ~ rhs`: the two sides only — inner violations are not reported, since rate
-  //    laws are routinely written with implicit-unit literals. When the independent variable
-  //    is declared the comparison is strict; otherwise no time unit is asserted and the sides
-  //    are inconsistent only when [u]/[rhs] is not a power of time (§4.8.4 "cannot be
-  //    reconciled by any time unit"), so `D(x) ~ -x` with x dimensionless passes.
-  // Implicit constraints (`H*H*SO4 ~ Ksp`) and `ic(u) ~ field` are not checked.
+  // ---- equations ----------------------------------------------------------------------
   void check_equation(const json& eq, const std::string& sys_ptr, const std::string& eq_ptr) {
     if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs")) return;
     const json& lhs = eq["lhs"];
     const json& rhs = eq["rhs"];
-    err_.clear();
+    const std::string rhs_ptr = pointer_join(eq_ptr, "rhs");
+    inner_.clear();
     if (lhs.is_string()) {
+      // `x ~ rhs`: an observed / defining equation, reported at the declaration of x.
       std::string where = local_decl_pointer(*sys_, sys_ptr, lhs.get<std::string>());
-      if (where.empty()) where = eq_ptr;
+      const bool at_declaration = !where.empty();
+      if (!at_declaration) where = eq_ptr;
       const Q l = symbol(lhs.get<std::string>());
-      const Q r = eval(rhs);
-      if (!err_.empty()) {
-        report("unit_inconsistency", where, err_ + " (spec §4.8.3)");
+      const Q r = evaluate(rhs, rhs_ptr);
+      if (!inner_.empty()) {
+        for (const auto& f : inner_)
+          report("unit_inconsistency", at_declaration ? where : f.pointer,
+                 f.message + (at_declaration ? " in the defining expression of '" +
+                                                   lhs.get<std::string>() + "' (at " + f.pointer +
+                                                   ")"
+                                             : std::string()) +
+                     " (spec §4.8.3)");
+        inner_.clear();
       } else if (l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim)) {
         report("unit_inconsistency", where,
                "'" + lhs.get<std::string>() + "' is declared with dimension " + to_string(l.dim) +
@@ -454,67 +607,292 @@ class Checker {
       }
       return;
     }
-    if (!lhs.is_object() || lhs.value("op", json()) != "D" || !is_time_derivative(lhs) ||
-        !lhs.contains("args") || !lhs["args"].is_array() || lhs["args"].size() != 1)
-      return;
-    const Q u = eval(lhs["args"][0]);
-    const Q r = eval(rhs);
-    err_.clear();  // inner findings of a rate law are out of scope (see above)
-    if (u.kind != Kind::Known || r.kind != Kind::Known) return;
-    const Q t = declared_time();
-    if (t.kind == Kind::Known) {
-      const Dimension l = divide(u.dim, t.dim);
-      if (!same(l, r.dim))
+    const std::string lhs_ptr = pointer_join(eq_ptr, "lhs");
+    if (lhs.is_object() && lhs.value("op", json()) == "D" && is_time_derivative(lhs) &&
+        lhs.contains("args") && lhs["args"].is_array() && lhs["args"].size() == 1) {
+      // `D(u) ~ rhs`: every finding inside the rhs at its node, then the two sides.
+      const Q u = evaluate(lhs["args"][0], pointer_join(pointer_join(lhs_ptr, "args"), 0));
+      const Q r = evaluate(rhs, rhs_ptr);
+      const bool clean = inner_.empty();
+      report_inner();
+      if (!clean || u.kind != Kind::Known || r.kind != Kind::Known) return;
+      if (auto why = tendency_mismatch(u.dim, r.dim))
         report("unit_inconsistency", eq_ptr,
-               "left-hand side has dimension " + to_string(l) + " but right-hand side has " +
-                   "dimension " + to_string(r.dim) + " (spec §4.8.4)");
-    } else if (!is_time_power(divide(u.dim, r.dim))) {
-      report("unit_inconsistency", eq_ptr,
-             "the time derivative of a quantity of dimension " + to_string(u.dim) +
-                 " cannot equal a right-hand side of dimension " + to_string(r.dim) +
-                 " under any time unit (spec §4.8.4)");
-    }
-  }
-
-  // §7.4 rate check, deliberately narrow: only a rate that is a bare symbol with declared
-  // units (compound rates routinely carry implicit-unit constants), only when every substrate
-  // shares one KNOWN, non-dimensionless dimension (mixing-ratio mechanisms fold number-density
-  // factors into their rate constants), and never for a source reaction (no substrates).
-  void check_reaction(const json& rx, const std::string& ptr) {
-    if (!rx.is_object() || !rx.contains("rate") || !rx["rate"].is_string()) return;
-    if (!rx.contains("substrates") || !rx["substrates"].is_array() || rx["substrates"].empty())
+               "the right-hand side, a time derivative of a quantity of dimension " +
+                   to_string(u.dim) + ", " + *why + " (spec §4.8.4)");
       return;
-    const Q rate = symbol(rx["rate"].get<std::string>());
-    if (rate.kind != Kind::Known) return;
-    std::optional<Dimension> conc;
-    double order = 0;
-    for (const auto& entry : rx["substrates"]) {
-      if (!entry.is_object() || !entry.contains("species") || !entry["species"].is_string()) return;
-      const Q q = symbol(entry["species"].get<std::string>());
-      if (q.kind != Kind::Known || (conc && !same(*conc, q.dim))) return;
-      conc = q.dim;
-      const json s = entry.value("stoichiometry", json(1));
-      if (!s.is_number()) return;
-      order += s.get<double>();
     }
-    if (!conc || is_dimensionless(*conc)) return;
-    std::int64_t p = 0, q = 1;
-    if (!to_rational(1.0 - order, p, q)) return;
-    const Dimension expected = divide(power(*conc, p, q), axis_dimension(kTimeAxis));
-    if (!same(rate.dim, expected))
-      report("unit_inconsistency", ptr,
-             "the rate '" + rx["rate"].get<std::string>() + "' has dimension " +
-                 to_string(rate.dim) + " but a reaction of total order " + number(order) +
-                 " over species of dimension " + to_string(*conc) + " needs " +
-                 to_string(expected) + " (spec §7.4)");
+    // Any other shape (`H*H*SO4 ~ Ksp`, `ic(u) ~ field`): lhs - rhs = 0 is a sum.
+    const Q l = evaluate(lhs, lhs_ptr);
+    const Q r = evaluate(rhs, rhs_ptr);
+    const bool clean = inner_.empty();
+    report_inner();
+    if (clean && l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim))
+      report("unit_inconsistency", eq_ptr,
+             "the left-hand side has dimension " + to_string(l.dim) +
+                 " but the right-hand side has dimension " + to_string(r.dim) + " (spec §4.8.3)");
   }
 
+  // ---- reactions (§7.4) ---------------------------------------------------------------
+  struct Participant {
+    std::string species;
+    double stoichiometry = 1;
+  };
+  // The {species, stoichiometry} entries of a substrates / products list (null: none), or
+  // nullopt when an entry is malformed (the structural layer's finding, not ours).
+  static std::optional<std::vector<Participant>> participants(const json& rx, const char* key) {
+    std::vector<Participant> out;
+    if (!rx.contains(key) || rx[key].is_null()) return out;
+    if (!rx[key].is_array()) return std::nullopt;
+    for (const auto& entry : rx[key]) {
+      if (!entry.is_object() || !entry.contains("species") || !entry["species"].is_string())
+        return std::nullopt;
+      const json s = entry.value("stoichiometry", json(1));
+      if (!s.is_number()) return std::nullopt;
+      out.push_back({entry["species"].get<std::string>(), s.get<double>()});
+    }
+    return out;
+  }
+
+  void check_reaction(const json& rx, const std::string& sys_ptr, const std::string& ptr) {
+    if (!rx.is_object()) return;
+    const std::string id = rx.contains("id") && rx["id"].is_string()
+                               ? "'" + rx["id"].get<std::string>() + "'"
+                               : ptr;
+    Q rate = unknown();
+    if (rx.contains("rate")) {
+      inner_.clear();
+      rate = evaluate(rx["rate"], pointer_join(ptr, "rate"));
+      if (!inner_.empty()) rate = unknown();
+      report_inner();
+    }
+    const auto substrates = participants(rx, "substrates");
+    const auto products = participants(rx, "products");
+    if (!substrates || !products) return;
+
+    // Species whose ODE this reaction feeds: net stoichiometry != 0, not a reservoir.
+    std::vector<std::string> order;
+    std::unordered_map<std::string, double> net;
+    for (const auto& [list, sign] : {std::pair{&*substrates, -1.0}, std::pair{&*products, 1.0}})
+      for (const auto& p : *list) {
+        if (!net.count(p.species)) order.push_back(p.species);
+        net[p.species] += sign * p.stoichiometry;
+      }
+    std::optional<Dimension> state;
+    std::string first;
+    bool mixed = false;
+    for (const auto& s : order) {
+      if (std::fabs(net[s]) <= 1e-12) continue;
+      const json* decl = local_decl(*sys_, s);
+      if (decl && decl->value("constant", false) == true) continue;
+      const Q q = symbol(s);
+      if (q.kind != Kind::Known) continue;
+      if (!state) {
+        state = q.dim;
+        first = s;
+        continue;
+      }
+      if (same(*state, q.dim)) continue;
+      mixed = true;
+      const std::string species_ptr = local_decl_pointer(*sys_, sys_ptr, s);
+      if (!reported_species_.insert(species_ptr.empty() ? ptr : species_ptr).second) continue;
+      report("unit_inconsistency", species_ptr.empty() ? ptr : species_ptr,
+             "reaction " + id + " changes " + described(s) + " and " + described(first) +
+                 " at one rate, so their units must share a dimension (" + to_string(q.dim) +
+                 " vs " + to_string(*state) + "; spec §7.4)");
+    }
+    if (mixed || !state || rate.kind != Kind::Known) return;
+
+    // Mass action: v = k · ∏ Sᵢ^nᵢ (§7.4), a tendency of every species it feeds.
+    Dimension v = rate.dim;
+    double total_order = 0;
+    for (const auto& p : *substrates) {
+      const Q q = symbol(p.species);
+      std::int64_t num = 0, den = 1;
+      if (q.kind != Kind::Known || !to_rational(p.stoichiometry, num, den)) return;
+      v = multiply(v, power(q.dim, num, den));
+      total_order += p.stoichiometry;
+    }
+    if (auto why = tendency_mismatch(*state, v))
+      report("unit_inconsistency", ptr,
+             "reaction " + id + " of total order " + number(total_order) + " with rate of " +
+                 "dimension " + to_string(rate.dim) + ": the mass-action rate k·∏S^n, a " +
+                 "tendency of " + described(first) + ", " + *why + " (spec §7.4)");
+  }
+
+  // ---- coupling (§10) -----------------------------------------------------------------
+  // ODE states of an inline system, by path relative to it ("x", "Sub.x"): variables under a
+  // time derivative on an equation LHS, and non-reservoir species.
+  void collect_states(const json& sys, const std::string& prefix,
+                      std::map<std::string, const json*>& out) {
+    if (sys.contains("equations") && sys["equations"].is_array())
+      for (const auto& eq : sys["equations"]) {
+        if (!eq.is_object() || !eq.contains("lhs")) continue;
+        const json& lhs = eq["lhs"];
+        if (!lhs.is_object() || lhs.value("op", json()) != "D" || !is_time_derivative(lhs) ||
+            !lhs.contains("args") || !lhs["args"].is_array() || lhs["args"].size() != 1 ||
+            !lhs["args"][0].is_string())
+          continue;
+        const std::string x = lhs["args"][0].get<std::string>();
+        if (sys.contains("variables") && sys["variables"].is_object() &&
+            sys["variables"].contains(x))
+          out[prefix + x] = &sys["variables"][x];
+      }
+    if (sys.contains("species") && sys["species"].is_object())
+      for (const auto& [name, decl] : sys["species"].items())
+        if (decl.is_object() && decl.value("constant", false) != true)
+          out[prefix + name] = &decl;
+    if (sys.contains("subsystems") && sys["subsystems"].is_object())
+      for (const auto& [name, sub] : sys["subsystems"].items())
+        if (!is_ref(sub)) collect_states(sub, prefix + name + ".", out);
+  }
+
+  void check_compose(const json& entry, const std::string& ptr) {
+    if (!entry.contains("systems") || !entry["systems"].is_array()) return;
+    const json& systems = entry["systems"];
+    if (systems.empty() || !systems[0].is_string()) return;
+    const std::string primary = systems[0].get<std::string>();
+    const json* a = find_system(primary);
+    if (a) {
+      std::map<std::string, const json*> a_states;
+      collect_states(*a, "", a_states);
+      // Same-named states of the later systems are identified with the first's (§10.1).
+      for (std::size_t i = 1; i < systems.size(); ++i) {
+        if (!systems[i].is_string()) continue;
+        const std::string other = systems[i].get<std::string>();
+        const json* b = find_system(other);
+        if (!b) continue;
+        std::map<std::string, const json*> b_states;
+        collect_states(*b, "", b_states);
+        for (const auto& [x, decl] : b_states) {
+          auto twin = a_states.find(x);
+          if (twin == a_states.end()) continue;
+          const Unit* ua = declared_unit(twin->second);
+          const Unit* ub = declared_unit(decl);
+          if (!ua || !ub || same(ua->dim, ub->dim)) continue;
+          report("unit_inconsistency", ptr,
+                 "operator_compose identifies '" + other + "." + x + "' (" +
+                     (*decl)["units"].get<std::string>() + ") with '" + primary + "." + x +
+                     "' (" + (*twin->second)["units"].get<std::string>() +
+                     ") and sums their tendencies, but their dimensions differ (" +
+                     to_string(ub->dim) + " vs " + to_string(ua->dim) + "; spec §10.1)");
+        }
+      }
+    }
+    if (!entry.contains("translate") || !entry["translate"].is_object()) return;
+    for (const auto& [into, target] : entry["translate"].items()) {
+      std::string from;
+      if (target.is_string()) {
+        from = target.get<std::string>();
+      } else if (target.is_object() && target.contains("var") && target["var"].is_string()) {
+        // A factor may be a conversion with implicit units: undeterminable.
+        if (target.contains("factor") && !(target["factor"].is_number() &&
+                                           target["factor"].get<double>() == 1.0))
+          continue;
+        from = target["var"].get<std::string>();
+      } else {
+        continue;
+      }
+      const Unit* ui = declared_unit(resolve(into));
+      const Unit* uf = declared_unit(resolve(from));
+      if (!ui || !uf || same(ui->dim, uf->dim)) continue;
+      report("unit_inconsistency", pointer_join(pointer_join(ptr, "translate"), into),
+             "translate identifies " + described(from) + " with " + described(into) +
+                 " without a conversion factor, but their dimensions differ (" +
+                 to_string(uf->dim) + " vs " + to_string(ui->dim) + "; spec §10.2)");
+    }
+  }
+
+  void check_connector(const json& entry, const std::string& ptr) {
+    if (!entry.contains("connector") || !entry["connector"].is_object()) return;
+    const json& con = entry["connector"];
+    if (!con.contains("equations") || !con["equations"].is_array()) return;
+    const std::string base = pointer_join(pointer_join(ptr, "connector"), "equations");
+    for (std::size_t j = 0; j < con["equations"].size(); ++j) {
+      const json& ce = con["equations"][j];
+      const std::string cp = pointer_join(base, j);
+      if (!ce.is_object() || !ce.contains("expression")) continue;
+      inner_.clear();
+      const Q e = evaluate(ce["expression"], pointer_join(cp, "expression"));
+      const bool clean = inner_.empty();
+      report_inner();
+      if (!clean || e.kind != Kind::Known || !ce.contains("to") || !ce["to"].is_string()) continue;
+      const std::string to = ce["to"].get<std::string>();
+      const Q target = symbol(to);
+      if (target.kind != Kind::Known) continue;
+      const std::string transform = ce.value("transform", std::string("additive"));
+      std::optional<std::string> why;
+      if (transform == "multiplicative") {
+        if (!is_dimensionless(e.dim))
+          why = "multiplies the tendency of " + described(to) + ", so it must be dimensionless, " +
+                "but has dimension " + to_string(e.dim);
+      } else if (transform == "additive") {
+        if (auto w = tendency_mismatch(target.dim, e.dim))
+          why = "is added to the tendency of " + described(to) + " and " + *w;
+      } else if (transform == "replacement") {
+        // Read either as the new tendency or as the new value (§10.3): wrong only if neither.
+        if (!same(target.dim, e.dim))
+          if (auto w = tendency_mismatch(target.dim, e.dim))
+            why = "replaces " + described(to) + " or its tendency, but " + *w;
+      }
+      if (why)
+        report("unit_inconsistency", cp,
+               "the connector expression " + *why + " (spec §10.3, §4.8.3)");
+    }
+  }
+
+  void check_variable_map(const json& entry, const std::string& ptr) {
+    if (!entry.contains("from") || !entry["from"].is_string() || !entry.contains("to") ||
+        !entry["to"].is_string())
+      return;
+    const std::string from = entry["from"].get<std::string>();
+    const std::string to = entry["to"].get<std::string>();
+    const json transform = entry.value("transform", json("param_to_var"));
+    Q value = unknown();
+    if (transform.is_object()) {
+      inner_.clear();
+      value = evaluate(transform, pointer_join(ptr, "transform"));
+      if (!inner_.empty()) value = unknown();
+      report_inner();
+    } else if (transform.is_string()) {
+      const std::string kind = transform.get<std::string>();
+      const bool scaling =
+          kind == "additive" || kind == "multiplicative" || kind == "conversion_factor";
+      const bool has_factor = entry.contains("factor") && !(entry["factor"].is_number() &&
+                                                            entry["factor"].get<double>() == 1.0);
+      // identity is the structural layer's domain_unit_mismatch (any unit difference).
+      if (kind == "param_to_var" || (scaling && !has_factor)) value = symbol(from);
+    }
+    if (entry.value("lifting", std::string()) == "integral") return;  // adds spatial dimensions
+    const Q target = symbol(to);
+    if (value.kind != Kind::Known || target.kind != Kind::Known || same(value.dim, target.dim))
+      return;
+    report("unit_inconsistency", ptr,
+           "variable_map binds " + described(to) + " to " +
+               (transform.is_object() ? "an expression of dimension " + to_string(value.dim)
+                                      : described(from)) +
+               ", but their dimensions differ (source " + to_string(value.dim) + ", target " +
+               to_string(target.dim) + "); a unit conversion needs a conversion_factor "
+               "transform with its factor (spec §10.4)");
+  }
+
+  void check_coupling(const json& entry, const std::string& ptr) {
+    if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string()) return;
+    const std::string type = entry["type"].get<std::string>();
+    if (type == "operator_compose" || type == "couple") {
+      check_compose(entry, ptr);
+      check_connector(entry, ptr);
+    } else if (type == "variable_map") {
+      check_variable_map(entry, ptr);
+    }
+  }
+
+  // ---- systems ------------------------------------------------------------------------
   void walk_system(const json& sys, const std::string& ptr) {
     if (is_ref(sys)) return;
     check_declarations(sys, ptr);
     sys_ = &sys;
-    // `initialization_equations` hold only at t0 and are not checked.
-    for (const char* key : {"equations", "constraint_equations"}) {
+    for (const char* key : {"equations", "constraint_equations", "initialization_equations"}) {
       if (!sys.contains(key) || !sys[key].is_array()) continue;
       const std::string base = pointer_join(ptr, key);
       for (std::size_t i = 0; i < sys[key].size(); ++i)
@@ -523,7 +901,7 @@ class Checker {
     if (sys.contains("reactions") && sys["reactions"].is_array()) {
       const std::string base = pointer_join(ptr, "reactions");
       for (std::size_t i = 0; i < sys["reactions"].size(); ++i)
-        check_reaction(sys["reactions"][i], pointer_join(base, i));
+        check_reaction(sys["reactions"][i], ptr, pointer_join(base, i));
     }
     if (sys.contains("subsystems") && sys["subsystems"].is_object()) {
       for (const auto& [name, sub] : sys["subsystems"].items())
@@ -536,8 +914,11 @@ class Checker {
   std::string indep_ = "t";
   std::vector<Diagnostic> out_;
   std::unordered_map<std::string, std::optional<Unit>> cache_;
-  const json* sys_ = nullptr;
-  std::string err_;
+  const json* sys_ = &kNoSystem;
+  std::string base_;
+  std::vector<std::size_t> path_;
+  std::vector<InnerFinding> inner_;
+  std::set<std::string> reported_species_;
   int depth_ = 0;
 };
 
