@@ -52,6 +52,8 @@
 //                one dimension (`dX/dt += ν·v` for each, §7.4), else a finding at the odd
 //                species; the mass-action rate `k·∏ Sᵢ^nᵢ` must be a tendency of that dimension
 //                (§7.4, "rate that does not match its stoichiometric order"), at the reaction.
+//   events       inner findings of conditions, triggers and affects; an affect `x ~ rhs` sets
+//                x, so rhs must have x's dimension (§5.1), at `/…/affects/j`.
 //   coupling     operator_compose: states identified by name, or by a `translate` entry without
 //                a factor, must share a dimension (their tendencies are summed). couple: an
 //                `additive` (or `replacement`) connector expression is a tendency of its target,
@@ -720,6 +722,43 @@ class Checker {
                  "tendency of " + described(first) + ", " + *why + " (spec §7.4)");
   }
 
+  // ---- events (§5) -------------------------------------------------------------------
+  // Inner findings of conditions, triggers and affect right-hand sides; an affect `x ~ rhs`
+  // sets the value of x, so rhs must have x's dimension (§5.1).
+  void check_affects(const json& list, const std::string& ptr) {
+    if (!list.is_array()) return;
+    for (std::size_t j = 0; j < list.size(); ++j) {
+      const json& a = list[j];
+      const std::string ap = pointer_join(ptr, j);
+      if (!a.is_object() || !a.contains("rhs")) continue;
+      inner_.clear();
+      const Q r = evaluate(a["rhs"], pointer_join(ap, "rhs"));
+      const bool clean = inner_.empty();
+      report_inner();
+      if (!clean || r.kind != Kind::Known || !a.contains("lhs") || !a["lhs"].is_string()) continue;
+      const std::string x = a["lhs"].get<std::string>();
+      const Q l = symbol(x);
+      if (l.kind == Kind::Known && !same(l.dim, r.dim))
+        report("unit_inconsistency", ap,
+               "the event sets " + described(x) + " to a value of dimension " +
+                   to_string(r.dim) + " (spec §5.1, §4.8.3)");
+    }
+  }
+
+  void check_event(const json& ev, const std::string& ptr) {
+    if (!ev.is_object()) return;
+    inner_.clear();
+    if (ev.contains("conditions") && ev["conditions"].is_array())
+      for (std::size_t j = 0; j < ev["conditions"].size(); ++j)
+        evaluate(ev["conditions"][j], pointer_join(pointer_join(ptr, "conditions"), j));
+    if (ev.contains("trigger") && ev["trigger"].is_object() && ev["trigger"].contains("expression"))
+      evaluate(ev["trigger"]["expression"],
+               pointer_join(pointer_join(ptr, "trigger"), "expression"));
+    report_inner();
+    for (const char* key : {"affects", "affect_neg"})
+      if (ev.contains(key)) check_affects(ev[key], pointer_join(ptr, key));
+  }
+
   // ---- coupling (§10) -----------------------------------------------------------------
   // ODE states of an inline system, by path relative to it ("x", "Sub.x"): variables under a
   // time derivative on an equation LHS, and non-reservoir species.
@@ -884,6 +923,8 @@ class Checker {
       check_connector(entry, ptr);
     } else if (type == "variable_map") {
       check_variable_map(entry, ptr);
+    } else if (type == "event") {
+      check_event(entry, ptr);
     }
   }
 
@@ -902,6 +943,12 @@ class Checker {
       const std::string base = pointer_join(ptr, "reactions");
       for (std::size_t i = 0; i < sys["reactions"].size(); ++i)
         check_reaction(sys["reactions"][i], ptr, pointer_join(base, i));
+    }
+    for (const char* key : {"continuous_events", "discrete_events"}) {
+      if (!sys.contains(key) || !sys[key].is_array()) continue;
+      const std::string base = pointer_join(ptr, key);
+      for (std::size_t i = 0; i < sys[key].size(); ++i)
+        check_event(sys[key][i], pointer_join(base, i));
     }
     if (sys.contains("subsystems") && sys["subsystems"].is_object()) {
       for (const auto& [name, sub] : sys["subsystems"].items())

@@ -555,6 +555,25 @@ TEST(UnitCheck, ComposedAndCoupledStatesShareADimension) {
   EXPECT_TRUE(couple("multiplicative", op("/", {"B.v", "B.v"})).empty());
 }
 
+TEST(UnitCheck, EventsConditionsAndAffects) {
+  auto with_event = [](json condition, json affect_rhs) {
+    json doc = model_doc({{"x", var("m", "unknown")}, {"v", var("m/s")}, {"T", var("K")},
+                          {"L", var("m")}},
+                         {{{"lhs", ddt("x")}, {"rhs", "v"}}});
+    doc["models"]["M"]["continuous_events"] = {
+        {{"conditions", {condition}}, {"affects", {{{"lhs", "x"}, {"rhs", affect_rhs}}}}}};
+    return findings(doc);
+  };
+  const json pre_x = op("Pre", {"x"});
+  EXPECT_TRUE(with_event(op("-", {"x", "L"}), op("+", {pre_x, "L"})).empty());
+  // x - T compares a length with a temperature: the condition node is at fault.
+  EXPECT_EQ(with_event(op("-", {"x", "T"}), op("+", {pre_x, "L"})),
+            std::vector<std::string>{"/models/M/continuous_events/0/conditions/0"});
+  // Setting x [m] to Pre(x)*v: the new value has dimension m^2/s.
+  EXPECT_EQ(with_event(op("-", {"x", "L"}), op("*", {pre_x, "v"})),
+            std::vector<std::string>{"/models/M/continuous_events/0/affects/0"});
+}
+
 TEST(UnitCheck, DefaultUnitsMustDenoteTheDeclaredUnits) {
   auto with_default_units = [](const char* declared, const char* given) {
     json v = var(declared);
