@@ -72,43 +72,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <set>
-#include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
-#include "esi/esm/units.hpp"
+#include "units_check_detail.hpp"
 
 namespace esi::esm {
-namespace {
-
-using json = nlohmann::json;
-
-enum class Kind { Known, Literal, Unknown };
-struct Q {
-  Kind kind = Kind::Unknown;
-  Dimension dim;
-};
-Q known(const Dimension& d) {
-  return Q{Kind::Known, d};
-}
-Q literal() {
-  return Q{Kind::Literal, {}};
-}
-Q unknown() {
-  return Q{Kind::Unknown, {}};
-}
-
-constexpr std::size_t kTimeAxis = 2;
-constexpr std::size_t kAngleAxis = 7;
-const Dimension kAngle = axis_dimension(kAngleAxis);
-const Dimension kTemperature = axis_dimension(4);
+namespace units_detail {
 
 // Comparisons treat the angle axis as soft: a binding that types rad as dimensionless is
 // admissible (§4.8.1, steradian paragraph), and arc length R*theta or angular speed
 // Omega*R must not be reported against a declared `m` or `m/s`.
-Dimension without_angle(Dimension d) {
+static Dimension without_angle(Dimension d) {
   d.num[kAngleAxis] = 0;
   d.den[kAngleAxis] = 1;
   return d;
@@ -119,7 +92,6 @@ bool same(const Dimension& a, const Dimension& b) {
 bool is_dimensionless(const Dimension& d) {
   return without_angle(d).dimensionless();
 }
-// True when d is a pure (rational) power of time, including time^0.
 bool is_time_power(const Dimension& d) {
   Dimension t = without_angle(d);
   t.num[kTimeAxis] = 0;
@@ -127,7 +99,6 @@ bool is_time_power(const Dimension& d) {
   return t.dimensionless();
 }
 
-// Best exact rational p/q (q <= 1000) for a literal exponent or stoichiometry.
 bool to_rational(double v, std::int64_t& p, std::int64_t& q) {
   if (!std::isfinite(v) || std::fabs(v) > 1e6) return false;
   for (q = 1; q <= 1000; ++q) {
@@ -140,8 +111,7 @@ bool to_rational(double v, std::int64_t& p, std::int64_t& q) {
   return false;
 }
 
-// Value of an expression built only from numbers and + - * / (at most 32 deep), else nullopt.
-std::optional<double> literal_value(const json& e, int depth = 0) {
+std::optional<double> literal_value(const json& e, int depth) {
   if (e.is_number()) return e.get<double>();
   if (depth > 32 || !e.is_object() || !e.contains("op") || !e.contains("args") ||
       !e["args"].is_array())
@@ -168,811 +138,489 @@ bool is_ref(const json& sys) {
   return !sys.is_object() || sys.contains("ref");
 }
 
-// A violation found while evaluating an expression: the pointer of the offending node.
-struct InnerFinding {
-  std::string pointer;
-  std::string message;
-};
-
-class Checker {
- public:
-  Checker(const json& doc, const std::string& file) : doc_(doc), file_(file) {
-    if (doc.is_object() && doc.contains("domain") && doc["domain"].is_object()) {
-      const json& d = doc["domain"];
-      if (d.contains("independent_variable") && d["independent_variable"].is_string())
-        indep_ = d["independent_variable"].get<std::string>();
-    }
+std::vector<Diagnostic> Checker::run() {
+  if (!doc_.is_object()) return {};
+  for (const char* group : {"models", "reaction_systems"}) {
+    if (!doc_.contains(group) || !doc_[group].is_object()) continue;
+    for (const auto& [name, sys] : doc_[group].items())
+      walk_system(sys, pointer_join(pointer_join("", group), name));
   }
-
-  std::vector<Diagnostic> run() {
-    if (!doc_.is_object()) return {};
-    for (const char* group : {"models", "reaction_systems"}) {
-      if (!doc_.contains(group) || !doc_[group].is_object()) continue;
-      for (const auto& [name, sys] : doc_[group].items())
-        walk_system(sys, pointer_join(pointer_join("", group), name));
-    }
-    if (doc_.contains("coupling") && doc_["coupling"].is_array()) {
-      sys_ = &kNoSystem;  // coupling references are scoped from the document root
-      for (std::size_t i = 0; i < doc_["coupling"].size(); ++i)
-        check_coupling(doc_["coupling"][i], pointer_join("/coupling", i));
-    }
-    return std::move(out_);
+  if (doc_.contains("coupling") && doc_["coupling"].is_array()) {
+    sys_ = &kNoSystem;  // coupling references are scoped from the document root
+    for (std::size_t i = 0; i < doc_["coupling"].size(); ++i)
+      check_coupling(doc_["coupling"][i], pointer_join("/coupling", i));
   }
+  return std::move(out_);
+}
 
- private:
-  static inline const json kNoSystem = json::object();
+void Checker::report(const std::string& code, const std::string& ptr, const std::string& msg) {
+  out_.push_back(Diagnostic{code, file_, ptr, msg, Layer::Structural});
+}
 
-  void report(const std::string& code, const std::string& ptr, const std::string& msg) {
-    out_.push_back(Diagnostic{code, file_, ptr, msg, Layer::Structural});
+const std::optional<Unit>& Checker::unit_of(const std::string& text) {
+  auto it = cache_.find(text);
+  if (it == cache_.end()) it = cache_.emplace(text, parse_unit(text)).first;
+  return it->second;
+}
+
+const json* Checker::local_decl(const json& sys, const std::string& name) {
+  for (const char* group : {"variables", "species", "parameters"}) {
+    if (!sys.contains(group) || !sys[group].is_object()) continue;
+    auto it = sys[group].find(name);
+    if (it != sys[group].end() && it->is_object()) return &*it;
   }
+  return nullptr;
+}
 
-  const std::optional<Unit>& unit_of(const std::string& text) {
-    auto it = cache_.find(text);
-    if (it == cache_.end()) it = cache_.emplace(text, parse_unit(text)).first;
-    return it->second;
-  }
-
-  // ---- name resolution ----------------------------------------------------------------
-  static const json* local_decl(const json& sys, const std::string& name) {
-    for (const char* group : {"variables", "species", "parameters"}) {
-      if (!sys.contains(group) || !sys[group].is_object()) continue;
-      auto it = sys[group].find(name);
-      if (it != sys[group].end() && it->is_object()) return &*it;
-    }
-    return nullptr;
-  }
-  static std::string local_decl_pointer(const json& sys, const std::string& sys_ptr,
+std::string Checker::local_decl_pointer(const json& sys, const std::string& sys_ptr,
                                         const std::string& name) {
-    for (const char* group : {"variables", "species", "parameters"}) {
-      if (sys.contains(group) && sys[group].is_object() && sys[group].contains(name))
-        return pointer_join(pointer_join(sys_ptr, group), name);
-    }
-    return "";
+  for (const char* group : {"variables", "species", "parameters"}) {
+    if (sys.contains(group) && sys[group].is_object() && sys[group].contains(name))
+      return pointer_join(pointer_join(sys_ptr, group), name);
   }
-  static std::vector<std::string> split_path(const std::string& name) {
-    std::vector<std::string> segs;
-    for (std::size_t b = 0;;) {
-      const std::size_t e = name.find('.', b);
-      segs.push_back(name.substr(b, e == std::string::npos ? std::string::npos : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-    return segs;
-  }
-  // The inline system reached from `sys` through subsystems segs[0..n).
-  static const json* descend(const json* sys, const std::vector<std::string>& segs,
-                             std::size_t n) {
-    for (std::size_t i = 0; sys && i < n; ++i) {
-      if (!sys->contains("subsystems") || !(*sys)["subsystems"].is_object()) return nullptr;
-      auto it = (*sys)["subsystems"].find(segs[i]);
-      if (it == (*sys)["subsystems"].end() || is_ref(*it)) return nullptr;
-      sys = &*it;
-    }
-    return sys;
-  }
-  static const json* walk_path(const json* sys, const std::vector<std::string>& segs) {
-    if (segs.empty()) return nullptr;
-    sys = descend(sys, segs, segs.size() - 1);
-    return sys ? local_decl(*sys, segs.back()) : nullptr;
-  }
-  // A top-level model or reaction system, or an inline subsystem of one ("A.Sub").
-  const json* find_system(const std::string& path) const {
-    const std::vector<std::string> segs = split_path(path);
-    for (const char* group : {"models", "reaction_systems"}) {
-      if (!doc_.contains(group) || !doc_[group].is_object()) continue;
-      auto it = doc_[group].find(segs[0]);
-      if (it == doc_[group].end() || is_ref(*it)) continue;
-      const std::vector<std::string> rest(segs.begin() + 1, segs.end());
-      return descend(&*it, rest, rest.size());
-    }
-    return nullptr;
-  }
-  const json* resolve(const std::string& name) const {
-    if (const json* d = local_decl(*sys_, name)) return d;
-    if (name.find('.') == std::string::npos) return nullptr;
-    const std::vector<std::string> segs = split_path(name);
-    if (const json* d = walk_path(sys_, segs)) return d;
-    for (const char* group : {"models", "reaction_systems"}) {
-      if (!doc_.contains(group) || !doc_[group].is_object()) continue;
-      auto it = doc_[group].find(segs[0]);
-      if (it == doc_[group].end() || is_ref(*it)) continue;
-      const std::vector<std::string> rest(segs.begin() + 1, segs.end());
-      if (const json* d = walk_path(&*it, rest)) return d;
-    }
-    return nullptr;
-  }
-  // Declared units of a declaration, when they parse.
-  const Unit* declared_unit(const json* d) {
-    if (!d || !d->contains("units") || !(*d)["units"].is_string()) return nullptr;
-    const auto& u = unit_of((*d)["units"].get<std::string>());
-    return u ? &*u : nullptr;
-  }
-  Q symbol(const std::string& name) {
-    if (const json* d = resolve(name)) {
-      const Unit* u = declared_unit(d);
-      return u ? known(u->dim) : unknown();
-    }
-    if (name == indep_) return known(axis_dimension(kTimeAxis));  // §4.9.1
-    return unknown();
-  }
-  // "Sys.x (mol/mol)" for messages.
-  std::string described(const std::string& name) {
-    const json* d = resolve(name);
-    if (!d || !d->contains("units") || !(*d)["units"].is_string()) return "'" + name + "'";
-    return "'" + name + "' (" + (*d)["units"].get<std::string>() + ")";
-  }
+  return "";
+}
 
-  // ---- expression evaluation ----------------------------------------------------------
-  // `base_` is the pointer of the expression being evaluated and `path_` the argument indices
-  // from it to the current node, so a finding can name the offending node without building a
-  // pointer for every node visited.
-  std::string node_pointer() const {
-    std::string p = base_;
-    for (std::size_t i : path_) p = pointer_join(pointer_join(p, "args"), i);
-    return p;
+std::vector<std::string> Checker::split_path(const std::string& name) {
+  std::vector<std::string> segs;
+  for (std::size_t b = 0;;) {
+    const std::size_t e = name.find('.', b);
+    segs.push_back(name.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
   }
+  return segs;
+}
 
-  Q fail(const std::string& msg) {
-    inner_.push_back(InnerFinding{node_pointer(), msg});
-    return unknown();
+// The inline system reached from `sys` through subsystems segs[0..n).
+const json* Checker::descend(const json* sys, const std::vector<std::string>& segs, std::size_t n) {
+  for (std::size_t i = 0; sys && i < n; ++i) {
+    if (!sys->contains("subsystems") || !(*sys)["subsystems"].is_object()) return nullptr;
+    auto it = (*sys)["subsystems"].find(segs[i]);
+    if (it == (*sys)["subsystems"].end() || is_ref(*it)) return nullptr;
+    sys = &*it;
   }
+  return sys;
+}
 
-  // Evaluates a whole expression located at `ptr`; its violations are appended to inner_.
-  Q evaluate(const json& e, const std::string& ptr) {
-    base_ = ptr;
-    path_.clear();
-    depth_ = 0;
-    return eval(e);
+const json* Checker::walk_path(const json* sys, const std::vector<std::string>& segs) {
+  if (segs.empty()) return nullptr;
+  sys = descend(sys, segs, segs.size() - 1);
+  return sys ? local_decl(*sys, segs.back()) : nullptr;
+}
+
+// A top-level model or reaction system, or an inline subsystem of one ("A.Sub").
+const json* Checker::find_system(const std::string& path) const {
+  const std::vector<std::string> segs = split_path(path);
+  for (const char* group : {"models", "reaction_systems"}) {
+    if (!doc_.contains(group) || !doc_[group].is_object()) continue;
+    auto it = doc_[group].find(segs[0]);
+    if (it == doc_[group].end() || is_ref(*it)) continue;
+    const std::vector<std::string> rest(segs.begin() + 1, segs.end());
+    return descend(&*it, rest, rest.size());
   }
+  return nullptr;
+}
 
-  Q arg(const json& args, std::size_t i) {
-    path_.push_back(i);
-    const Q q = eval(args[i]);
-    path_.pop_back();
-    return q;
+const json* Checker::resolve(const std::string& name) const {
+  if (const json* d = local_decl(*sys_, name)) return d;
+  if (name.find('.') == std::string::npos) return nullptr;
+  const std::vector<std::string> segs = split_path(name);
+  if (const json* d = walk_path(sys_, segs)) return d;
+  for (const char* group : {"models", "reaction_systems"}) {
+    if (!doc_.contains(group) || !doc_[group].is_object()) continue;
+    auto it = doc_[group].find(segs[0]);
+    if (it == doc_[group].end() || is_ref(*it)) continue;
+    const std::vector<std::string> rest(segs.begin() + 1, segs.end());
+    if (const json* d = walk_path(&*it, rest)) return d;
   }
+  return nullptr;
+}
 
-  // Operands args[from..] must share a dimension; literal operands impose no constraint. The
-  // result is KNOWN only when every non-literal operand is known. Every operand is evaluated,
-  // so violations inside later operands are found too.
-  Q commensurate(const json& args, std::size_t from, const std::string& op) {
-    std::optional<Dimension> dim;
-    bool any_unknown = false, any_constrained = false, clash = false;
-    for (std::size_t i = from; i < args.size(); ++i) {
-      const Q q = arg(args, i);
-      if (q.kind == Kind::Literal) continue;
-      any_constrained = true;
-      if (q.kind == Kind::Unknown) {
-        any_unknown = true;
-        continue;
-      }
-      if (dim && !same(*dim, q.dim) && !clash) {
-        clash = true;
-        fail("the operands of '" + op + "' are not commensurate: " + to_string(*dim) + " vs " +
-             to_string(q.dim));
-      }
-      if (!dim) dim = q.dim;
-    }
-    if (clash) return unknown();
-    if (!any_constrained) return args.size() > from ? literal() : unknown();
-    return any_unknown ? unknown() : known(*dim);
-  }
+// Declared units of a declaration, when they parse.
+const Unit* Checker::declared_unit(const json* d) {
+  if (!d || !d->contains("units") || !(*d)["units"].is_string()) return nullptr;
+  const auto& u = unit_of((*d)["units"].get<std::string>());
+  return u ? &*u : nullptr;
+}
 
-  // Transcendental-style argument rule: a KNOWN argument must be dimensionless.
-  Q require_dimensionless(const json& args, const std::string& op, const Dimension& result) {
-    if (args.size() != 1) return unknown();
-    const Q q = arg(args, 0);
-    if (q.kind == Kind::Known && !is_dimensionless(q.dim))
-      return fail("the argument of '" + op + "' must be dimensionless, got " + to_string(q.dim));
-    return known(result);
-  }
-
-  Q eval(const json& e) {
-    if (depth_ > 2000) return unknown();  // pathological nesting: undeterminable
-    ++depth_;
-    const Q q = eval_node(e);
-    --depth_;
-    return q;
-  }
-
-  Q eval_node(const json& e) {
-    if (e.is_number() || literal_value(e)) return literal();
-    if (e.is_string()) return symbol(e.get<std::string>());
-    if (!e.is_object() || !e.contains("op") || !e["op"].is_string()) return unknown();
-    const std::string op = e["op"].get<std::string>();
-    static const json kNoArgs = json::array();
-    const json& args = e.contains("args") && e["args"].is_array() ? e["args"] : kNoArgs;
-    const std::size_t n = args.size();
-    const std::size_t findings_before = inner_.size();
-    // Result of a boolean-valued node: dimensionless unless something inside clashed.
-    auto boolean = [&] { return inner_.size() == findings_before ? known(Dimension{}) : unknown(); };
-
-    if (op == "+" || op == "-" || op == "min" || op == "max") return commensurate(args, 0, op);
-    if (op == "*" || op == "/") {
-      // A literal factor may carry implicit units (a conversion factor), so it makes the
-      // product undeterminable, exactly as an unknown factor does.
-      if (n == 0 || (op == "/" && n != 2)) return unknown();
-      Dimension acc;
-      bool determinate = true;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Q q = arg(args, i);
-        if (q.kind != Kind::Known) {
-          determinate = false;
-          continue;
-        }
-        acc = (op == "/" && i == 1) ? divide(acc, q.dim) : multiply(acc, q.dim);
-      }
-      return determinate ? known(acc) : unknown();
-    }
-    if (op == "^" || op == "**") {
-      if (n != 2) return unknown();
-      const Q base = arg(args, 0);
-      if (auto v = literal_value(args[1])) {
-        std::int64_t p = 0, q = 1;
-        if (base.kind != Kind::Known) return unknown();
-        if (to_rational(*v, p, q)) return known(power(base.dim, p, q));
-        return is_dimensionless(base.dim) ? base : unknown();
-      }
-      const Q ex = arg(args, 1);
-      if (ex.kind == Kind::Known && !is_dimensionless(ex.dim))
-        return fail("an exponent must be dimensionless, got " + to_string(ex.dim) +
-                    (base.kind == Kind::Known ? " (base " + to_string(base.dim) + ")" : ""));
-      if (base.kind == Kind::Known && is_dimensionless(base.dim)) return base;
-      return unknown();  // symbolic exponent on a dimensional base (§4.8.4)
-    }
-    if (op == "sqrt") {
-      if (n != 1) return unknown();
-      const Q q = arg(args, 0);
-      return q.kind == Kind::Known ? known(power(q.dim, 1, 2)) : unknown();
-    }
-    if (op == "abs" || op == "Pre") return n == 1 ? arg(args, 0) : unknown();
-    if (op == "D") {
-      if (n < 1 || !is_time_derivative(e)) return unknown();  // spatial D: open tier (§4.2)
-      const Q q = arg(args, 0);
-      const Q t = declared_time();
-      if (q.kind != Kind::Known || t.kind != Kind::Known) return unknown();
-      return known(divide(q.dim, t.dim));
-    }
-    if (op == "ifelse") {
-      if (n != 3) return unknown();
-      arg(args, 0);
-      return commensurate(args, 1, op);
-    }
-    if (op == ">" || op == "<" || op == ">=" || op == "<=" || op == "==" || op == "!=") {
-      commensurate(args, 0, op);
-      return boolean();
-    }
-    if (op == "and" || op == "or" || op == "not") {
-      for (std::size_t i = 0; i < n; ++i) arg(args, i);
-      return boolean();
-    }
-    if (op == "sin" || op == "cos" || op == "tan") {
-      // An angle or a pure number; with the angle axis soft these coincide.
-      return require_dimensionless(args, op, Dimension{});
-    }
-    if (op == "asin" || op == "acos" || op == "atan")
-      return require_dimensionless(args, op, kAngle);
-    if (op == "atan2") {
-      if (n != 2) return unknown();
-      commensurate(args, 0, op);
-      return inner_.size() == findings_before ? known(kAngle) : unknown();
-    }
-    if (op == "ln" || op == "log" || op == "log10" || op == "exp" || op == "sinh" || op == "cosh" ||
-        op == "tanh" || op == "asinh" || op == "acosh" || op == "atanh")
-      return require_dimensionless(args, op, Dimension{});
-    if (op == "fn") {
-      for (std::size_t i = 0; i < n; ++i) arg(args, i);
-      return unknown();
-    }
-    return unknown();
-  }
-
-  bool is_time_derivative(const json& d) const {
-    return !d.contains("wrt") || (d["wrt"].is_string() && d["wrt"] == indep_);
-  }
-  // The independent variable's dimension when it is DECLARED with units; otherwise unknown.
-  Q declared_time() {
-    const Unit* u = declared_unit(resolve(indep_));
+Q Checker::symbol(const std::string& name) {
+  if (const json* d = resolve(name)) {
+    const Unit* u = declared_unit(d);
     return u ? known(u->dim) : unknown();
   }
+  if (name == indep_) return known(axis_dimension(kTimeAxis));  // §4.9.1
+  return unknown();
+}
 
-  // Why a tendency of dimension `rate` cannot be d/dt of a quantity of dimension `state`, or
-  // nullopt when it can. With the independent variable declared the comparison is strict;
-  // otherwise no time unit is asserted and the two are inconsistent only when
-  // [state]/[rate] is not a power of time (§4.8.4 "cannot be reconciled by any time unit"),
-  // so `D(x) ~ -x` with x dimensionless passes.
-  std::optional<std::string> tendency_mismatch(const Dimension& state, const Dimension& rate) {
+// "Sys.x (mol/mol)" for messages.
+std::string Checker::described(const std::string& name) {
+  const json* d = resolve(name);
+  if (!d || !d->contains("units") || !(*d)["units"].is_string()) return "'" + name + "'";
+  return "'" + name + "' (" + (*d)["units"].get<std::string>() + ")";
+}
+
+// `base_` is the pointer of the expression being evaluated and `path_` the argument indices
+// from it to the current node, so a finding can name the offending node without building a
+// pointer for every node visited.
+std::string Checker::node_pointer() const {
+  std::string p = base_;
+  for (std::size_t i : path_) p = pointer_join(pointer_join(p, "args"), i);
+  return p;
+}
+
+Q Checker::fail(const std::string& msg) {
+  inner_.push_back(InnerFinding{node_pointer(), msg});
+  return unknown();
+}
+
+// Evaluates a whole expression located at `ptr`; its violations are appended to inner_.
+Q Checker::evaluate(const json& e, const std::string& ptr) {
+  base_ = ptr;
+  path_.clear();
+  depth_ = 0;
+  return eval(e);
+}
+
+Q Checker::arg(const json& args, std::size_t i) {
+  path_.push_back(i);
+  const Q q = eval(args[i]);
+  path_.pop_back();
+  return q;
+}
+
+// Operands args[from..] must share a dimension; literal operands impose no constraint. The
+// result is KNOWN only when every non-literal operand is known. Every operand is evaluated,
+// so violations inside later operands are found too.
+Q Checker::commensurate(const json& args, std::size_t from, const std::string& op) {
+  std::optional<Dimension> dim;
+  bool any_unknown = false, any_constrained = false, clash = false;
+  for (std::size_t i = from; i < args.size(); ++i) {
+    const Q q = arg(args, i);
+    if (q.kind == Kind::Literal) continue;
+    any_constrained = true;
+    if (q.kind == Kind::Unknown) {
+      any_unknown = true;
+      continue;
+    }
+    if (dim && !same(*dim, q.dim) && !clash) {
+      clash = true;
+      fail("the operands of '" + op + "' are not commensurate: " + to_string(*dim) + " vs " +
+           to_string(q.dim));
+    }
+    if (!dim) dim = q.dim;
+  }
+  if (clash) return unknown();
+  if (!any_constrained) return args.size() > from ? literal() : unknown();
+  return any_unknown ? unknown() : known(*dim);
+}
+
+// Transcendental-style argument rule: a KNOWN argument must be dimensionless.
+Q Checker::require_dimensionless(const json& args, const std::string& op, const Dimension& result) {
+  if (args.size() != 1) return unknown();
+  const Q q = arg(args, 0);
+  if (q.kind == Kind::Known && !is_dimensionless(q.dim))
+    return fail("the argument of '" + op + "' must be dimensionless, got " + to_string(q.dim));
+  return known(result);
+}
+
+Q Checker::eval(const json& e) {
+  if (depth_ > 2000) return unknown();  // pathological nesting: undeterminable
+  ++depth_;
+  const Q q = eval_node(e);
+  --depth_;
+  return q;
+}
+
+Q Checker::eval_node(const json& e) {
+  if (e.is_number() || literal_value(e)) return literal();
+  if (e.is_string()) return symbol(e.get<std::string>());
+  if (!e.is_object() || !e.contains("op") || !e["op"].is_string()) return unknown();
+  const std::string op = e["op"].get<std::string>();
+  static const json kNoArgs = json::array();
+  const json& args = e.contains("args") && e["args"].is_array() ? e["args"] : kNoArgs;
+  const std::size_t n = args.size();
+  const std::size_t findings_before = inner_.size();
+  // Result of a boolean-valued node: dimensionless unless something inside clashed.
+  auto boolean = [&] { return inner_.size() == findings_before ? known(Dimension{}) : unknown(); };
+
+  if (op == "+" || op == "-" || op == "min" || op == "max") return commensurate(args, 0, op);
+  if (op == "*" || op == "/") {
+    // A literal factor may carry implicit units (a conversion factor), so it makes the
+    // product undeterminable, exactly as an unknown factor does.
+    if (n == 0 || (op == "/" && n != 2)) return unknown();
+    Dimension acc;
+    bool determinate = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Q q = arg(args, i);
+      if (q.kind != Kind::Known) {
+        determinate = false;
+        continue;
+      }
+      acc = (op == "/" && i == 1) ? divide(acc, q.dim) : multiply(acc, q.dim);
+    }
+    return determinate ? known(acc) : unknown();
+  }
+  if (op == "^" || op == "**") {
+    if (n != 2) return unknown();
+    const Q base = arg(args, 0);
+    if (auto v = literal_value(args[1])) {
+      std::int64_t p = 0, q = 1;
+      if (base.kind != Kind::Known) return unknown();
+      if (to_rational(*v, p, q)) return known(power(base.dim, p, q));
+      return is_dimensionless(base.dim) ? base : unknown();
+    }
+    const Q ex = arg(args, 1);
+    if (ex.kind == Kind::Known && !is_dimensionless(ex.dim))
+      return fail("an exponent must be dimensionless, got " + to_string(ex.dim) +
+                  (base.kind == Kind::Known ? " (base " + to_string(base.dim) + ")" : ""));
+    if (base.kind == Kind::Known && is_dimensionless(base.dim)) return base;
+    return unknown();  // symbolic exponent on a dimensional base (§4.8.4)
+  }
+  if (op == "sqrt") {
+    if (n != 1) return unknown();
+    const Q q = arg(args, 0);
+    return q.kind == Kind::Known ? known(power(q.dim, 1, 2)) : unknown();
+  }
+  if (op == "abs" || op == "Pre") return n == 1 ? arg(args, 0) : unknown();
+  if (op == "D") {
+    if (n < 1 || !is_time_derivative(e)) return unknown();  // spatial D: open tier (§4.2)
+    const Q q = arg(args, 0);
     const Q t = declared_time();
-    if (t.kind == Kind::Known) {
-      const Dimension expected = divide(state, t.dim);
-      if (same(expected, rate)) return std::nullopt;
-      return "needs dimension " + to_string(expected) + " but has " + to_string(rate);
-    }
-    if (is_time_power(divide(state, rate))) return std::nullopt;
-    return "has dimension " + to_string(rate) + ", which is not " + to_string(state) +
-           " per unit of time under any time unit";
+    if (q.kind != Kind::Known || t.kind != Kind::Known) return unknown();
+    return known(divide(q.dim, t.dim));
   }
-
-  // Reports the inner findings gathered since the last call at their own nodes.
-  void report_inner() {
-    for (auto& f : inner_)
-      report("unit_inconsistency", f.pointer, f.message + " (spec §4.8.3)");
-    inner_.clear();
+  if (op == "ifelse") {
+    if (n != 3) return unknown();
+    arg(args, 0);
+    return commensurate(args, 1, op);
   }
+  if (op == ">" || op == "<" || op == ">=" || op == "<=" || op == "==" || op == "!=") {
+    commensurate(args, 0, op);
+    return boolean();
+  }
+  if (op == "and" || op == "or" || op == "not") {
+    for (std::size_t i = 0; i < n; ++i) arg(args, i);
+    return boolean();
+  }
+  if (op == "sin" || op == "cos" || op == "tan") {
+    // An angle or a pure number; with the angle axis soft these coincide.
+    return require_dimensionless(args, op, Dimension{});
+  }
+  if (op == "asin" || op == "acos" || op == "atan") return require_dimensionless(args, op, kAngle);
+  if (op == "atan2") {
+    if (n != 2) return unknown();
+    commensurate(args, 0, op);
+    return inner_.size() == findings_before ? known(kAngle) : unknown();
+  }
+  if (op == "ln" || op == "log" || op == "log10" || op == "exp" || op == "sinh" || op == "cosh" ||
+      op == "tanh" || op == "asinh" || op == "acosh" || op == "atanh")
+    return require_dimensionless(args, op, Dimension{});
+  if (op == "fn") {
+    for (std::size_t i = 0; i < n; ++i) arg(args, i);
+    return unknown();
+  }
+  return unknown();
+}
 
-  // ---- declarations -------------------------------------------------------------------
-  void check_declarations(const json& sys, const std::string& ptr) {
-    for (const char* group : {"variables", "species", "parameters"}) {
-      if (!sys.contains(group) || !sys[group].is_object()) continue;
-      for (const auto& [name, decl] : sys[group].items()) {
-        if (!decl.is_object()) continue;
-        const std::string decl_ptr = pointer_join(pointer_join(ptr, group), name);
-        std::optional<Unit> declared;
-        if (decl.contains("units") && decl["units"].is_string()) {
-          std::string why;
-          declared = parse_unit(decl["units"].get<std::string>(), &why);
-          if (!declared) report("unit_parse_error", decl_ptr, why);
-        }
-        if (decl.contains("default_units") && decl["default_units"].is_string())
-          check_default_units(decl, declared, decl_ptr);
+bool Checker::is_time_derivative(const json& d) const {
+  return !d.contains("wrt") || (d["wrt"].is_string() && d["wrt"] == indep_);
+}
+
+// The independent variable's dimension when it is DECLARED with units; otherwise unknown.
+Q Checker::declared_time() {
+  const Unit* u = declared_unit(resolve(indep_));
+  return u ? known(u->dim) : unknown();
+}
+
+// Why a tendency of dimension `rate` cannot be d/dt of a quantity of dimension `state`, or
+// nullopt when it can. With the independent variable declared the comparison is strict;
+// otherwise no time unit is asserted and the two are inconsistent only when
+// [state]/[rate] is not a power of time (§4.8.4 "cannot be reconciled by any time unit"),
+// so `D(x) ~ -x` with x dimensionless passes.
+std::optional<std::string> Checker::tendency_mismatch(const Dimension& state,
+                                                      const Dimension& rate) {
+  const Q t = declared_time();
+  if (t.kind == Kind::Known) {
+    const Dimension expected = divide(state, t.dim);
+    if (same(expected, rate)) return std::nullopt;
+    return "needs dimension " + to_string(expected) + " but has " + to_string(rate);
+  }
+  if (is_time_power(divide(state, rate))) return std::nullopt;
+  return "has dimension " + to_string(rate) + ", which is not " + to_string(state) +
+         " per unit of time under any time unit";
+}
+
+// Reports the inner findings gathered since the last call at their own nodes.
+void Checker::report_inner() {
+  for (auto& f : inner_) report("unit_inconsistency", f.pointer, f.message + " (spec §4.8.3)");
+  inner_.clear();
+}
+
+void Checker::check_declarations(const json& sys, const std::string& ptr) {
+  for (const char* group : {"variables", "species", "parameters"}) {
+    if (!sys.contains(group) || !sys[group].is_object()) continue;
+    for (const auto& [name, decl] : sys[group].items()) {
+      if (!decl.is_object()) continue;
+      const std::string decl_ptr = pointer_join(pointer_join(ptr, group), name);
+      std::optional<Unit> declared;
+      if (decl.contains("units") && decl["units"].is_string()) {
+        std::string why;
+        declared = parse_unit(decl["units"].get<std::string>(), &why);
+        if (!declared) report("unit_parse_error", decl_ptr, why);
       }
+      if (decl.contains("default_units") && decl["default_units"].is_string())
+        check_default_units(decl, declared, decl_ptr);
     }
   }
+}
 
-  // ModelVariable.default_units (schema): the units the `default` is written in must be the
-  // declared units up to a scale. A different dimension is a provable mismatch, and so is a
-  // different temperature origin (K vs degC), which the schema names; a pure scale (km vs m)
-  // is a conversion the schema's "if different from the declared units" admits.
-  void check_default_units(const json& decl, const std::optional<Unit>& declared,
-                           const std::string& decl_ptr) {
-    const std::string text = decl["default_units"].get<std::string>();
-    std::string why;
-    const auto given = parse_unit(text, &why);
-    if (!given) {
-      report("unit_parse_error", pointer_join(decl_ptr, "default_units"), why);
-      return;
-    }
-    if (!declared) return;
-    const std::string units = decl["units"].get<std::string>();
-    if (!same(given->dim, declared->dim))
-      report("unit_inconsistency", decl_ptr,
-             "the default is given in '" + text + "' (dimension " + to_string(given->dim) +
-                 ") but the quantity is declared in '" + units + "' (dimension " +
-                 to_string(declared->dim) + ")");
-    else if (given->offset != declared->offset)
-      report("unit_inconsistency", decl_ptr,
-             "the default is given in '" + text + "' but the quantity is declared in '" + units +
-                 "': the two temperature scales have different zeros, which a dimensional "
-                 "conversion cannot bridge (spec §4.8.1)");
+// ModelVariable.default_units (schema): the units the `default` is written in must be the
+// declared units up to a scale. A different dimension is a provable mismatch, and so is a
+// different temperature origin (K vs degC), which the schema names; a pure scale (km vs m)
+// is a conversion the schema's "if different from the declared units" admits.
+void Checker::check_default_units(const json& decl, const std::optional<Unit>& declared,
+                                  const std::string& decl_ptr) {
+  const std::string text = decl["default_units"].get<std::string>();
+  std::string why;
+  const auto given = parse_unit(text, &why);
+  if (!given) {
+    report("unit_parse_error", pointer_join(decl_ptr, "default_units"), why);
+    return;
   }
+  if (!declared) return;
+  const std::string units = decl["units"].get<std::string>();
+  if (!same(given->dim, declared->dim))
+    report("unit_inconsistency", decl_ptr,
+           "the default is given in '" + text + "' (dimension " + to_string(given->dim) +
+               ") but the quantity is declared in '" + units + "' (dimension " +
+               to_string(declared->dim) + ")");
+  else if (given->offset != declared->offset)
+    report("unit_inconsistency", decl_ptr,
+           "the default is given in '" + text + "' but the quantity is declared in '" + units +
+               "': the two temperature scales have different zeros, which a dimensional "
+               "conversion cannot bridge (spec §4.8.1)");
+}
 
-  void check_conversion_factor(const json& lhs, const json& rhs, const std::string& where) {
-    if (!lhs.is_string() || !rhs.is_object() || rhs.value("op", json()) != "*" ||
-        !rhs.contains("args"))
-      return;
-    const json& a = rhs["args"];
-    if (!a.is_array() || a.size() != 2) return;
-    const json* lit = a[0].is_number() ? &a[0] : a[1].is_number() ? &a[1] : nullptr;
-    const json* var = a[0].is_string() ? &a[0] : a[1].is_string() ? &a[1] : nullptr;
-    if (!lit || !var) return;
-    const json* dl = resolve(lhs.get<std::string>());
-    const json* dv = resolve(var->get<std::string>());
-    const Unit* ul = declared_unit(dl);
-    const Unit* uv = declared_unit(dv);
-    if (!ul || !uv || ul->dim != uv->dim || ul->dim == kTemperature) return;
-    const double factor = uv->scale / ul->scale;
-    const double c = lit->get<double>();
-    if (std::fabs(factor - 1.0) <= 1e-9 || std::fabs(c - factor) <= 1e-6 * std::fabs(factor))
-      return;
-    report("unit_inconsistency", where,
-           "the factor " + number(c) + " converting '" + (*dv)["units"].get<std::string>() +
-               "' to '" + (*dl)["units"].get<std::string>() + "' should be " + number(factor) +
-               " (spec §4.8.4)");
-  }
+void Checker::check_conversion_factor(const json& lhs, const json& rhs, const std::string& where) {
+  if (!lhs.is_string() || !rhs.is_object() || rhs.value("op", json()) != "*" ||
+      !rhs.contains("args"))
+    return;
+  const json& a = rhs["args"];
+  if (!a.is_array() || a.size() != 2) return;
+  const json* lit = a[0].is_number() ? &a[0] : a[1].is_number() ? &a[1] : nullptr;
+  const json* var = a[0].is_string() ? &a[0] : a[1].is_string() ? &a[1] : nullptr;
+  if (!lit || !var) return;
+  const json* dl = resolve(lhs.get<std::string>());
+  const json* dv = resolve(var->get<std::string>());
+  const Unit* ul = declared_unit(dl);
+  const Unit* uv = declared_unit(dv);
+  if (!ul || !uv || ul->dim != uv->dim || ul->dim == kTemperature) return;
+  const double factor = uv->scale / ul->scale;
+  const double c = lit->get<double>();
+  if (std::fabs(factor - 1.0) <= 1e-9 || std::fabs(c - factor) <= 1e-6 * std::fabs(factor)) return;
+  report("unit_inconsistency", where,
+         "the factor " + number(c) + " converting '" + (*dv)["units"].get<std::string>() +
+             "' to '" + (*dl)["units"].get<std::string>() + "' should be " + number(factor) +
+             " (spec §4.8.4)");
+}
 
-  static std::string number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.10g", v);
-    return buf;
-  }
+std::string Checker::number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
 
-  // ---- equations ----------------------------------------------------------------------
-  void check_equation(const json& eq, const std::string& sys_ptr, const std::string& eq_ptr) {
-    if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs")) return;
-    const json& lhs = eq["lhs"];
-    const json& rhs = eq["rhs"];
-    const std::string rhs_ptr = pointer_join(eq_ptr, "rhs");
-    inner_.clear();
-    if (lhs.is_string()) {
-      // `x ~ rhs`: an observed / defining equation, reported at the declaration of x.
-      std::string where = local_decl_pointer(*sys_, sys_ptr, lhs.get<std::string>());
-      const bool at_declaration = !where.empty();
-      if (!at_declaration) where = eq_ptr;
-      const Q l = symbol(lhs.get<std::string>());
-      const Q r = evaluate(rhs, rhs_ptr);
-      if (!inner_.empty()) {
-        for (const auto& f : inner_)
-          report("unit_inconsistency", at_declaration ? where : f.pointer,
-                 f.message + (at_declaration ? " in the defining expression of '" +
-                                                   lhs.get<std::string>() + "' (at " + f.pointer +
-                                                   ")"
-                                             : std::string()) +
-                     " (spec §4.8.3)");
-        inner_.clear();
-      } else if (l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim)) {
-        report("unit_inconsistency", where,
-               "'" + lhs.get<std::string>() + "' is declared with dimension " + to_string(l.dim) +
-                   " but its defining expression has dimension " + to_string(r.dim) +
-                   " (spec §4.8.4)");
-      } else {
-        check_conversion_factor(lhs, rhs, where);
-      }
-      return;
+void Checker::check_equation(const json& eq, const std::string& sys_ptr,
+                             const std::string& eq_ptr) {
+  if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs")) return;
+  const json& lhs = eq["lhs"];
+  const json& rhs = eq["rhs"];
+  const std::string rhs_ptr = pointer_join(eq_ptr, "rhs");
+  inner_.clear();
+  if (lhs.is_string()) {
+    // `x ~ rhs`: an observed / defining equation, reported at the declaration of x.
+    std::string where = local_decl_pointer(*sys_, sys_ptr, lhs.get<std::string>());
+    const bool at_declaration = !where.empty();
+    if (!at_declaration) where = eq_ptr;
+    const Q l = symbol(lhs.get<std::string>());
+    const Q r = evaluate(rhs, rhs_ptr);
+    if (!inner_.empty()) {
+      for (const auto& f : inner_)
+        report("unit_inconsistency", at_declaration ? where : f.pointer,
+               f.message +
+                   (at_declaration ? " in the defining expression of '" + lhs.get<std::string>() +
+                                         "' (at " + f.pointer + ")"
+                                   : std::string()) +
+                   " (spec §4.8.3)");
+      inner_.clear();
+    } else if (l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim)) {
+      report("unit_inconsistency", where,
+             "'" + lhs.get<std::string>() + "' is declared with dimension " + to_string(l.dim) +
+                 " but its defining expression has dimension " + to_string(r.dim) +
+                 " (spec §4.8.4)");
+    } else {
+      check_conversion_factor(lhs, rhs, where);
     }
-    const std::string lhs_ptr = pointer_join(eq_ptr, "lhs");
-    if (lhs.is_object() && lhs.value("op", json()) == "D" && is_time_derivative(lhs) &&
-        lhs.contains("args") && lhs["args"].is_array() && lhs["args"].size() == 1) {
-      // `D(u) ~ rhs`: every finding inside the rhs at its node, then the two sides.
-      const Q u = evaluate(lhs["args"][0], pointer_join(pointer_join(lhs_ptr, "args"), 0));
-      const Q r = evaluate(rhs, rhs_ptr);
-      const bool clean = inner_.empty();
-      report_inner();
-      if (!clean || u.kind != Kind::Known || r.kind != Kind::Known) return;
-      if (auto why = tendency_mismatch(u.dim, r.dim))
-        report("unit_inconsistency", eq_ptr,
-               "the right-hand side, a time derivative of a quantity of dimension " +
-                   to_string(u.dim) + ", " + *why + " (spec §4.8.4)");
-      return;
-    }
-    // Any other shape (`H*H*SO4 ~ Ksp`, `ic(u) ~ field`): lhs - rhs = 0 is a sum.
-    const Q l = evaluate(lhs, lhs_ptr);
+    return;
+  }
+  const std::string lhs_ptr = pointer_join(eq_ptr, "lhs");
+  if (lhs.is_object() && lhs.value("op", json()) == "D" && is_time_derivative(lhs) &&
+      lhs.contains("args") && lhs["args"].is_array() && lhs["args"].size() == 1) {
+    // `D(u) ~ rhs`: every finding inside the rhs at its node, then the two sides.
+    const Q u = evaluate(lhs["args"][0], pointer_join(pointer_join(lhs_ptr, "args"), 0));
     const Q r = evaluate(rhs, rhs_ptr);
     const bool clean = inner_.empty();
     report_inner();
-    if (clean && l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim))
+    if (!clean || u.kind != Kind::Known || r.kind != Kind::Known) return;
+    if (auto why = tendency_mismatch(u.dim, r.dim))
       report("unit_inconsistency", eq_ptr,
-             "the left-hand side has dimension " + to_string(l.dim) +
-                 " but the right-hand side has dimension " + to_string(r.dim) + " (spec §4.8.3)");
+             "the right-hand side, a time derivative of a quantity of dimension " +
+                 to_string(u.dim) + ", " + *why + " (spec §4.8.4)");
+    return;
   }
+  // Any other shape (`H*H*SO4 ~ Ksp`, `ic(u) ~ field`): lhs - rhs = 0 is a sum.
+  const Q l = evaluate(lhs, lhs_ptr);
+  const Q r = evaluate(rhs, rhs_ptr);
+  const bool clean = inner_.empty();
+  report_inner();
+  if (clean && l.kind == Kind::Known && r.kind == Kind::Known && !same(l.dim, r.dim))
+    report("unit_inconsistency", eq_ptr,
+           "the left-hand side has dimension " + to_string(l.dim) +
+               " but the right-hand side has dimension " + to_string(r.dim) + " (spec §4.8.3)");
+}
 
-  // ---- reactions (§7.4) ---------------------------------------------------------------
-  struct Participant {
-    std::string species;
-    double stoichiometry = 1;
-  };
-  // The {species, stoichiometry} entries of a substrates / products list (null: none), or
-  // nullopt when an entry is malformed (the structural layer's finding, not ours).
-  static std::optional<std::vector<Participant>> participants(const json& rx, const char* key) {
-    std::vector<Participant> out;
-    if (!rx.contains(key) || rx[key].is_null()) return out;
-    if (!rx[key].is_array()) return std::nullopt;
-    for (const auto& entry : rx[key]) {
-      if (!entry.is_object() || !entry.contains("species") || !entry["species"].is_string())
-        return std::nullopt;
-      const json s = entry.value("stoichiometry", json(1));
-      if (!s.is_number()) return std::nullopt;
-      out.push_back({entry["species"].get<std::string>(), s.get<double>()});
-    }
-    return out;
+void Checker::walk_system(const json& sys, const std::string& ptr) {
+  if (is_ref(sys)) return;
+  check_declarations(sys, ptr);
+  sys_ = &sys;
+  for (const char* key : {"equations", "constraint_equations", "initialization_equations"}) {
+    if (!sys.contains(key) || !sys[key].is_array()) continue;
+    const std::string base = pointer_join(ptr, key);
+    for (std::size_t i = 0; i < sys[key].size(); ++i)
+      check_equation(sys[key][i], ptr, pointer_join(base, i));
   }
-
-  void check_reaction(const json& rx, const std::string& sys_ptr, const std::string& ptr) {
-    if (!rx.is_object()) return;
-    const std::string id = rx.contains("id") && rx["id"].is_string()
-                               ? "'" + rx["id"].get<std::string>() + "'"
-                               : ptr;
-    Q rate = unknown();
-    if (rx.contains("rate")) {
-      inner_.clear();
-      rate = evaluate(rx["rate"], pointer_join(ptr, "rate"));
-      if (!inner_.empty()) rate = unknown();
-      report_inner();
-    }
-    const auto substrates = participants(rx, "substrates");
-    const auto products = participants(rx, "products");
-    if (!substrates || !products) return;
-
-    // Species whose ODE this reaction feeds: net stoichiometry != 0, not a reservoir.
-    std::vector<std::string> order;
-    std::unordered_map<std::string, double> net;
-    for (const auto& [list, sign] : {std::pair{&*substrates, -1.0}, std::pair{&*products, 1.0}})
-      for (const auto& p : *list) {
-        if (!net.count(p.species)) order.push_back(p.species);
-        net[p.species] += sign * p.stoichiometry;
-      }
-    std::optional<Dimension> state;
-    std::string first;
-    bool mixed = false;
-    for (const auto& s : order) {
-      if (std::fabs(net[s]) <= 1e-12) continue;
-      const json* decl = local_decl(*sys_, s);
-      if (decl && decl->value("constant", false) == true) continue;
-      const Q q = symbol(s);
-      if (q.kind != Kind::Known) continue;
-      if (!state) {
-        state = q.dim;
-        first = s;
-        continue;
-      }
-      if (same(*state, q.dim)) continue;
-      mixed = true;
-      const std::string species_ptr = local_decl_pointer(*sys_, sys_ptr, s);
-      if (!reported_species_.insert(species_ptr.empty() ? ptr : species_ptr).second) continue;
-      report("unit_inconsistency", species_ptr.empty() ? ptr : species_ptr,
-             "reaction " + id + " changes " + described(s) + " and " + described(first) +
-                 " at one rate, so their units must share a dimension (" + to_string(q.dim) +
-                 " vs " + to_string(*state) + "; spec §7.4)");
-    }
-    if (mixed || !state || rate.kind != Kind::Known) return;
-
-    // Mass action: v = k · ∏ Sᵢ^nᵢ (§7.4), a tendency of every species it feeds.
-    Dimension v = rate.dim;
-    double total_order = 0;
-    for (const auto& p : *substrates) {
-      const Q q = symbol(p.species);
-      std::int64_t num = 0, den = 1;
-      if (q.kind != Kind::Known || !to_rational(p.stoichiometry, num, den)) return;
-      v = multiply(v, power(q.dim, num, den));
-      total_order += p.stoichiometry;
-    }
-    if (auto why = tendency_mismatch(*state, v))
-      report("unit_inconsistency", ptr,
-             "reaction " + id + " of total order " + number(total_order) + " with rate of " +
-                 "dimension " + to_string(rate.dim) + ": the mass-action rate k·∏S^n, a " +
-                 "tendency of " + described(first) + ", " + *why + " (spec §7.4)");
+  if (sys.contains("reactions") && sys["reactions"].is_array()) {
+    const std::string base = pointer_join(ptr, "reactions");
+    for (std::size_t i = 0; i < sys["reactions"].size(); ++i)
+      check_reaction(sys["reactions"][i], ptr, pointer_join(base, i));
   }
-
-  // ---- events (§5) -------------------------------------------------------------------
-  // Inner findings of conditions, triggers and affect right-hand sides; an affect `x ~ rhs`
-  // sets the value of x, so rhs must have x's dimension (§5.1).
-  void check_affects(const json& list, const std::string& ptr) {
-    if (!list.is_array()) return;
-    for (std::size_t j = 0; j < list.size(); ++j) {
-      const json& a = list[j];
-      const std::string ap = pointer_join(ptr, j);
-      if (!a.is_object() || !a.contains("rhs")) continue;
-      inner_.clear();
-      const Q r = evaluate(a["rhs"], pointer_join(ap, "rhs"));
-      const bool clean = inner_.empty();
-      report_inner();
-      if (!clean || r.kind != Kind::Known || !a.contains("lhs") || !a["lhs"].is_string()) continue;
-      const std::string x = a["lhs"].get<std::string>();
-      const Q l = symbol(x);
-      if (l.kind == Kind::Known && !same(l.dim, r.dim))
-        report("unit_inconsistency", ap,
-               "the event sets " + described(x) + " to a value of dimension " +
-                   to_string(r.dim) + " (spec §5.1, §4.8.3)");
-    }
+  for (const char* key : {"continuous_events", "discrete_events"}) {
+    if (!sys.contains(key) || !sys[key].is_array()) continue;
+    const std::string base = pointer_join(ptr, key);
+    for (std::size_t i = 0; i < sys[key].size(); ++i)
+      check_event(sys[key][i], pointer_join(base, i));
   }
-
-  void check_event(const json& ev, const std::string& ptr) {
-    if (!ev.is_object()) return;
-    inner_.clear();
-    if (ev.contains("conditions") && ev["conditions"].is_array())
-      for (std::size_t j = 0; j < ev["conditions"].size(); ++j)
-        evaluate(ev["conditions"][j], pointer_join(pointer_join(ptr, "conditions"), j));
-    if (ev.contains("trigger") && ev["trigger"].is_object() && ev["trigger"].contains("expression"))
-      evaluate(ev["trigger"]["expression"],
-               pointer_join(pointer_join(ptr, "trigger"), "expression"));
-    report_inner();
-    for (const char* key : {"affects", "affect_neg"})
-      if (ev.contains(key)) check_affects(ev[key], pointer_join(ptr, key));
+  if (sys.contains("subsystems") && sys["subsystems"].is_object()) {
+    for (const auto& [name, sub] : sys["subsystems"].items())
+      walk_system(sub, pointer_join(pointer_join(ptr, "subsystems"), name));
   }
+}
 
-  // ---- coupling (§10) -----------------------------------------------------------------
-  // ODE states of an inline system, by path relative to it ("x", "Sub.x"): variables under a
-  // time derivative on an equation LHS, and non-reservoir species.
-  void collect_states(const json& sys, const std::string& prefix,
-                      std::map<std::string, const json*>& out) {
-    if (sys.contains("equations") && sys["equations"].is_array())
-      for (const auto& eq : sys["equations"]) {
-        if (!eq.is_object() || !eq.contains("lhs")) continue;
-        const json& lhs = eq["lhs"];
-        if (!lhs.is_object() || lhs.value("op", json()) != "D" || !is_time_derivative(lhs) ||
-            !lhs.contains("args") || !lhs["args"].is_array() || lhs["args"].size() != 1 ||
-            !lhs["args"][0].is_string())
-          continue;
-        const std::string x = lhs["args"][0].get<std::string>();
-        if (sys.contains("variables") && sys["variables"].is_object() &&
-            sys["variables"].contains(x))
-          out[prefix + x] = &sys["variables"][x];
-      }
-    if (sys.contains("species") && sys["species"].is_object())
-      for (const auto& [name, decl] : sys["species"].items())
-        if (decl.is_object() && decl.value("constant", false) != true)
-          out[prefix + name] = &decl;
-    if (sys.contains("subsystems") && sys["subsystems"].is_object())
-      for (const auto& [name, sub] : sys["subsystems"].items())
-        if (!is_ref(sub)) collect_states(sub, prefix + name + ".", out);
-  }
-
-  void check_compose(const json& entry, const std::string& ptr) {
-    if (!entry.contains("systems") || !entry["systems"].is_array()) return;
-    const json& systems = entry["systems"];
-    if (systems.empty() || !systems[0].is_string()) return;
-    const std::string primary = systems[0].get<std::string>();
-    const json* a = find_system(primary);
-    if (a) {
-      std::map<std::string, const json*> a_states;
-      collect_states(*a, "", a_states);
-      // Same-named states of the later systems are identified with the first's (§10.1).
-      for (std::size_t i = 1; i < systems.size(); ++i) {
-        if (!systems[i].is_string()) continue;
-        const std::string other = systems[i].get<std::string>();
-        const json* b = find_system(other);
-        if (!b) continue;
-        std::map<std::string, const json*> b_states;
-        collect_states(*b, "", b_states);
-        for (const auto& [x, decl] : b_states) {
-          auto twin = a_states.find(x);
-          if (twin == a_states.end()) continue;
-          const Unit* ua = declared_unit(twin->second);
-          const Unit* ub = declared_unit(decl);
-          if (!ua || !ub || same(ua->dim, ub->dim)) continue;
-          report("unit_inconsistency", ptr,
-                 "operator_compose identifies '" + other + "." + x + "' (" +
-                     (*decl)["units"].get<std::string>() + ") with '" + primary + "." + x +
-                     "' (" + (*twin->second)["units"].get<std::string>() +
-                     ") and sums their tendencies, but their dimensions differ (" +
-                     to_string(ub->dim) + " vs " + to_string(ua->dim) + "; spec §10.1)");
-        }
-      }
-    }
-    if (!entry.contains("translate") || !entry["translate"].is_object()) return;
-    for (const auto& [into, target] : entry["translate"].items()) {
-      std::string from;
-      if (target.is_string()) {
-        from = target.get<std::string>();
-      } else if (target.is_object() && target.contains("var") && target["var"].is_string()) {
-        // A factor may be a conversion with implicit units: undeterminable.
-        if (target.contains("factor") && !(target["factor"].is_number() &&
-                                           target["factor"].get<double>() == 1.0))
-          continue;
-        from = target["var"].get<std::string>();
-      } else {
-        continue;
-      }
-      const Unit* ui = declared_unit(resolve(into));
-      const Unit* uf = declared_unit(resolve(from));
-      if (!ui || !uf || same(ui->dim, uf->dim)) continue;
-      report("unit_inconsistency", pointer_join(pointer_join(ptr, "translate"), into),
-             "translate identifies " + described(from) + " with " + described(into) +
-                 " without a conversion factor, but their dimensions differ (" +
-                 to_string(uf->dim) + " vs " + to_string(ui->dim) + "; spec §10.2)");
-    }
-  }
-
-  void check_connector(const json& entry, const std::string& ptr) {
-    if (!entry.contains("connector") || !entry["connector"].is_object()) return;
-    const json& con = entry["connector"];
-    if (!con.contains("equations") || !con["equations"].is_array()) return;
-    const std::string base = pointer_join(pointer_join(ptr, "connector"), "equations");
-    for (std::size_t j = 0; j < con["equations"].size(); ++j) {
-      const json& ce = con["equations"][j];
-      const std::string cp = pointer_join(base, j);
-      if (!ce.is_object() || !ce.contains("expression")) continue;
-      inner_.clear();
-      const Q e = evaluate(ce["expression"], pointer_join(cp, "expression"));
-      const bool clean = inner_.empty();
-      report_inner();
-      if (!clean || e.kind != Kind::Known || !ce.contains("to") || !ce["to"].is_string()) continue;
-      const std::string to = ce["to"].get<std::string>();
-      const Q target = symbol(to);
-      if (target.kind != Kind::Known) continue;
-      const std::string transform = ce.value("transform", std::string("additive"));
-      std::optional<std::string> why;
-      if (transform == "multiplicative") {
-        if (!is_dimensionless(e.dim))
-          why = "multiplies the tendency of " + described(to) + ", so it must be dimensionless, " +
-                "but has dimension " + to_string(e.dim);
-      } else if (transform == "additive") {
-        if (auto w = tendency_mismatch(target.dim, e.dim))
-          why = "is added to the tendency of " + described(to) + " and " + *w;
-      } else if (transform == "replacement") {
-        // Read either as the new tendency or as the new value (§10.3): wrong only if neither.
-        if (!same(target.dim, e.dim))
-          if (auto w = tendency_mismatch(target.dim, e.dim))
-            why = "replaces " + described(to) + " or its tendency, but " + *w;
-      }
-      if (why)
-        report("unit_inconsistency", cp,
-               "the connector expression " + *why + " (spec §10.3, §4.8.3)");
-    }
-  }
-
-  void check_variable_map(const json& entry, const std::string& ptr) {
-    if (!entry.contains("from") || !entry["from"].is_string() || !entry.contains("to") ||
-        !entry["to"].is_string())
-      return;
-    const std::string from = entry["from"].get<std::string>();
-    const std::string to = entry["to"].get<std::string>();
-    const json transform = entry.value("transform", json("param_to_var"));
-    Q value = unknown();
-    if (transform.is_object()) {
-      inner_.clear();
-      value = evaluate(transform, pointer_join(ptr, "transform"));
-      if (!inner_.empty()) value = unknown();
-      report_inner();
-    } else if (transform.is_string()) {
-      const std::string kind = transform.get<std::string>();
-      const bool scaling =
-          kind == "additive" || kind == "multiplicative" || kind == "conversion_factor";
-      const bool has_factor = entry.contains("factor") && !(entry["factor"].is_number() &&
-                                                            entry["factor"].get<double>() == 1.0);
-      // identity is the structural layer's domain_unit_mismatch (any unit difference).
-      if (kind == "param_to_var" || (scaling && !has_factor)) value = symbol(from);
-    }
-    if (entry.value("lifting", std::string()) == "integral") return;  // adds spatial dimensions
-    const Q target = symbol(to);
-    if (value.kind != Kind::Known || target.kind != Kind::Known || same(value.dim, target.dim))
-      return;
-    report("unit_inconsistency", ptr,
-           "variable_map binds " + described(to) + " to " +
-               (transform.is_object() ? "an expression of dimension " + to_string(value.dim)
-                                      : described(from)) +
-               ", but their dimensions differ (source " + to_string(value.dim) + ", target " +
-               to_string(target.dim) + "); a unit conversion needs a conversion_factor "
-               "transform with its factor (spec §10.4)");
-  }
-
-  void check_coupling(const json& entry, const std::string& ptr) {
-    if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string()) return;
-    const std::string type = entry["type"].get<std::string>();
-    if (type == "operator_compose" || type == "couple") {
-      check_compose(entry, ptr);
-      check_connector(entry, ptr);
-    } else if (type == "variable_map") {
-      check_variable_map(entry, ptr);
-    } else if (type == "event") {
-      check_event(entry, ptr);
-    }
-  }
-
-  // ---- systems ------------------------------------------------------------------------
-  void walk_system(const json& sys, const std::string& ptr) {
-    if (is_ref(sys)) return;
-    check_declarations(sys, ptr);
-    sys_ = &sys;
-    for (const char* key : {"equations", "constraint_equations", "initialization_equations"}) {
-      if (!sys.contains(key) || !sys[key].is_array()) continue;
-      const std::string base = pointer_join(ptr, key);
-      for (std::size_t i = 0; i < sys[key].size(); ++i)
-        check_equation(sys[key][i], ptr, pointer_join(base, i));
-    }
-    if (sys.contains("reactions") && sys["reactions"].is_array()) {
-      const std::string base = pointer_join(ptr, "reactions");
-      for (std::size_t i = 0; i < sys["reactions"].size(); ++i)
-        check_reaction(sys["reactions"][i], ptr, pointer_join(base, i));
-    }
-    for (const char* key : {"continuous_events", "discrete_events"}) {
-      if (!sys.contains(key) || !sys[key].is_array()) continue;
-      const std::string base = pointer_join(ptr, key);
-      for (std::size_t i = 0; i < sys[key].size(); ++i)
-        check_event(sys[key][i], pointer_join(base, i));
-    }
-    if (sys.contains("subsystems") && sys["subsystems"].is_object()) {
-      for (const auto& [name, sub] : sys["subsystems"].items())
-        walk_system(sub, pointer_join(pointer_join(ptr, "subsystems"), name));
-    }
-  }
-
-  const json& doc_;
-  std::string file_;
-  std::string indep_ = "t";
-  std::vector<Diagnostic> out_;
-  std::unordered_map<std::string, std::optional<Unit>> cache_;
-  const json* sys_ = &kNoSystem;
-  std::string base_;
-  std::vector<std::size_t> path_;
-  std::vector<InnerFinding> inner_;
-  std::set<std::string> reported_species_;
-  int depth_ = 0;
-};
-
-}  // namespace
+}  // namespace units_detail
 
 std::vector<Diagnostic> check_units(const nlohmann::json& document, const std::string& file) {
-  return Checker(document, file).run();
+  return units_detail::Checker(document, file).run();
 }
 
 }  // namespace esi::esm

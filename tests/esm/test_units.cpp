@@ -346,10 +346,10 @@ TEST(UnitCheck, ReactionRateOrder) {
 namespace {
 
 json rs_doc(json species, json parameters, json reactions) {
-  return json{{"esm", "1.0.0"},
-              {"reaction_systems",
-               {{"R",
-                 {{"species", species}, {"parameters", parameters}, {"reactions", reactions}}}}}};
+  return json{
+      {"esm", "1.0.0"},
+      {"reaction_systems",
+       {{"R", {{"species", species}, {"parameters", parameters}, {"reactions", reactions}}}}}};
 }
 json reaction(json substrates, json products, json rate) {
   json s = json::array(), p = json::array();
@@ -411,8 +411,8 @@ TEST(UnitCheck, WellFormedRateEquationsPass) {
        {"L0", var("m")},
        {"c", var("m^2")}},
       {{{"lhs", ddt("x")},
-        {"rhs", op("+", {op("-", {"v", "w"}), op("*", {"v", op("exp", {op("/", {"L", "L0"})})}),
-                         1e-3})}},
+        {"rhs",
+         op("+", {op("-", {"v", "w"}), op("*", {"v", op("exp", {op("/", {"L", "L0"})})}), 1e-3})}},
        {{"lhs", op("*", {"a", "a"})}, {"rhs", "c"}}});
   EXPECT_TRUE(findings(doc).empty());
 }
@@ -424,12 +424,12 @@ TEST(UnitCheck, SpeciesOfOneReactionMustShareADimension) {
   EXPECT_EQ(findings(bad), std::vector<std::string>{"/reaction_systems/R/species/B"});
   // A catalyst (net stoichiometry 0) and a reservoir species feed no ODE, so their own units
   // are free; the rate k·A·C·D then carries them.
-  const json ok = rs_doc({{"A", species("mol/mol")},
-                          {"B", species("ppb")},
-                          {"C", species("molec/cm^3")},
-                          {"D", species("molec/cm^3", true)}},
-                         {{"k", units("cm^6/(molec^2*s)")}},
-                         {reaction({"A", "C", "D"}, {"B", "C"}, "k")});
+  const json ok =
+      rs_doc({{"A", species("mol/mol")},
+              {"B", species("ppb")},
+              {"C", species("molec/cm^3")},
+              {"D", species("molec/cm^3", true)}},
+             {{"k", units("cm^6/(molec^2*s)")}}, {reaction({"A", "C", "D"}, {"B", "C"}, "k")});
   EXPECT_TRUE(findings(ok).empty());
 }
 
@@ -437,8 +437,8 @@ TEST(UnitCheck, CompoundRatesMustMatchTheReactionOrder) {
   // Mixing-ratio species, a bimolecular constant in cm^3/(molec s): the rate needs M^(n-1)
   // (§7.4). k*M is right; k alone and k*M*M are not.
   const json sp = {{"A", species("mol/mol")}, {"B", species("mol/mol")}, {"C", species("mol/mol")}};
-  const json params = {{"k", units("cm^3/(molec*s)")}, {"M", units("molec/cm^3")},
-                       {"j", units("m/s")}};
+  const json params = {
+      {"k", units("cm^3/(molec*s)")}, {"M", units("molec/cm^3")}, {"j", units("m/s")}};
   auto with_rate = [&](json rate) {
     return findings(rs_doc(sp, params, {reaction({"A", "B"}, {"C"}, rate)}));
   };
@@ -456,8 +456,8 @@ TEST(UnitCheck, CompoundRatesMustMatchTheReactionOrder) {
                     {"Ea", units("J/mol")},
                     {"Rgas", units("J/(mol*K)")},
                     {"T", units("K")}};
-    const json rate = op("*", {"k0", op("exp", {op("/", {op("-", {"Ea"}),
-                                                         op("*", {"Rgas", "T"})})})});
+    const json rate =
+        op("*", {"k0", op("exp", {op("/", {op("-", {"Ea"}), op("*", {"Rgas", "T"})})})});
     return findings(rs_doc(conc, p, {reaction({"A", "B"}, {"C"}, rate)}));
   };
   EXPECT_TRUE(arrhenius("L/(mol*s)").empty());
@@ -488,7 +488,8 @@ TEST(UnitCheck, VariableMapsJoinCommensurateUnits) {
   EXPECT_TRUE(map("Pa", "hPa", param_to_var).empty());  // same dimension: a scale
   // A factor may carry implicit units (W/m^2 -> K/s), so a scaled map is not judged; the
   // same transform without a factor binds target to source and is.
-  EXPECT_TRUE(map("W/m^2", "K/s", {{"transform", "conversion_factor"}, {"factor", 2.4e-7}}).empty());
+  EXPECT_TRUE(
+      map("W/m^2", "K/s", {{"transform", "conversion_factor"}, {"factor", 2.4e-7}}).empty());
   EXPECT_EQ(map("W/m^2", "K/s", {{"transform", "conversion_factor"}}),
             std::vector<std::string>{"/coupling/0"});
   // Integral lifting adds spatial dimensions: not judged.
@@ -504,7 +505,9 @@ TEST(UnitCheck, VariableMapsJoinCommensurateUnits) {
   EXPECT_TRUE(expr_map("Pa").empty());
   EXPECT_EQ(expr_map("K"), std::vector<std::string>{"/coupling/0"});
   // A clash inside the transform is reported at its node.
-  json inner = {{"type", "variable_map"}, {"from", "A.p"}, {"to", "B.q"},
+  json inner = {{"type", "variable_map"},
+                {"from", "A.p"},
+                {"to", "B.q"},
                 {"transform", op("+", {"A.p", "A.T"})}};
   EXPECT_EQ(findings(two_models({{"p", var("Pa")}, {"T", var("K")}}, json::array(),
                                 {{"q", var("Pa")}}, json::array(), {inner})),
@@ -526,9 +529,8 @@ TEST(UnitCheck, ComposedAndCoupledStatesShareADimension) {
   EXPECT_TRUE(compose("mol/mol", "ppb", json::object()).empty());
   // translate without a factor identifies two quantities; with one it converts them.
   auto translate = [&](json target) {
-    json entry = {{"type", "operator_compose"},
-                  {"systems", {"A", "B"}},
-                  {"translate", {{"A.x", target}}}};
+    json entry = {
+        {"type", "operator_compose"}, {"systems", {"A", "B"}}, {"translate", {{"A.x", target}}}};
     return findings(two_models({{"x", var("mol/mol", "unknown")}, {"k", var("1/s")}}, rate_eq,
                                {{"y", var("molec/cm^3", "unknown")}, {"k", var("1/s")}},
                                {{{"lhs", ddt("y")}, {"rhs", op("*", {"k", "y"})}}}, {entry}));
@@ -541,7 +543,9 @@ TEST(UnitCheck, ComposedAndCoupledStatesShareADimension) {
                   {"systems", {"A", "B"}},
                   {"connector",
                    {{"equations",
-                     {{{"from", "B.v"}, {"to", "A.x"}, {"transform", transform},
+                     {{{"from", "B.v"},
+                       {"to", "A.x"},
+                       {"transform", transform},
                        {"expression", expression}}}}}}};
     return findings(two_models({{"x", var("kg/m^3", "unknown")}, {"k", var("1/s")}}, rate_eq,
                                {{"v", var("m/s")}, {"H", var("m")}}, json::array(), {entry}));
@@ -557,9 +561,9 @@ TEST(UnitCheck, ComposedAndCoupledStatesShareADimension) {
 
 TEST(UnitCheck, EventsConditionsAndAffects) {
   auto with_event = [](json condition, json affect_rhs) {
-    json doc = model_doc({{"x", var("m", "unknown")}, {"v", var("m/s")}, {"T", var("K")},
-                          {"L", var("m")}},
-                         {{{"lhs", ddt("x")}, {"rhs", "v"}}});
+    json doc =
+        model_doc({{"x", var("m", "unknown")}, {"v", var("m/s")}, {"T", var("K")}, {"L", var("m")}},
+                  {{{"lhs", ddt("x")}, {"rhs", "v"}}});
     doc["models"]["M"]["continuous_events"] = {
         {{"conditions", {condition}}, {"affects", {{{"lhs", "x"}, {"rhs", affect_rhs}}}}}};
     return findings(doc);
@@ -589,11 +593,8 @@ TEST(UnitCheck, DefaultUnitsMustDenoteTheDeclaredUnits) {
             std::vector<std::string>{"/models/M/variables/p"});
   EXPECT_EQ(findings(with_default_units("m", "furlong"), "unit_parse_error"),
             std::vector<std::string>{"/models/M/variables/p/default_units"});
-  for (const auto& [declared, given] :
-       std::vector<std::pair<const char*, const char*>>{{"degC", "\u00B0C"},
-                                                        {"K", "K"},
-                                                        {"m", "km"},
-                                                        {"K/s", "degC/s"}}) {
+  for (const auto& [declared, given] : std::vector<std::pair<const char*, const char*>>{
+           {"degC", "\u00B0C"}, {"K", "K"}, {"m", "km"}, {"K/s", "degC/s"}}) {
     const json doc = with_default_units(declared, given);
     EXPECT_TRUE(findings(doc).empty()) << declared << " vs " << given;
     EXPECT_TRUE(findings(doc, "unit_parse_error").empty()) << declared << " vs " << given;
