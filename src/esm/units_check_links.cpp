@@ -6,6 +6,19 @@
 
 namespace esi::esm::units_detail {
 
+namespace {
+
+// Field readers that tolerate schema-invalid input (the schema layer reports it).
+bool is_reservoir(const json& decl) {
+  return decl.is_object() && decl.contains("constant") && decl["constant"].is_boolean() &&
+         decl["constant"].get<bool>();
+}
+std::string string_field(const json& obj, const char* key, const std::string& fallback) {
+  return obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : fallback;
+}
+
+}  // namespace
+
 // The {species, stoichiometry} entries of a substrates / products list (null: none), or
 // nullopt when an entry is malformed (the structural layer's finding, not ours).
 std::optional<std::vector<Checker::Participant>> Checker::participants(const json& rx,
@@ -52,7 +65,7 @@ void Checker::check_reaction(const json& rx, const std::string& sys_ptr, const s
   for (const auto& s : order) {
     if (std::fabs(net[s]) <= 1e-12) continue;
     const json* decl = local_decl(*sys_, s);
-    if (decl && decl->value("constant", false) == true) continue;
+    if (decl && is_reservoir(*decl)) continue;
     const Q q = symbol(s);
     if (q.kind != Kind::Known) continue;
     if (!state) {
@@ -141,7 +154,7 @@ void Checker::collect_states(const json& sys, const std::string& prefix,
     }
   if (sys.contains("species") && sys["species"].is_object())
     for (const auto& [name, decl] : sys["species"].items())
-      if (decl.is_object() && decl.value("constant", false) != true) out[prefix + name] = &decl;
+      if (decl.is_object() && !is_reservoir(decl)) out[prefix + name] = &decl;
   if (sys.contains("subsystems") && sys["subsystems"].is_object())
     for (const auto& [name, sub] : sys["subsystems"].items())
       if (!is_ref(sub)) collect_states(sub, prefix + name + ".", out);
@@ -220,7 +233,9 @@ void Checker::check_connector(const json& entry, const std::string& ptr) {
     const std::string to = ce["to"].get<std::string>();
     const Q target = symbol(to);
     if (target.kind != Kind::Known) continue;
-    const std::string transform = ce.value("transform", std::string("additive"));
+    // Absent means additive; a transform of the wrong type matches no branch below.
+    const std::string transform =
+        ce.contains("transform") ? string_field(ce, "transform", "") : "additive";
     std::optional<std::string> why;
     if (transform == "multiplicative") {
       if (!is_dimensionless(e.dim))
@@ -263,7 +278,7 @@ void Checker::check_variable_map(const json& entry, const std::string& ptr) {
     // identity is the structural layer's domain_unit_mismatch (any unit difference).
     if (kind == "param_to_var" || (scaling && !has_factor)) value = symbol(from);
   }
-  if (entry.value("lifting", std::string()) == "integral") return;  // adds spatial dimensions
+  if (string_field(entry, "lifting", "") == "integral") return;  // adds spatial dimensions
   const Q target = symbol(to);
   if (value.kind != Kind::Known || target.kind != Kind::Known || same(value.dim, target.dim))
     return;

@@ -578,6 +578,26 @@ TEST(UnitCheck, EventsConditionsAndAffects) {
             std::vector<std::string>{"/models/M/continuous_events/0/affects/0"});
 }
 
+TEST(UnitCheck, SchemaInvalidFieldsAreSkippedNotThrown) {
+  // Wrong-typed fields are the schema layer's findings; the unit check must not throw on them.
+  json doc = rs_doc({{"A", {{"units", "mol/L"}, {"constant", "yes"}}}, {"B", species("mol/L")}},
+                    {{"k", units("1/s")}}, {reaction({"A"}, {"B"}, "k")});
+  doc["reaction_systems"]["R"]["reactions"].push_back(
+      {{"substrates", {{{"species", "A"}, {"stoichiometry", "two"}}}}, {"rate", "k"}});
+  doc["models"]["M"] = {{"variables", {{"x", var("m", "unknown")}}},
+                        {"equations", {{{"lhs", ddt("x")}, {"rhs", 0}}}}};
+  doc["coupling"] = {
+      {{"type", "variable_map"}, {"from", "R.k"}, {"to", "M.x"}, {"lifting", 3}},
+      {{"type", "couple"},
+       {"systems", {"R", "M"}},
+       {"connector", {{"equations", {{{"to", "M.x"}, {"transform", 5}, {"expression", "R.k"}}}}}}},
+      {{"type", "operator_compose"}, {"systems", {"R", 7}}, {"translate", {{"M.x", {{"var", 1}}}}}},
+      "not an entry"};
+  EXPECT_NO_THROW(esi::esm::check_units(doc, "inline.esm"));
+  // The variable_map still binds M.x [m] to R.k [1/s].
+  EXPECT_EQ(findings(doc), std::vector<std::string>{"/coupling/0"});
+}
+
 TEST(UnitCheck, DefaultUnitsMustDenoteTheDeclaredUnits) {
   auto with_default_units = [](const char* declared, const char* given) {
     json v = var(declared);
