@@ -444,6 +444,12 @@ std::optional<Unit> parse_unit(std::string_view text, std::string* error) {
   Parser parser(norm, text);
   auto u = parser.parse();
   if (!u && error) *error = parser.error();
+  if (u) {
+    const std::size_t last = norm.find_last_not_of(" \t\r\n");
+    const std::string_view lone = std::string_view(norm).substr(first, last - first + 1);
+    if (lone == "degC" || lone == "Celsius") u->offset = 273.15;
+    if (lone == "degF") u->offset = 459.67 * 5.0 / 9.0;
+  }
   return u;
 }
 

@@ -160,7 +160,7 @@ TEST(Native, JacobianProgramsGoNativeToo) {
   EXPECT_EQ(compare_all(jac.values, s), "");
 }
 
-// The sample of issue 3: SuperFast, fullchem, POLLU and every 4th other valid corpus document that
+// The sample of issue 3: SuperFast, fullchem, POLLU and every 3rd other valid corpus document that
 // compiles (at least twenty), in sorted order so the sample is the same on every machine.
 TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   const fs::path corpus = esi::testing::corpus_dir();
@@ -172,6 +172,8 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   if (fs::exists(pollu)) required.push_back(pollu);
   int compiled = 0, others = 0;
   std::vector<std::string> checked;
+  // The stride counts only documents that flatten to a system with states, so documents that
+  // could never be checked do not thin the sample.
   auto check = [&](const fs::path& f, bool must) {
     esi::esm::System s;
     try {
@@ -183,6 +185,7 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
       return false;
     }
     if (s.states.empty()) return false;
+    if (!must && compiled++ % 3 != 0) return false;
     const Program tape = compile(s);
     EXPECT_EQ(compare_all(tape, s), "") << f;
     checked.push_back(f.filename().string());
@@ -192,7 +195,6 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   for (const auto& f : files) {
     if (std::find(required.begin(), required.end(), f) != required.end()) continue;
     if (!esi::esm::validate_file(f).valid()) continue;
-    if (compiled++ % 4 != 0) continue;
     if (check(f, false)) ++others;
   }
   EXPECT_GE(others, 20);

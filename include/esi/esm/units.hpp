@@ -47,6 +47,11 @@ Dimension power(const Dimension& a, std::int64_t p, std::int64_t q);
 struct Unit {
   double scale = 1.0;  ///< value in SI base units of one of this unit
   Dimension dim;
+  /// Kelvin value of this unit's zero when the string is a lone absolute temperature with an
+  /// offset (`degC`: 273.15, `degF`: 459.67·5/9); 0 otherwise. Dimensional analysis ignores it
+  /// (§4.8.1, affine offsets are not modelled); it only tells `K` from `degC` where two unit
+  /// strings must denote the same unit (a `default_units` declaration).
+  double offset = 0.0;
 };
 
 /// Parses a unit string ("m/s", "kg m^-3", "molec/cm^3", "ppb", "1", "") against the flat
@@ -58,9 +63,10 @@ std::optional<Unit> parse_unit(std::string_view text, std::string* error = nullp
 std::string to_string(const Dimension& d);
 
 /// Dimensional check of every model and reaction system of a document whose `ref`s are already
-/// resolved (components inlined; components still given as `ref` are skipped). Findings carry
-/// code `unit_inconsistency` or `unit_parse_error`, `file`, and the pointer of the variable /
-/// equation / reaction at fault.
+/// resolved (components inlined; components still given as `ref` are skipped), and of its
+/// coupling entries. Findings carry code `unit_inconsistency` or `unit_parse_error`, `file`,
+/// and the pointer of the node at fault: the declaration, the equation, the offending
+/// expression node, the reaction, the species or the coupling entry (see units_check.cpp).
 std::vector<Diagnostic> check_units(const nlohmann::json& document, const std::string& file);
 
 }  // namespace esi::esm
