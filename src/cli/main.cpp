@@ -108,11 +108,12 @@ int usage_error(std::string_view command, std::string_view message) {
 std::optional<esm::ResolvedDocument> load_or_report(const std::string& file) {
   esm::CheckedDocument checked = esm::load_checked(file);
   if (checked.doc) return std::move(checked.doc);
-  for (Diagnostic d : checked.report.errors) {
+  const std::vector<Diagnostic> shown = checked.report.shown();
+  for (Diagnostic d : shown) {
     if (d.file.empty()) d.file = file;
     std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
   }
-  const std::size_t n = checked.report.errors.size();
+  const std::size_t n = shown.size();
   std::fprintf(stderr, "%s: refused (%zu error%s; 'esi validate' lists the same findings)\n",
                file.c_str(), n, n == 1 ? "" : "s");
   return std::nullopt;

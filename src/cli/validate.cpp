@@ -19,26 +19,45 @@
 namespace esi::cli {
 namespace {
 
-nlohmann::json report_json(const esm::ValidationReport& report, const std::string& file) {
-  nlohmann::json errors = nlohmann::json::array();
-  for (const Diagnostic& d : report.errors) {
+nlohmann::json findings_json(const std::vector<Diagnostic>& findings, const std::string& file) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Diagnostic& d : findings) {
     nlohmann::json e = {{"code", d.code}, {"path", d.pointer}, {"message", d.message}};
     if (!d.file.empty() && d.file != file) e["file"] = d.file;
-    errors.push_back(std::move(e));
+    if (d.alternative) e["alternative"] = true;
+    out.push_back(std::move(e));
   }
-  return {{"file", file}, {"valid", report.valid()}, {"errors", std::move(errors)}};
+  return out;
 }
 
+nlohmann::json report_json(const esm::ValidationReport& report, const std::string& file) {
+  nlohmann::json out = {{"file", file},
+                        {"valid", report.valid()},
+                        {"errors", findings_json(report.errors, file)}};
+  if (!report.notes.empty()) out["notes"] = findings_json(report.notes, file);
+  return out;
+}
+
+void print_findings(const std::vector<Diagnostic>& findings, const std::string& file,
+                    std::string_view severity) {
+  for (Diagnostic d : findings) {
+    if (d.file.empty()) d.file = file;
+    std::printf("%s\n", format_diagnostic(d, severity).c_str());
+  }
+}
+
+/// Errors first (without the oneOf/anyOf branches the node was not closest to), then notes on
+/// what esi cannot run yet, then one verdict line.
 void print_report_human(const esm::ValidationReport& report, const std::string& file) {
+  const std::vector<Diagnostic> shown = report.shown();
+  print_findings(shown, file, "error");
+  print_findings(report.notes, file, "note");
   if (report.valid()) {
-    std::printf("%s: valid\n", file.c_str());
+    if (report.notes.empty()) std::printf("%s: valid\n", file.c_str());
+    else std::printf("%s: valid (esi cannot run all of it yet; see the notes)\n", file.c_str());
     return;
   }
-  for (Diagnostic d : report.errors) {
-    if (d.file.empty()) d.file = file;
-    std::printf("%s\n", format_diagnostic(d).c_str());
-  }
-  const std::size_t n = report.errors.size();
+  const std::size_t n = shown.size();
   std::printf("%s: invalid (%zu error%s)\n", file.c_str(), n, n == 1 ? "" : "s");
 }
 
@@ -52,7 +71,10 @@ void print_validate_help(std::FILE* out) {
       "default), reference resolution, structural and unit checks, and a trial flatten.\n"
       "\n"
       "  --json   one JSON object per file per line:\n"
-      "           {\"file\":..., \"valid\":bool, \"errors\":[{\"code\",\"path\",\"message\"}]}\n"
+      "           {\"file\":..., \"valid\":bool, \"errors\":[{\"code\",\"path\",\"message\"}],\n"
+      "            \"notes\":[...] (only when esi cannot run all of a valid document yet)}\n"
+      "           errors of oneOf/anyOf branches the node was not closest to carry\n"
+      "           \"alternative\":true (the human form leaves them out)\n"
       "\n"
       "exit status: 0 every file is valid, 1 some file is invalid, 2 usage error\n",
       out);

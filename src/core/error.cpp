@@ -5,13 +5,15 @@
 
 namespace esi {
 
-std::string format_diagnostic(const Diagnostic& d) {
+std::string format_diagnostic(const Diagnostic& d, std::string_view severity) {
   std::string out;
   out.reserve(d.file.size() + d.pointer.size() + d.code.size() + d.message.size() + 24);
   out += d.file.empty() ? std::string("<input>") : d.file;
   out += ':';
   out += d.pointer.empty() ? std::string("/") : d.pointer;
-  out += ": error[";
+  out += ": ";
+  out += severity;
+  out += '[';
   out += d.code;
   out += "]: ";
   out += d.message;

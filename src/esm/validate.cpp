@@ -81,11 +81,10 @@ CheckedDocument load_checked(const std::filesystem::path& file, const LoadOption
     try {
       if (const JsonSchema* schema = esm_schema()) {
         // A oneOf/anyOf failure reads as the complaints of the branch the node came closest
-        // to; the other branches' findings (ajv reports them all) would bury it.
+        // to; the other branches' findings (ajv reports them all) are kept but marked.
         for (auto& f : schema->validate(raw))
-          if (!f.alternative)
-            report.errors.push_back(Diagnostic{f.keyword, report.file, f.instance_path,
-                                               f.message, Layer::Schema});
+          report.errors.push_back(Diagnostic{f.keyword, report.file, f.instance_path,
+                                             f.message, Layer::Schema, f.alternative});
         if (!report.errors.empty()) return out;
       }
     } catch (const Error& e) {
@@ -110,6 +109,13 @@ CheckedDocument load_checked(const std::filesystem::path& file, const LoadOption
   return out;
 }
 
+std::vector<Diagnostic> ValidationReport::shown() const {
+  std::vector<Diagnostic> out;
+  for (const Diagnostic& d : errors)
+    if (!d.alternative) out.push_back(d);
+  return out;
+}
+
 bool is_unsupported_code(const std::string& code) { return code.rfind("unsupported_", 0) == 0; }
 
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
@@ -120,11 +126,9 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
   try {
     (void)flatten(*checked.doc);
   } catch (const Error& e) {
-    if (!is_unsupported_code(e.code())) {
-      Diagnostic d = e.diagnostic();
-      if (d.file.empty()) d.file = checked.report.file;
-      checked.report.errors.push_back(std::move(d));
-    }
+    Diagnostic d = e.diagnostic();
+    if (d.file.empty()) d.file = checked.report.file;
+    (is_unsupported_code(d.code) ? checked.report.notes : checked.report.errors).push_back(std::move(d));
   }
   return std::move(checked.report);
 }

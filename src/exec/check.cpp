@@ -302,7 +302,7 @@ FileResult check_file(const std::filesystem::path& file, const CheckOptions& opt
     // The same pipeline as every command: an invalid document runs no test.
     esm::CheckedDocument checked = esm::load_checked(file);
     if (!checked.doc) {
-      const auto& findings = checked.report.errors;
+      const std::vector<Diagnostic> findings = checked.report.shown();
       out.error = findings.front();
       if (out.error->file.empty()) out.error->file = out.file;
       if (findings.size() > 1)

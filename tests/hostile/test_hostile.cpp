@@ -31,6 +31,9 @@ struct Case {
   json spec;
 };
 
+// gtest prints a parameter with this (its bytes otherwise).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.id; }
+
 std::vector<Case> load_cases() {
   std::ifstream in(fs::path(ESI_SOURCE_DIR) / "tests" / "hostile" / "cases.json");
   const json all = json::parse(in);

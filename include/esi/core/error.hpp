@@ -24,10 +24,14 @@ struct Diagnostic {
   std::string pointer;  ///< RFC 6901 JSON pointer into `file`; "" is the document root
   std::string message;  ///< one sentence for a modeller
   Layer layer = Layer::Structural;
+  /// A schema finding from a oneOf/anyOf branch other than the one the node came closest to.
+  /// Kept for tools that compare with ajv (which reports every branch); not shown to people.
+  bool alternative = false;
 };
 
-/// "file:/pointer: error[code]: message" — the one-line form the CLI prints.
-std::string format_diagnostic(const Diagnostic& d);
+/// "file:/pointer: error[code]: message" — the one-line form the CLI prints; `severity` is
+/// "error" or "note".
+std::string format_diagnostic(const Diagnostic& d, std::string_view severity = "error");
 
 /// A user-facing error: bad input, unsupported feature. Our own bugs use ESI_ASSERT instead.
 class Error : public std::runtime_error {

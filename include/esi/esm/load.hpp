@@ -56,8 +56,15 @@ ResolvedDocument load_resolved(const std::filesystem::path& file, nlohmann::json
 /// unit checks, and (for component documents) a trial flatten. Never throws for bad input.
 struct ValidationReport {
   std::string file;
+  /// Every finding. Schema findings marked `alternative` come from oneOf/anyOf branches the
+  /// node was not closest to: they invalidate the document like the others, but people read
+  /// `shown()` only.
   std::vector<Diagnostic> errors;
+  /// What esi cannot run yet in a valid document (`unsupported_*` from the trial flatten).
+  std::vector<Diagnostic> notes;
   bool valid() const { return errors.empty(); }
+  /// The findings a person should read (errors less `alternative` ones).
+  std::vector<Diagnostic> shown() const;
 };
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options = {});
 
