@@ -170,7 +170,9 @@ nlohmann::json to_json(const std::vector<FileResult>& results) {
       tests.push_back({{"component", t.component}, {"id", t.id}, {"error", error_json(t.error)},
                        {"assertions", std::move(assertions)}});
     }
-    files.push_back({{"file", f.file}, {"error", error_json(f.error)}, {"tests", std::move(tests)}});
+    nlohmann::json file = {{"file", f.file}, {"error", error_json(f.error)}, {"tests", std::move(tests)}};
+    if (f.assertions_not_run > 0) file["assertions_not_run"] = f.assertions_not_run;
+    files.push_back(std::move(file));
   }
   const CheckSummary s = summarize(results);
   return {{"files", std::move(files)},
