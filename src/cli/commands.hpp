@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "esi/esm/load.hpp"
 
@@ -45,6 +46,11 @@ int run_check(Args args);
 void print_simulate_help(std::FILE* out);
 void print_check_help(std::FILE* out);
 #endif
+
+/// Runs one command line (argv without the program name) and returns its exit status. Input
+/// problems are reported and mapped to statuses; an esi::Error may still escape (the input's
+/// fault, exit 1 in `main`), anything else is a bug in esi.
+int dispatch(const std::vector<std::string>& argv);
 
 /// Prints "esi <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(std::string_view command, std::string_view message);

@@ -72,6 +72,8 @@ int run_help(Args args) {
   return usage_error("help", "unknown command '" + args[0] + "'");
 }
 
+}  // namespace
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty()) {
     print_help(stderr);
@@ -94,8 +96,6 @@ int dispatch(const std::vector<std::string>& argv) {
   std::fputs("run 'esi help' for the list of commands\n", stderr);
   return kExitUsage;
 }
-
-}  // namespace
 
 int usage_error(std::string_view command, std::string_view message) {
   std::fprintf(stderr, "esi %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
@@ -127,33 +127,3 @@ std::string format_number(double value) {
 
 }  // namespace esi::cli
 
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  try {
-    const int status = esi::cli::dispatch(args);
-    // Reports go to stdout: a full disk or a closed pipe must not pass as success.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "esi: error[output_write_failed]: writing to standard output failed: %s\n",
-                   std::strerror(errno));
-      return status == esi::cli::kExitOk ? esi::cli::kExitInvalid : status;
-    }
-    return status;
-  } catch (const esi::Error& e) {
-    // Subcommands report input errors themselves; one escaping here is still the input's fault.
-    std::fprintf(stderr, "%s\n", esi::format_diagnostic(e.diagnostic()).c_str());
-    return esi::cli::kExitInvalid;
-  } catch (const std::bad_alloc&) {
-    std::fputs("esi: error[out_of_memory]: ran out of memory\n", stderr);
-    return esi::cli::kExitInternal;
-  } catch (const std::filesystem::filesystem_error& e) {
-    // The OS's reason and the path, not the library's wording.
-    std::fprintf(stderr, "esi: error[filesystem_error]: %s: %s\n", e.path1().string().c_str(),
-                 e.code().message().c_str());
-    return esi::cli::kExitInvalid;
-  } catch (const std::exception& e) {
-    // Every input problem is an esi::Error; anything else is a bug in esi.
-    std::fprintf(stderr, "esi: error[internal_error]: an unexpected failure inside esi (please report it): %s\n",
-                 e.what());
-    return esi::cli::kExitInternal;
-  }
-}
