@@ -418,7 +418,7 @@ int run_simulate(Args args) {
     if (!traj.ok()) {
       // The message starts with the return code's name and the time it stopped.
       const std::string last = traj.rows > 0 ? "last output at t = " + format_number(traj.last_time)
-                                             : std::string("no output written");
+                                             : std::string("no output rows written");
       std::fprintf(stderr, "%s: error[solve_failed]: the run stopped (%s): %s\n", s.file.c_str(),
                    last.c_str(), traj.message.c_str());
       return kExitInvalid;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "esi/core/error.hpp"
+#include "esi/esm/units.hpp"
 #include "esi/expr/parse.hpp"
 #include "esm/flatten_internal.hpp"
 
@@ -62,6 +63,21 @@ Cadence cadence_of(const json& v) {
   return Cadence::Constant;
 }
 
+/// The factor that turns a `default` given in `default_units` into the declared `units` (1 when
+/// either is absent or they are the same unit).
+double default_conversion(const json& v, const std::string& file, const std::string& pointer) {
+  const auto du = v.find("default_units");
+  const auto u = v.find("units");
+  if (du == v.end() || u == v.end() || !du->is_string() || !u->is_string() || *du == *u) return 1.0;
+  const std::optional<Unit> from = parse_unit(du->get<std::string>());
+  const std::optional<Unit> to = parse_unit(u->get<std::string>());
+  if (!from || !to || !(from->dim == to->dim) || from->offset != to->offset)
+    throw Error("unit_inconsistency", file, pointer_join(pointer, "default_units"),
+                "the default is given in '" + du->get<std::string>() +
+                    "', which cannot be converted to the declared units '" + u->get<std::string>() + "'");
+  return from->scale / to->scale;
+}
+
 void declare(FlattenState& st, std::size_t c, const std::string& local, const json& v,
              const std::string& pointer, bool unknown, bool species, bool constant_species) {
   const Component& comp = st.components[c];
@@ -76,10 +92,19 @@ void declare(FlattenState& st, std::size_t c, const std::string& local, const js
   if (v.is_object()) {
     d.var.units = v.value("units", std::string());
     d.var.description = v.value("description", std::string());
+    // A default written in other units (`default_units`, same dimension and zero: the unit
+    // check refuses anything else) is converted to the declared units here; using the number
+    // as it stands would be silently off by the scale ratio (0.5 1/min read as 0.5 1/s).
+    const double to_declared = default_conversion(v, comp.file, pointer);
     if (auto def = v.find("default"); def != v.end()) {
-      if (def->is_number()) d.var.default_value = def->get<double>();
-      else if (def->is_object() || def->is_string())
+      if (def->is_number()) {
+        d.var.default_value = def->get<double>() * to_declared;
+      } else if (def->is_object() || def->is_string()) {
         d.var.initial = localize(st, c, *def, pointer_join(pointer, "default"));
+        if (to_declared != 1.0)
+          d.var.initial = st.sys.pool.make(
+              expr::Op::Mul, std::vector<expr::NodeId>{st.sys.pool.number(to_declared), d.var.initial});
+      }
     }
     if (auto sh = v.find("shape"); sh != v.end() && sh->is_array() && !sh->empty()) {
       for (const auto& s : *sh) d.var.shape.push_back(s.is_string() ? s.get<std::string>() : s.dump());

@@ -868,6 +868,11 @@ ResolvedDocument load_unchecked(const std::filesystem::path& file, nlohmann::jso
   Resolver r{options, out, {}};
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(file, ec);
+  // A template library named on its own gets the resolver its importers would run: its import
+  // graph is walked (cycles, missing files, name conflicts), not just its own JSON checked.
+  const bool has_components = out.raw.contains("models") || out.raw.contains("reaction_systems");
+  if (!has_components && out.raw.contains("expression_template_imports"))
+    (void)r.load_library(canonical.empty() ? file : canonical, out.file, "");
   Resolver::StackGuard guard(r.stack, canonical);
   r.process(out.doc, canonical.empty() ? file : canonical, {}, true, "");
   // process() already merged the mounted documents' index sets into index_set_sizes; keep

@@ -102,10 +102,11 @@ void check_observed_loops(Context& ctx, const Component& c) {
     const json* rhs = get_field((*eqs)[i], "rhs");
     if (!rhs) continue;
     std::set<std::string> seen;
+    std::vector<std::string>& read_by_y = reads[y];  // (clang 14 cannot capture a binding)
     for_each_free_symbol(
         *rhs,
         [&](const std::string& s) {
-          if (defining.count(s) && seen.insert(s).second) reads[y].push_back(s);
+          if (defining.count(s) && seen.insert(s).second) read_by_y.push_back(s);
         },
         {}, c.field("expression_templates"));
   }

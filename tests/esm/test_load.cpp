@@ -142,3 +142,24 @@ TEST(Load, NumbersBeyondBinary64AreAParseErrorNotACrash) {
   ASSERT_FALSE(report.valid());
   EXPECT_EQ(report.errors[0].code, "json_parse_error");
 }
+
+TEST(Load, ALibraryNamedOnItsOwnGetsItsImportGraphResolved) {
+  TempDir dir;
+  const auto a = dir.write("a.esm", doc(R"("expression_template_imports": [{"ref": "./b.esm"}],
+      "expression_templates": {"twice": {"params": ["x"], "body": {"op": "*", "args": [2, "x"]}}})"));
+  dir.write("b.esm", doc(R"("expression_template_imports": [{"ref": "./a.esm"}],
+      "expression_templates": {"thrice": {"params": ["x"], "body": {"op": "*", "args": [3, "x"]}}})"));
+  std::string ptr;
+  EXPECT_EQ(code_of([&] { load_resolved(a); }, &ptr), "template_import_cycle");
+  EXPECT_EQ(ptr, "/expression_template_imports/0");
+  const auto report = esi::esm::validate_file(a);
+  ASSERT_FALSE(report.valid());
+  EXPECT_EQ(report.errors[0].code, "template_import_cycle");
+  // The same library importing a well-formed one is valid.
+  const auto c = dir.write("c.esm", doc(R"("expression_template_imports": [{"ref": "./d.esm"}],
+      "expression_templates": {"twice": {"params": ["x"], "body": {"op": "*", "args": [2, "x"]}}})"));
+  dir.write("d.esm", doc(R"("expression_templates": {"thrice": {"params": ["x"], "body": {"op": "*", "args": [3, "x"]}}})"));
+  EXPECT_TRUE(esi::esm::validate_file(c).valid());
+  EXPECT_EQ(code_of([&] { dir.write("e.esm", doc(R"("expression_template_imports": [{"ref": "./missing.esm"}],
+      "expression_templates": {})")); load_resolved(dir.path() / "e.esm"); }), "template_import_unresolved");
+}
