@@ -19,6 +19,7 @@
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "fuzz_support.hpp"
 
 namespace {
 
@@ -26,9 +27,7 @@ struct Scratch {
   std::string path;
   bool strict = false;
   Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    path = std::string(tmp && *tmp ? tmp : "/tmp") + "/esi_fuzz_" + std::to_string(::getpid()) +
-           ".esm";
+    path = esi::fuzz::scratch_path("loader");
     const char* s = std::getenv("ESI_FUZZ_STRICT");
     strict = s != nullptr && std::string(s) == "1";
   }
@@ -40,16 +39,6 @@ Scratch& scratch() {
   return s;
 }
 
-void write_input(const std::string& path, const std::uint8_t* data, std::size_t size) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::perror(path.c_str());
-    std::abort();
-  }
-  if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
-  std::fclose(f);
-}
-
 [[noreturn]] void breach(const char* what, const esi::Error& e) {
   std::fprintf(stderr, "esi fuzz: %s: %s\n", what, e.what());
   std::abort();
@@ -59,7 +48,7 @@ void write_input(const std::string& path, const std::uint8_t* data, std::size_t 
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Scratch& s = scratch();
-  write_input(s.path, data, size);
+  esi::fuzz::write_input(s.path, data, size);
 
   esi::esm::ValidationReport report;
   try {

@@ -16,30 +16,12 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/simulate.hpp"
+#include "fuzz_support.hpp"
 
-namespace {
-
-std::string scratch_path() {
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp && *tmp ? tmp : "/tmp") + "/esi_fuzz_pipeline_" +
-         std::to_string(::getpid()) + ".esm";
-}
-
-void write_input(const std::string& path, const std::uint8_t* data, std::size_t size) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    std::perror(path.c_str());
-    std::abort();
-  }
-  if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
-  std::fclose(f);
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = scratch_path();
-  write_input(path, data, size);
+  static const std::string path = esi::fuzz::scratch_path("pipeline");
+  esi::fuzz::write_input(path, data, size);
 
   esi::esm::CheckedDocument checked = esi::esm::load_checked(path);
   if (!checked.doc || checked.doc->library_only) return 0;

@@ -52,6 +52,26 @@ json apply(const char* name, const json& bindings) {
               {"bindings", bindings}};
 }
 
+/// Templates t0 .. t{levels-1} with t_i(a) = t_{i+1}(a + 1) + t_{i+1}(a + 2): every level
+/// doubles the expanded body.
+json exponential_templates_doc(int levels) {
+  json d = model_doc();
+  auto& t = d["models"]["M"]["expression_templates"];
+  for (int i = 0; i < levels; ++i) {
+    json body;
+    if (i + 1 == levels) {
+      body = {{"op", "+"}, {"args", {"a", 1}}};
+    } else {
+      const std::string next = "t" + std::to_string(i + 1);
+      body = {{"op", "+"},
+              {"args", {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
+                        apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
+    }
+    t["t" + std::to_string(i)] = {{"params", {"a"}}, {"body", body}};
+  }
+  return d;
+}
+
 #define EXPECT_CLEAN(doc)                  \
   do {                                     \
     const auto ds_ = check(doc);           \
@@ -134,21 +154,7 @@ TEST(Trust, TemplateChainsDeeperThan32AreRefused) {
 
 TEST(Trust, ExponentialTemplateExpansionIsCapped) {
   // t_i(a) = t_{i+1}(a + 1) + t_{i+1}(a + 2): every level doubles the expanded body.
-  json d = model_doc();
-  auto& t = d["models"]["M"]["expression_templates"];
-  const int levels = 30;
-  for (int i = 0; i < levels; ++i) {
-    json body;
-    if (i + 1 == levels) {
-      body = {{"op", "+"}, {"args", {"a", 1}}};
-    } else {
-      const std::string next = "t" + std::to_string(i + 1);
-      body = {{"op", "+"},
-              {"args", {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
-                        apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
-    }
-    t["t" + std::to_string(i)] = {{"params", {"a"}}, {"body", body}};
-  }
+  json d = exponential_templates_doc(30);
   const auto ds = check(d);
   ASSERT_TRUE(has_code(ds, "template_expansion_too_large")) << dump(ds);
   // Reported once, where the expansion first crosses the limit (about 2^22 nodes: t10, at about 10 * 2^19 nodes).
@@ -385,21 +391,7 @@ TEST(Trust, FlattenStopsAnExponentialTemplateExpansion) {
   // expanded pool doubles per level. Flattening must stop with a located error, not run out of
   // memory.
   TempDir dir;
-  json d = model_doc();
-  auto& t = d["models"]["M"]["expression_templates"];
-  const int levels = 30;
-  for (int i = 0; i < levels; ++i) {
-    json body;
-    if (i + 1 == levels) {
-      body = {{"op", "+"}, {"args", {"a", 1}}};
-    } else {
-      const std::string next = "t" + std::to_string(i + 1);
-      body = {{"op", "+"},
-              {"args", {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
-                        apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
-    }
-    t["t" + std::to_string(i)] = {{"params", {"a"}}, {"body", body}};
-  }
+  json d = exponential_templates_doc(30);
   d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {apply("t0", {{"a", "k"}}), "x"}}};
   const auto file = dir.write("big.esm", d.dump());
   std::string code = "no error", pointer;
