@@ -6,8 +6,8 @@
 // Contract under test: every command line ends in an exit status (0-3) or an esi::Error (which
 // `main` maps to exit 1); any other exception, crash, sanitizer report or hang is a finding.
 //
-// Kept inside the scratch folder: '/' in an argument becomes '_', so the target never reads or
-// writes elsewhere. Skipped as uninteresting (documented limits, not defects): --native (it
+// Kept inside the scratch folder: '/' in an argument becomes '_' and arguments holding '..' are
+// skipped, so the target never reads or writes elsewhere. Skipped as uninteresting (documented limits, not defects): --native (it
 // starts the system compiler) and output grids finer than 1e-2 of model time (up to 10^7 CSV
 // rows are legal and only slow). Run with -close_fd_mask=3 to silence the commands' output.
 #include <unistd.h>
@@ -69,6 +69,7 @@ std::vector<std::string> split_arguments(const std::uint8_t* data, std::size_t s
 bool uninteresting(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i].find("native") != std::string::npos) return true;
+    if (args[i].find("..") != std::string::npos) return true;  // would leave the scratch folder
     if (args[i] == "--saveat" && i + 1 < args.size()) {
       char* end = nullptr;
       const double dt = std::strtod(args[i + 1].c_str(), &end);

@@ -56,10 +56,11 @@ seeds_of() {  # the seed files of target $1, one per line
   esac
 }
 flags_of() {  # libFuzzer flags of target $1
-  local f=(-timeout=20 -rss_limit_mb=4096 "-artifact_prefix=$build/artifacts/$1/")
+  # Absolute paths: the cli target changes into its scratch folder after its first input.
+  local f=(-timeout=20 -rss_limit_mb=4096 "-artifact_prefix=$root/$build/artifacts/$1/")
   case "$1" in
-    cli) f+=(-max_len=4096 -close_fd_mask=3 -dict=fuzz/cli.dict) ;;
-    *) f+=(-max_len=65536 -dict=fuzz/esm.dict) ;;
+    cli) f+=(-max_len=4096 -close_fd_mask=3 "-dict=$root/fuzz/cli.dict") ;;
+    *) f+=(-max_len=65536 "-dict=$root/fuzz/esm.dict") ;;
   esac
   echo "${f[@]}"
 }
@@ -67,7 +68,7 @@ flags_of() {  # libFuzzer flags of target $1
 if [[ $mode == replay ]]; then
   cmake --build "$build" -j 2 --target esi_fuzz_loader esi_fuzz_pipeline esi_fuzz_cli
   for t in loader pipeline cli; do
-    replay="$build/replay/$t"
+    replay="$root/$build/replay/$t"
     rm -rf "$replay" && mkdir -p "$replay" "$build/artifacts/$t"
     seeds_of "$t" | while read -r f; do cp "$f" "$replay/"; done
     n=$(find "$replay" -type f | wc -l)
@@ -89,7 +90,7 @@ fi
 cmake --build "$build" -j 2 --target "esi_fuzz_$target"
 bin="$build/esi_fuzz_$target"
 mkdir -p "$build/artifacts/$target"
-work=fuzz/corpus-work/$target
+work=$root/fuzz/corpus-work/$target
 mkdir -p "$work"
 seeds_of "$target" | while read -r f; do cp -n "$f" "$work/" 2>/dev/null || true; done
 echo "fuzz.sh: fuzzing $target for $seconds s on $work ($(find "$work" -type f | wc -l) inputs)"

@@ -22,6 +22,7 @@
 
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
+#include "esi/core/text.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/simulate.hpp"
@@ -183,21 +184,6 @@ bool ends_with_segment(const std::string& flat, const std::string& name) {
          flat.compare(flat.size() - name.size(), name.size(), name) == 0;
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 /// Up to five settable names close to `name` (full names and local names), nearest first.
 std::vector<std::string> near_names(const esm::System& sys, const std::string& name) {

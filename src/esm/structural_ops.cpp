@@ -8,6 +8,7 @@
 #include <cctype>
 #include <climits>
 
+#include "esi/core/text.hpp"
 #include "esi/expr/expr.hpp"
 #include "structural_detail.hpp"
 
@@ -57,22 +58,6 @@ std::string arity_words(const Arity& a) {
   if (a.min == a.max) return "exactly " + std::to_string(a.min);
   if (a.max == SIZE_MAX) return "at least " + std::to_string(a.min);
   return std::to_string(a.min) + " or " + std::to_string(a.max);
-}
-
-/// Optimal-string-alignment distance (edits, with adjacent transpositions counting one).
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= n; ++i)
-    for (std::size_t j = 1; j <= m; ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[n][m];
 }
 
 std::string lower(std::string s) {
