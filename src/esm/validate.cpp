@@ -66,9 +66,13 @@ CheckedDocument load_checked(const std::filesystem::path& file, const LoadOption
   CheckedDocument out;
   ValidationReport& report = out.report;
   report.file = file.string();
+  // The resolver works on canonical paths; findings in the top-level file name it as given.
+  std::error_code ec;
+  const std::string canonical = std::filesystem::weakly_canonical(file, ec).string();
   auto fail = [&](const Error& e) {
     report.errors.push_back(e.diagnostic());
-    if (report.errors.back().file.empty()) report.errors.back().file = report.file;
+    std::string& where = report.errors.back().file;
+    if (where.empty() || where == canonical) where = report.file;
   };
   nlohmann::json raw;
   try {
