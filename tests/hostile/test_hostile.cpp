@@ -57,6 +57,23 @@ std::string model_doc(const std::string& variables, const std::string& equations
 const char* const kDecayVariable = R"("x":{"type":"unknown","units":"1","default":1})";
 const char* const kDecayEquation = R"({"lhs":{"op":"D","args":["x"],"wrt":"t"},"rhs":0})";
 
+/// o0 = x, o_i = o_{i-1} + 1, dx/dt = -1e-3 * o_{n-1}: n observeds, each reading the one
+/// before, so the last nests n levels deep once substituted.
+fs::path observed_chain(const fs::path& dir, int n) {
+  std::string vars = R"("x":{"type":"unknown","units":"1","default":1},"o0":{"type":"unknown","units":"1"})";
+  std::string eqs = R"({"lhs":"o0","rhs":"x"})";
+  for (int i = 1; i < n; ++i) {
+    vars += ",\"o" + std::to_string(i) + R"(":{"type":"unknown","units":"1"})";
+    eqs += ",{\"lhs\":\"o" + std::to_string(i) + R"(","rhs":{"op":"+","args":["o)" +
+           std::to_string(i - 1) + R"(",1]}})";
+  }
+  eqs += ",{\"lhs\":{\"op\":\"D\",\"args\":[\"x\"],\"wrt\":\"t\"},\"rhs\":{\"op\":\"*\",\"args\":[-1e-3,\"o" +
+         std::to_string(n - 1) + "\"]}}";
+  const fs::path p = dir / ("chain_" + std::to_string(n) + ".esm");
+  write(p, model_doc(vars, eqs));
+  return p;
+}
+
 /// Inputs made at run time; each returns the path to pass as {gen}.
 const std::map<std::string, std::function<fs::path(const fs::path&)>>& generators() {
   static const std::map<std::string, std::function<fs::path(const fs::path&)>> g = {
@@ -79,21 +96,8 @@ const std::map<std::string, std::function<fs::path(const fs::path&)>>& generator
                          R"({"lhs":{"op":"D","args":["x"],"wrt":"t"},"rhs":)" + rhs + "}"));
          return dir / "deep_expr.esm";
        }},
-      {"observed_chain_10k",
-       [](const fs::path& dir) {
-         const int n = 10000;
-         std::string vars = R"("x":{"type":"unknown","units":"1","default":1},"o0":{"type":"unknown","units":"1"})";
-         std::string eqs = R"({"lhs":"o0","rhs":"x"})";
-         for (int i = 1; i < n; ++i) {
-           vars += ",\"o" + std::to_string(i) + R"(":{"type":"unknown","units":"1"})";
-           eqs += ",{\"lhs\":\"o" + std::to_string(i) + R"(","rhs":{"op":"+","args":["o)" +
-                  std::to_string(i - 1) + R"(",1]}})";
-         }
-         eqs += ",{\"lhs\":{\"op\":\"D\",\"args\":[\"x\"],\"wrt\":\"t\"},\"rhs\":{\"op\":\"*\",\"args\":[-1e-3,\"o" +
-                std::to_string(n - 1) + "\"]}}";
-         write(dir / "chain.esm", model_doc(vars, eqs));
-         return dir / "chain.esm";
-       }},
+      {"observed_chain_10k", [](const fs::path& dir) { return observed_chain(dir, 10000); }},
+      {"observed_chain_400", [](const fs::path& dir) { return observed_chain(dir, 400); }},
       {"fifo",
        [](const fs::path& dir) {
          ::mkfifo((dir / "pipe.esm").c_str(), 0600);

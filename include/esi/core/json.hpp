@@ -21,7 +21,7 @@ namespace esi {
 
 /// Deepest nesting of objects and arrays a document may have. Real documents nest about 40
 /// deep; every layer after parsing walks JSON recursively, so this bounds their stack use.
-inline constexpr std::size_t kMaxJsonDepth = 1000;
+inline constexpr std::size_t kMaxJsonDepth = 512;
 /// Largest file read (the largest real document is about 3 MiB).
 inline constexpr std::uintmax_t kMaxJsonFileBytes = std::uintmax_t{64} << 20;
 

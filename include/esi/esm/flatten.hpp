@@ -17,6 +17,11 @@
 
 namespace esi::esm {
 
+/// Deepest expression a flattened equation may reach once the observeds it reads are
+/// substituted (`nesting_too_deep` beyond). Later stages recurse over expressions; real
+/// documents stay under 40.
+inline constexpr std::size_t kMaxExpressionDepth = 512;
+
 struct FlattenOptions {
   /// Only this component (and what it contains); "" = the whole document with its coupling.
   std::string component;
