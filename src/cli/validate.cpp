@@ -54,7 +54,7 @@ void print_report_human(const esm::ValidationReport& report, const std::string& 
   print_findings(report.notes, file, "note");
   if (report.valid()) {
     if (report.notes.empty()) std::printf("%s: valid\n", file.c_str());
-    else std::printf("%s: valid (esi cannot run all of it yet; see the notes)\n", file.c_str());
+    else std::printf("%s: valid (with notes on what esi cannot run as it stands)\n", file.c_str());
     return;
   }
   const std::size_t n = shown.size();

@@ -128,7 +128,20 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
   // The trial flatten: what simulate and check would refuse (missing initial values, unknown
   // couplings, ...) is a finding here too.
   try {
-    (void)flatten(*checked.doc);
+    const System system = flatten(*checked.doc);
+    std::error_code ec;
+    const std::string canonical = std::filesystem::weakly_canonical(file, ec).string();
+    auto shown_file = [&](const std::string& f) {
+      return f.empty() || f == canonical ? checked.report.file : f;
+    };
+    // Valid (a test or the caller may supply it), but `esi simulate` cannot start without it.
+    for (const FlatVariable& v : system.states)
+      if (!v.default_value && v.initial == expr::kNoNode)
+        checked.report.notes.push_back(
+            {"missing_initial_value", shown_file(v.file), v.pointer,
+             "state '" + v.name + "' has no initial value; 'esi simulate' needs one (a default, "
+             "an ic equation, or --set " + v.name + "=VALUE)",
+             Layer::Structural});
   } catch (const Error& e) {
     Diagnostic d = e.diagnostic();
     if (d.file.empty()) d.file = checked.report.file;

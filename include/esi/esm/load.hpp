@@ -60,7 +60,9 @@ struct ValidationReport {
   /// node was not closest to: they invalidate the document like the others, but people read
   /// `shown()` only.
   std::vector<Diagnostic> errors;
-  /// What esi cannot run yet in a valid document (`unsupported_*` from the trial flatten).
+  /// What keeps esi from running a valid document as it stands: a capability esi lacks yet
+  /// (`unsupported_*` from the trial flatten) or a state without an initial value
+  /// (`missing_initial_value`; a test or `--set` may supply it).
   std::vector<Diagnostic> notes;
   bool valid() const { return errors.empty(); }
   /// The findings a person should read (errors less `alternative` ones).
