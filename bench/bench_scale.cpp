@@ -84,7 +84,13 @@ void BM_Scale(benchmark::State& state, Stage stage) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Scale, load_checked, Stage::Load)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Scale, flatten, Stage::Flatten)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Scale, describe, Stage::Describe)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Scale, simulate, Stage::Simulate)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond)->Iterations(1);
+// N = 10^3 ... 10^5; each size runs for at least half a second (one run at the largest).
+void sizes(benchmark::internal::Benchmark* b) {
+  for (int n : {1000, 3000, 10000, 30000, 100000}) b->Arg(n);
+  b->Unit(benchmark::kMillisecond)->MinTime(0.5);
+}
+
+BENCHMARK_CAPTURE(BM_Scale, load_checked, Stage::Load)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Scale, flatten, Stage::Flatten)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Scale, describe, Stage::Describe)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Scale, simulate, Stage::Simulate)->Apply(sizes);
