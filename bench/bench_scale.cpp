@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 /// Writes the N-decay document once per N and returns its path.
 fs::path decay_document(int n) {
-  const fs::path path = fs::temp_directory_path() / ("esi_bench_scale_" + std::to_string(n) + ".esm");
+  const fs::path path =
+      fs::temp_directory_path() / ("esi_bench_scale_" + std::to_string(n) + ".esm");
   if (fs::exists(path)) return path;
   std::ofstream out(path);
   out << R"({"esm":"1.0.0","metadata":{"name":"Decays"},"models":{"Decays":{"variables":{)";
@@ -36,8 +37,8 @@ fs::path decay_document(int n) {
   for (int i = 0; i < n; ++i) {
     const std::string s = std::to_string(i);
     out << (i ? "," : "") << R"({"lhs":{"op":"D","args":["x)" << s
-        << R"("],"wrt":"t"},"rhs":{"op":"*","args":[{"op":"-","args":["k)" << s << R"("]},"x)"
-        << s << R"("]}},{"lhs":"y)" << s << R"(","rhs":{"op":"*","args":[2,"x)" << s << "\"]}}";
+        << R"("],"wrt":"t"},"rhs":{"op":"*","args":[{"op":"-","args":["k)" << s << R"("]},"x)" << s
+        << R"("]}},{"lhs":"y)" << s << R"(","rhs":{"op":"*","args":[2,"x)" << s << "\"]}}";
   }
   out << "]}}}\n";
   return path;

@@ -7,9 +7,10 @@
 // `main` maps to exit 1); any other exception, crash, sanitizer report or hang is a finding.
 //
 // Kept inside the scratch folder: '/' in an argument becomes '_' and arguments holding '..' are
-// skipped, so the target never reads or writes elsewhere. Skipped as uninteresting (documented limits, not defects): --native (it
-// starts the system compiler) and output grids finer than 1e-2 of model time (up to 10^7 CSV
-// rows are legal and only slow). Run with -close_fd_mask=3 to silence the commands' output.
+// skipped, so the target never reads or writes elsewhere. Skipped as uninteresting (documented
+// limits, not defects): --native (it starts the system compiler) and output grids finer than 1e-2
+// of model time (up to 10^7 CSV rows are legal and only slow). Run with -close_fd_mask=3 to silence
+// the commands' output.
 #include <unistd.h>
 
 #include <cstdint>

@@ -18,7 +18,6 @@
 #include "esi/exec/simulate.hpp"
 #include "fuzz_support.hpp"
 
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = esi::fuzz::scratch_path("pipeline");
   esi::fuzz::write_input(path, data, size);

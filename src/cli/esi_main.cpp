@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
     const int status = esi::cli::dispatch(args);
     // Reports go to stdout: a full disk or a closed pipe must not pass as success.
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "esi: error[output_write_failed]: writing to standard output failed: %s\n",
+      std::fprintf(stderr,
+                   "esi: error[output_write_failed]: writing to standard output failed: %s\n",
                    std::strerror(errno));
       return status == esi::cli::kExitOk ? esi::cli::kExitInvalid : status;
     }
@@ -36,8 +37,10 @@ int main(int argc, char** argv) {
     return esi::cli::kExitInvalid;
   } catch (const std::exception& e) {
     // Every input problem is an esi::Error; anything else is a bug in esi.
-    std::fprintf(stderr, "esi: error[internal_error]: an unexpected failure inside esi (please report it): %s\n",
-                 e.what());
+    std::fprintf(
+        stderr,
+        "esi: error[internal_error]: an unexpected failure inside esi (please report it): %s\n",
+        e.what());
     return esi::cli::kExitInternal;
   }
 }

@@ -1,9 +1,9 @@
 // Per-component integrity that `simulate` / `esi check` would otherwise discover late:
 // unique reaction ids within a reaction system (§7.3) and unique test ids within a component's
 // `tests` (§6.6.2), at least one assertion per test (§6.6.2: "must contain at least one" — a
-// test with none would pass vacuously), `ic` equations never on parameters (§4.2: "args[0] is the ODE state", §11.4), and
-// observed unknowns that are not defined in terms of each other (an algebraic loop cannot be
-// eliminated, §6.3.1 "eliminable").
+// test with none would pass vacuously), `ic` equations never on parameters (§4.2: "args[0] is the
+// ODE state", §11.4), and observed unknowns that are not defined in terms of each other (an
+// algebraic loop cannot be eliminated, §6.3.1 "eliminable").
 #include <algorithm>
 
 #include "structural_detail.hpp"
@@ -53,8 +53,9 @@ void check_tests(Context& ctx, const Component& c) {
     const json* a = get_field(t, "assertions");
     if (!a || !a->is_array() || a->empty())
       ctx.report("test_without_assertions", a ? pointer_join(tp, "assertions") : tp,
-                 "Test '" + (id.empty() ? std::to_string(i) : id) + "' of " + kind_word(c) +
-                     " '" + c.dotted + "' has no assertions; a test must check at least one "
+                 "Test '" + (id.empty() ? std::to_string(i) : id) + "' of " + kind_word(c) + " '" +
+                     c.dotted +
+                     "' has no assertions; a test must check at least one "
                      "value, or it would pass without testing anything.");
   }
 }
@@ -81,7 +82,8 @@ void check_ic_targets(Context& ctx, const Component& c) {
     if (!ic_target_admissible(ctx, c, target))
       ctx.report("ic_of_non_state", pointer_join(pointer_join(c.pointer, "equations"), i),
                  "The initial condition ic(" + target + ") in model '" + c.dotted + "' sets '" +
-                     target + "', which is a parameter; an initial condition applies to an ODE "
+                     target +
+                     "', which is a parameter; an initial condition applies to an ODE "
                      "state only (a parameter's value is its default, or its update block, §5.4).");
   }
 }
@@ -120,7 +122,8 @@ void check_observed_loops(Context& ctx, const Component& c) {
       if (state[z] == 1) {
         auto at = std::find(stack.begin(), stack.end(), z);
         std::vector<std::string> cycle(at, stack.end());
-        const std::string first = *std::min_element(cycle.begin(), cycle.end(),
+        const std::string first = *std::min_element(
+            cycle.begin(), cycle.end(),
             [&](const std::string& a, const std::string& b) { return defining[a] < defining[b]; });
         ctx.report("algebraic_loop",
                    pointer_join(pointer_join(c.pointer, "equations"), defining[first]),

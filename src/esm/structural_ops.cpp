@@ -34,9 +34,9 @@ bool core_arity(const std::string& op, Arity& out) {
     t["/"] = {2, 2};
     t["^"] = {2, 2};
     t["neg"] = {1, 1};
-    for (const char* f : {"exp", "log", "log10", "sqrt", "abs", "sign", "sin", "cos", "tan",
-                          "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-                          "atanh", "floor", "ceil", "not", "Pre", "ic"})
+    for (const char* f : {"exp",   "log",   "log10", "sqrt", "abs",  "sign", "sin",  "cos",
+                          "tan",   "asin",  "acos",  "atan", "sinh", "cosh", "tanh", "asinh",
+                          "acosh", "atanh", "floor", "ceil", "not",  "Pre",  "ic"})
       t[f] = {1, 1};
     t["atan2"] = {2, 2};
     t["min"] = {2, n};  // §4.2: n-ary with arity >= 2
@@ -70,13 +70,60 @@ std::string lower(std::string s) {
 std::string suggestion_for(const std::string& op) {
   static const std::vector<std::string> core = [] {
     std::vector<std::string> names;
-    for (const char* n :
-         {"+", "-", "*", "/", "^", "exp", "log", "log10", "sqrt", "abs", "sign", "sin", "cos",
-          "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
-          "atanh", "min", "max", "floor", "ceil", "ifelse", "and", "or", "not", "true", "D", "ic",
-          "Pre", "fn", "enum", "const", "table_lookup", "aggregate", "makearray", "index",
-          "broadcast", "reshape", "transpose", "concat", "skolem", "rank", "argmin", "argmax",
-          "intersect_polygon", "polygon_intersection_area", "apply_expression_template"})
+    for (const char* n : {"+",
+                          "-",
+                          "*",
+                          "/",
+                          "^",
+                          "exp",
+                          "log",
+                          "log10",
+                          "sqrt",
+                          "abs",
+                          "sign",
+                          "sin",
+                          "cos",
+                          "tan",
+                          "asin",
+                          "acos",
+                          "atan",
+                          "atan2",
+                          "sinh",
+                          "cosh",
+                          "tanh",
+                          "asinh",
+                          "acosh",
+                          "atanh",
+                          "min",
+                          "max",
+                          "floor",
+                          "ceil",
+                          "ifelse",
+                          "and",
+                          "or",
+                          "not",
+                          "true",
+                          "D",
+                          "ic",
+                          "Pre",
+                          "fn",
+                          "enum",
+                          "const",
+                          "table_lookup",
+                          "aggregate",
+                          "makearray",
+                          "index",
+                          "broadcast",
+                          "reshape",
+                          "transpose",
+                          "concat",
+                          "skolem",
+                          "rank",
+                          "argmin",
+                          "argmax",
+                          "intersect_polygon",
+                          "polygon_intersection_area",
+                          "apply_expression_template"})
       names.emplace_back(n);
     return names;
   }();
@@ -112,7 +159,8 @@ void collect_match_ops(const json& j, std::set<std::string>& out, bool in_match,
   if (j.is_object()) {
     if (in_match)
       if (std::string op = get_str(j, "op"); !op.empty()) out.insert(op);
-    for (const auto& [k, v] : j.items()) collect_match_ops(v, out, in_match || k == "match", depth + 1);
+    for (const auto& [k, v] : j.items())
+      collect_match_ops(v, out, in_match || k == "match", depth + 1);
   } else if (j.is_array()) {
     for (const auto& v : j) collect_match_ops(v, out, in_match, depth + 1);
   }
@@ -138,14 +186,16 @@ class OperatorChecker {
   void walk(const json& j, const std::string& p, bool in_template, int depth) {
     if (depth > kMaxDepth) return;
     if (j.is_array()) {
-      for (std::size_t i = 0; i < j.size(); ++i) walk(j[i], pointer_join(p, i), in_template, depth + 1);
+      for (std::size_t i = 0; i < j.size(); ++i)
+        walk(j[i], pointer_join(p, i), in_template, depth + 1);
       return;
     }
     if (!j.is_object()) return;
     if (j.contains("op") && j["op"].is_string()) node(j, p, in_template);
     // A component's apply sites resolve against its own registry (§9.6.3 constraint 4).
     const json* saved_scope = scope_templates_;
-    if (const json* reg = get_field(j, "expression_templates"); reg && reg->is_object() && !j.contains("op"))
+    if (const json* reg = get_field(j, "expression_templates");
+        reg && reg->is_object() && !j.contains("op"))
       scope_templates_ = reg;
     for (const auto& [k, v] : j.items()) {
       if (k == "match") continue;  // patterns name rewrite targets and bind wildcards
@@ -209,8 +259,10 @@ class OperatorChecker {
         !rule_ops_.count(op)) {
       if (const std::string s = suggestion_for(op); !s.empty())
         ctx_.report("unknown_operator", pointer_join(p, "op"),
-                    "'" + op + "' is not an operator of the format and no rewrite rule lowers "
-                    "it; did you mean '" + s + "'?");
+                    "'" + op +
+                        "' is not an operator of the format and no rewrite rule lowers "
+                        "it; did you mean '" +
+                        s + "'?");
     }
     if (op == "makearray") regions(n, p);
     if (is_geometry_op(op)) manifold(n, p, in_template);
@@ -251,8 +303,9 @@ class OperatorChecker {
                       " node is not one of 'planar', 'spherical', 'geodesic'.");
     } else if (!in_template) {
       ctx_.report("geometry_manifold_invalid", p,
-                  "This " + get_str(n, "op") + " node declares no manifold; it must say "
-                  "'planar', 'spherical' or 'geodesic'.");
+                  "This " + get_str(n, "op") +
+                      " node declares no manifold; it must say "
+                      "'planar', 'spherical' or 'geodesic'.");
     }
   }
 
@@ -273,11 +326,11 @@ class OperatorChecker {
       const json* v = get_field(*bindings, param.c_str());
       if (!v || !v->is_string() || is_admissible_manifold(v->get<std::string>())) continue;
       if (params_.count(v->get<std::string>())) continue;  // passed through an outer template
-      ctx_.report("geometry_manifold_invalid",
-                  pointer_join(pointer_join(p, "bindings"), param),
+      ctx_.report("geometry_manifold_invalid", pointer_join(pointer_join(p, "bindings"), param),
                   "Template '" + get_str(n, "name") + "' uses '" + param +
                       "' as a geometry manifold, and this call binds it to '" +
-                      v->get<std::string>() + "', which is not one of 'planar', 'spherical', "
+                      v->get<std::string>() +
+                      "', which is not one of 'planar', 'spherical', "
                       "'geodesic'.");
     }
   }

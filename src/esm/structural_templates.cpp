@@ -13,11 +13,13 @@ namespace esi::esm::structural_detail {
 
 namespace {
 
-constexpr std::size_t kMaxTemplateDepth = 32;           // §9.7.3, as localize.cpp enforces it
-constexpr std::uint64_t kMaxExpandedNodes = 1u << 22;   // ~4 M nodes: far past any real stencil
+constexpr std::size_t kMaxTemplateDepth = 32;          // §9.7.3, as localize.cpp enforces it
+constexpr std::uint64_t kMaxExpandedNodes = 1u << 22;  // ~4 M nodes: far past any real stencil
 constexpr std::uint64_t kSaturated = std::uint64_t{1} << 62;
 
-std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) { return std::min(kSaturated, a + b); }
+std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
+  return std::min(kSaturated, a + b);
+}
 
 /// The names of the templates a template body applies, in body order, without duplicates.
 std::vector<std::string> body_references(const json& def) {
@@ -74,11 +76,12 @@ class TemplateGraph {
         for (const auto& c : cycle) on_cycle_.insert(c);
         std::string chain;
         for (const auto& c : cycle) chain += "'" + c + "' -> ";
-        ctx_.report("apply_expression_template_recursive_body", body_pointer(name),
-                    cycle.size() == 1
-                        ? "Template '" + name + "' in " + owner_ + " applies itself in its own body."
-                        : "Templates in " + owner_ + " apply each other in a cycle: " + chain +
-                              "'" + name + "'.");
+        ctx_.report(
+            "apply_expression_template_recursive_body", body_pointer(name),
+            cycle.size() == 1
+                ? "Template '" + name + "' in " + owner_ + " applies itself in its own body."
+                : "Templates in " + owner_ + " apply each other in a cycle: " + chain + "'" + name +
+                      "'.");
       }
       return 0;
     }
@@ -133,7 +136,8 @@ class TemplateGraph {
                       (n >= kSaturated ? std::string("an astronomically large number of")
                                        : "about " + std::to_string(n)) +
                       " expression nodes through its nested template applications; the limit "
-                      "is " + std::to_string(kMaxExpandedNodes) + ".");
+                      "is " +
+                      std::to_string(kMaxExpandedNodes) + ".");
     return size_[name] = n;
   }
 };

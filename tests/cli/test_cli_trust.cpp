@@ -19,16 +19,19 @@ namespace {
 using esi::testing::CliResult;
 using esi::testing::TempDir;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 /// Runs esi with stderr captured in `dir`.
 CliResult run(const TempDir& dir, const std::vector<std::string>& args) {
   return esi::testing::run_esi(ESI_BINARY, args, dir.path() / "stderr.txt");
 }
 
-std::string model(const std::string& variables, const std::string& equations, const std::string& extra = "") {
-  return R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {"variables": )" + variables +
-         R"(, "equations": )" + equations + (extra.empty() ? "" : ", " + extra) + "}}}";
+std::string model(const std::string& variables, const std::string& equations,
+                  const std::string& extra = "") {
+  return R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {"variables": )" +
+         variables + R"(, "equations": )" + equations + (extra.empty() ? "" : ", " + extra) + "}}}";
 }
 
 // dx/dt = -k x, x(0) = 1.
@@ -47,7 +50,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST(CliTrust, SimulateRefusesNonFiniteAndOutOfRangeOptionsAsUsageErrors) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", kDecay).string(), out = (dir.path() / "o.csv").string();
+  const std::string file = dir.write("m.esm", kDecay).string(),
+                    out = (dir.path() / "o.csv").string();
   struct Case {
     std::vector<std::string> options;
     std::string words;  // expected in the message
@@ -79,8 +83,10 @@ TEST(CliTrust, SimulateRefusesNonFiniteAndOutOfRangeOptionsAsUsageErrors) {
 
 TEST(CliTrust, SimulateRefusesASaveatGridOverTheRowLimitBeforeRunning) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", kDecay).string(), out = (dir.path() / "o.csv").string();
-  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--saveat", "1e-9", "--output", out});
+  const std::string file = dir.write("m.esm", kDecay).string(),
+                    out = (dir.path() / "o.csv").string();
+  const CliResult r =
+      run(dir, {"simulate", file, "--tspan", "0", "1", "--saveat", "1e-9", "--output", out});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "1000000001 rows")) << r.err;
   EXPECT_TRUE(contains(r.err, "the limit is 10000000")) << r.err;
@@ -95,7 +101,8 @@ TEST(CliTrust, SimulateReportsAFullDeviceAsAFailedWrite) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   TempDir dir;
   const std::string file = dir.write("m.esm", kDecay).string();
-  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--saveat", "0.1", "--output", "/dev/full"});
+  const CliResult r =
+      run(dir, {"simulate", file, "--tspan", "0", "1", "--saveat", "0.1", "--output", "/dev/full"});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "output_write_failed")) << r.err;
   EXPECT_TRUE(contains(r.err, "No space left")) << r.err;
@@ -111,8 +118,13 @@ TEST(CliTrust, SimulateReportsAFullDeviceAsAFailedWrite) {
 // path, not the solve.
 TEST(CliTrust, SimulateChecksTheOutputPathBeforeTheSolve) {
   TempDir dir;
-  const std::string singular = dir.write("s.esm", model(R"({"x": {"type": "unknown", "default": 1.0}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])")).string();
+  const std::string singular =
+      dir.write(
+             "s.esm",
+             model(
+                 R"({"x": {"type": "unknown", "default": 1.0}})",
+                 R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])"))
+          .string();
   const CliResult r = run(dir, {"simulate", singular, "--tspan", "0", "1", "--output",
                                 (dir.path() / "no_such_folder" / "o.csv").string()});
   EXPECT_EQ(r.status, 1);
@@ -122,8 +134,11 @@ TEST(CliTrust, SimulateChecksTheOutputPathBeforeTheSolve) {
 
 TEST(CliTrust, SimulateQuotesCsvNamesPerRfc4180) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", model(R"({"a,\"b": {"type": "unknown", "default": 1.0}})",
-      R"([{"lhs": {"op": "D", "args": ["a,\"b"], "wrt": "t"}, "rhs": 0}])")).string();
+  const std::string file =
+      dir.write("m.esm",
+                model(R"({"a,\"b": {"type": "unknown", "default": 1.0}})",
+                      R"([{"lhs": {"op": "D", "args": ["a,\"b"], "wrt": "t"}, "rhs": 0}])"))
+          .string();
   const auto out = dir.path() / "o.csv";
   const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--output", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -138,9 +153,15 @@ TEST(CliTrust, SimulateQuotesCsvNamesPerRfc4180) {
 
 TEST(CliTrust, SimulateStopsOnAnInfiniteDerivativeNamingItAndTheTime) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", model(R"({"x": {"type": "unknown", "default": 1.0}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])")).string();
-  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--output", (dir.path() / "o.csv").string()});
+  const std::string file =
+      dir.write(
+             "m.esm",
+             model(
+                 R"({"x": {"type": "unknown", "default": 1.0}})",
+                 R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])"))
+          .string();
+  const CliResult r = run(
+      dir, {"simulate", file, "--tspan", "0", "1", "--output", (dir.path() / "o.csv").string()});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "NonFinite at t = 0")) << r.err;
   EXPECT_TRUE(contains(r.err, "derivative of M.x is +inf")) << r.err;
@@ -149,13 +170,15 @@ TEST(CliTrust, SimulateStopsOnAnInfiniteDerivativeNamingItAndTheTime) {
 // y = log(2.2 - x) with x = t: finite up to t = 2, NaN at t = 2.5; the rows before are kept.
 TEST(CliTrust, SimulateStopsOnANonFiniteObservedKeepingEarlierRows) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", model(
-      R"({"x": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1},
-          {"lhs": "y", "rhs": {"op": "log", "args": [{"op": "-", "args": [2.2, "x"]}]}}])")).string();
+  const std::string file =
+      dir.write("m.esm",
+                model(R"({"x": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
+                      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1},
+          {"lhs": "y", "rhs": {"op": "log", "args": [{"op": "-", "args": [2.2, "x"]}]}}])"))
+          .string();
   const auto out = dir.path() / "o.csv";
-  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "3", "--saveat", "0.5", "--method", "RK4",
-                                "--dt", "0.25", "--output", out.string()});
+  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "3", "--saveat", "0.5",
+                                "--method", "RK4", "--dt", "0.25", "--output", out.string()});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "NonFinite at t = 2.5")) << r.err;
   EXPECT_TRUE(contains(r.err, "observed M.y is NaN")) << r.err;
@@ -168,11 +191,14 @@ TEST(CliTrust, SimulateStopsOnANonFiniteObservedKeepingEarlierRows) {
 
 TEST(CliTrust, SimulateObservedNaNAtTheStart) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", model(
-      R"({"x": {"type": "unknown", "default": 1.0}, "y": {"type": "unknown"}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1},
-          {"lhs": "y", "rhs": {"op": "log", "args": [{"op": "-", "args": ["x", 2]}]}}])")).string();
-  const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "2", "--output", (dir.path() / "o.csv").string()});
+  const std::string file =
+      dir.write("m.esm",
+                model(R"({"x": {"type": "unknown", "default": 1.0}, "y": {"type": "unknown"}})",
+                      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1},
+          {"lhs": "y", "rhs": {"op": "log", "args": [{"op": "-", "args": ["x", 2]}]}}])"))
+          .string();
+  const CliResult r = run(
+      dir, {"simulate", file, "--tspan", "0", "2", "--output", (dir.path() / "o.csv").string()});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "NonFinite at t = 0: observed M.y is NaN")) << r.err;
 }
@@ -197,7 +223,8 @@ TEST(CliTrust, SimulateNativeSaysWhenItFallsBackToTheTape) {
 
 TEST(CliTrust, SetOfAnUnknownNameSuggestsNearNames) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", kDecay).string(), out = (dir.path() / "o.csv").string();
+  const std::string file = dir.write("m.esm", kDecay).string(),
+                    out = (dir.path() / "o.csv").string();
   CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--set", "kk=2", "--output", out});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "unknown_override")) << r.err;
@@ -211,15 +238,17 @@ TEST(CliTrust, SetOfAnUnknownNameSuggestsNearNames) {
 
 TEST(CliTrust, SetOfAParameterReplacedByAVariableMapSaysSo) {
   TempDir dir;
-  const std::string file = dir.write("m.esm", R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {
+  const std::string file =
+      dir.write("m.esm", R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {
     "A": {"variables": {"x": {"type": "unknown", "default": 1.0}},
           "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}]},
     "B": {"variables": {"p": {"type": "parameter", "default": 2.0}, "y": {"type": "unknown", "default": 0.0}},
           "equations": [{"lhs": {"op": "D", "args": ["y"], "wrt": "t"}, "rhs": "p"}]}},
-    "coupling": [{"type": "variable_map", "from": "A.x", "to": "B.p", "transform": "param_to_var"}]})").string();
+    "coupling": [{"type": "variable_map", "from": "A.x", "to": "B.p", "transform": "param_to_var"}]})")
+          .string();
   for (const std::string name : {"p", "B.p"}) {
-    const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--set", name + "=3", "--output",
-                                  (dir.path() / "o.csv").string()});
+    const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--set", name + "=3",
+                                  "--output", (dir.path() / "o.csv").string()});
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(contains(r.err, "variable_map from A.x")) << r.err;
     EXPECT_TRUE(contains(r.err, "/coupling/0")) << r.err;
@@ -230,7 +259,8 @@ TEST(CliTrust, SetOfAParameterReplacedByAVariableMapSaysSo) {
 
 TEST(CliTrust, CheckSurvivesSymlinkLoopsAndOddNamesAndRunsTheRest) {
   TempDir dir;
-  const std::string good = model(R"({"x": {"type": "unknown", "default": 1.0}})",
+  const std::string good = model(
+      R"({"x": {"type": "unknown", "default": 1.0}})",
       R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}])",
       R"("tests": [{"id": "t", "time_span": {"start": 0, "end": 1}, "assertions": [{"variable": "x", "time": 1, "expected": 2}]}])");
   dir.write("docs/good.esm", good);
@@ -253,9 +283,12 @@ TEST(CliTrust, CheckSurvivesSymlinkLoopsAndOddNamesAndRunsTheRest) {
 TEST(CliTrust, CheckReportsMissingPathsAndEmptyFoldersPerEntry) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "empty");
-  const auto good = dir.write("g.esm", model(R"({"x": {"type": "unknown", "default": 1.0}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}])",
-      R"("tests": [{"id": "t", "time_span": {"start": 0, "end": 1}, "assertions": [{"variable": "x", "time": 1, "expected": 2}]}])"));
+  const auto good = dir.write(
+      "g.esm",
+      model(
+          R"({"x": {"type": "unknown", "default": 1.0}})",
+          R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}])",
+          R"("tests": [{"id": "t", "time_span": {"start": 0, "end": 1}, "assertions": [{"variable": "x", "time": 1, "expected": 2}]}])"));
   CliResult r = run(dir, {"check", (dir.path() / "empty").string()});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.out, "error[no_esm_documents]")) << r.out;
@@ -280,9 +313,11 @@ TEST(CliTrust, CheckReportsAnUnreadableFolderAndGoesOn) {
 
 TEST(CliTrust, CheckCountsATestWithoutAssertionsAsAnError) {
   TempDir dir;
-  const auto file = dir.write("m.esm", model(R"({"x": {"type": "unknown", "default": 1.0}})",
-      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}])",
-      R"("tests": [{"id": "empty", "time_span": {"start": 0, "end": 1}, "assertions": []},
+  const auto file = dir.write(
+      "m.esm",
+      model(R"({"x": {"type": "unknown", "default": 1.0}})",
+            R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 1}])",
+            R"("tests": [{"id": "empty", "time_span": {"start": 0, "end": 1}, "assertions": []},
                    {"id": "absent", "time_span": {"start": 0, "end": 1}},
                    {"id": "not_an_object_time", "time_span": {"start": 0, "end": 1},
                     "assertions": [{"variable": "x", "time": "1", "expected": 2}]},
@@ -329,8 +364,9 @@ TEST(CliTrust, SimulateRefusesToOverwriteTheModelFile) {
 TEST(CliTrust, InspectRefusesAnEmptyComponentName) {
   TempDir dir;
   const std::string file = dir.write("m.esm", kDecay).string();
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", "--component", "", file},
-                                              std::vector<std::string>{"inspect", "--component=", file}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"inspect", "--component", "", file},
+        std::vector<std::string>{"inspect", "--component=", file}}) {
     const CliResult r = run(dir, args);
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(contains(r.err, "needs a component name")) << r.err;

@@ -15,12 +15,14 @@
 #include "esi/esm/structural.hpp"
 #include "support/temp_dir.hpp"
 
-using nlohmann::json;
 using esi::testing::TempDir;
+using nlohmann::json;
 
 namespace {
 
-std::vector<esi::Diagnostic> check(const json& doc) { return esi::esm::check_structure(doc, "t.esm"); }
+std::vector<esi::Diagnostic> check(const json& doc) {
+  return esi::esm::check_structure(doc, "t.esm");
+}
 
 std::string dump(const std::vector<esi::Diagnostic>& ds) {
   std::string s;
@@ -34,7 +36,8 @@ bool has(const std::vector<esi::Diagnostic>& ds, const std::string& code, const 
 }
 
 bool has_code(const std::vector<esi::Diagnostic>& ds, const std::string& code) {
-  return std::any_of(ds.begin(), ds.end(), [&](const esi::Diagnostic& d) { return d.code == code; });
+  return std::any_of(ds.begin(), ds.end(),
+                     [&](const esi::Diagnostic& d) { return d.code == code; });
 }
 
 /// A one-state decay model "M" (x' = -k x) with `extra` merged into the model object.
@@ -48,7 +51,9 @@ json model_doc(const char* extra = "{}") {
 }
 
 json apply(const char* name, const json& bindings) {
-  return json{{"op", "apply_expression_template"}, {"args", json::array()}, {"name", name},
+  return json{{"op", "apply_expression_template"},
+              {"args", json::array()},
+              {"name", name},
               {"bindings", bindings}};
 }
 
@@ -64,8 +69,9 @@ json exponential_templates_doc(int levels) {
     } else {
       const std::string next = "t" + std::to_string(i + 1);
       body = {{"op", "+"},
-              {"args", {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
-                        apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
+              {"args",
+               {apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 1}}}}}),
+                apply(next.c_str(), {{"a", {{"op", "+"}, {"args", {"a", 2}}}}})}}};
     }
     t["t" + std::to_string(i)] = {{"params", {"a"}}, {"body", body}};
   }
@@ -85,7 +91,8 @@ json exponential_templates_doc(int levels) {
   } while (0)
 
 /// validate_file (schema layer off) on `text` written to a scratch file.
-std::vector<esi::Diagnostic> validate_text(TempDir& dir, const std::string& name, const std::string& text) {
+std::vector<esi::Diagnostic> validate_text(TempDir& dir, const std::string& name,
+                                           const std::string& text) {
   esi::esm::LoadOptions o;
   o.schema = false;
   return esi::esm::validate_file(dir.write(name, text), o).errors;
@@ -107,9 +114,13 @@ std::string importing(const std::string& edge) {
 
 TEST(Trust, TemplateLibrariesImportingEachOtherAreACycle) {
   TempDir dir;
-  dir.write("a.esm", R"({"esm": "1.0.0", "metadata": {"name": "A"}, "expression_template_imports": [{"ref": "b.esm"}],
+  dir.write(
+      "a.esm",
+      R"({"esm": "1.0.0", "metadata": {"name": "A"}, "expression_template_imports": [{"ref": "b.esm"}],
                          "expression_templates": {"ta": {"params": [], "body": 1}}})");
-  dir.write("b.esm", R"({"esm": "1.0.0", "metadata": {"name": "B"}, "expression_template_imports": [{"ref": "a.esm"}],
+  dir.write(
+      "b.esm",
+      R"({"esm": "1.0.0", "metadata": {"name": "B"}, "expression_template_imports": [{"ref": "a.esm"}],
                          "expression_templates": {"tb": {"params": [], "body": 2}}})");
   const auto ds = validate_text(dir, "m.esm", importing(R"({"ref": "a.esm"})"));
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
@@ -118,8 +129,10 @@ TEST(Trust, TemplateLibrariesImportingEachOtherAreACycle) {
 
 TEST(Trust, TemplateApplyingItselfIsRecursive) {
   json d = model_doc();
-  d["models"]["M"]["expression_templates"]["t1"] = {{"params", {"a"}}, {"body", apply("t1", {{"a", "a"}})}};
-  EXPECT_FINDING(d, "apply_expression_template_recursive_body", "/models/M/expression_templates/t1/body");
+  d["models"]["M"]["expression_templates"]["t1"] = {{"params", {"a"}},
+                                                    {"body", apply("t1", {{"a", "a"}})}};
+  EXPECT_FINDING(d, "apply_expression_template_recursive_body",
+                 "/models/M/expression_templates/t1/body");
 }
 
 TEST(Trust, TemplatesApplyingEachOtherAreRecursiveEvenWhenUnused) {
@@ -129,7 +142,10 @@ TEST(Trust, TemplatesApplyingEachOtherAreRecursiveEvenWhenUnused) {
   t["t2"] = {{"params", {"a"}}, {"body", apply("t1", {{"a", "a"}})}};
   const auto ds = check(d);
   EXPECT_TRUE(has_code(ds, "apply_expression_template_recursive_body")) << dump(ds);
-  EXPECT_EQ(std::count_if(ds.begin(), ds.end(), [](const auto& x) { return x.code == "apply_expression_template_recursive_body"; }), 1)
+  EXPECT_EQ(std::count_if(
+                ds.begin(), ds.end(),
+                [](const auto& x) { return x.code == "apply_expression_template_recursive_body"; }),
+            1)
       << "one cycle, one finding" << dump(ds);
 }
 
@@ -139,16 +155,20 @@ json chain_doc(int n) {
   json d = model_doc();
   auto& t = d["models"]["M"]["expression_templates"];
   for (int i = 0; i < n; ++i)
-    t["t" + std::to_string(i)] = {{"params", {"a"}},
-                                  {"body", i + 1 == n ? json("a") : apply(("t" + std::to_string(i + 1)).c_str(), {{"a", "a"}})}};
-  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {apply("t0", {{"a", "k"}}), "x"}}};
+    t["t" + std::to_string(i)] = {
+        {"params", {"a"}},
+        {"body",
+         i + 1 == n ? json("a") : apply(("t" + std::to_string(i + 1)).c_str(), {{"a", "a"}})}};
+  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"},
+                                             {"args", {apply("t0", {{"a", "k"}}), "x"}}};
   return d;
 }
 }  // namespace
 
 TEST(Trust, TemplateChainsDeeperThan32AreRefused) {
   // t0 .. t32 is 33 templates deep: refused at t0, where the chain starts.
-  EXPECT_FINDING(chain_doc(33), "template_body_expansion_too_deep", "/models/M/expression_templates/t0/body");
+  EXPECT_FINDING(chain_doc(33), "template_body_expansion_too_deep",
+                 "/models/M/expression_templates/t0/body");
   EXPECT_CLEAN(chain_doc(32));
 }
 
@@ -157,9 +177,13 @@ TEST(Trust, ExponentialTemplateExpansionIsCapped) {
   json d = exponential_templates_doc(30);
   const auto ds = check(d);
   ASSERT_TRUE(has_code(ds, "template_expansion_too_large")) << dump(ds);
-  // Reported once, where the expansion first crosses the limit (about 2^22 nodes: t10, at about 10 * 2^19 nodes).
-  EXPECT_EQ(std::count_if(ds.begin(), ds.end(), [](const auto& x) { return x.code == "template_expansion_too_large"; }), 1);
-  EXPECT_TRUE(has(ds, "template_expansion_too_large", "/models/M/expression_templates/t10/body")) << dump(ds);
+  // Reported once, where the expansion first crosses the limit (about 2^22 nodes: t10, at about 10
+  // * 2^19 nodes).
+  EXPECT_EQ(std::count_if(ds.begin(), ds.end(),
+                          [](const auto& x) { return x.code == "template_expansion_too_large"; }),
+            1);
+  EXPECT_TRUE(has(ds, "template_expansion_too_large", "/models/M/expression_templates/t10/body"))
+      << dump(ds);
 }
 
 // ---- import renames (§9.7.7) ------------------------------------------------------------------
@@ -167,7 +191,8 @@ TEST(Trust, ExponentialTemplateExpansionIsCapped) {
 TEST(Trust, RenameTargetsMustBeDottedIdentifiers) {
   TempDir dir;
   dir.write("lib.esm", kLibrary);
-  auto ds = validate_text(dir, "m1.esm", importing(R"({"ref": "lib.esm", "rename": {"twice": "3 times"}})"));
+  auto ds = validate_text(dir, "m1.esm",
+                          importing(R"({"ref": "lib.esm", "rename": {"twice": "3 times"}})"));
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].code, "template_import_rename_invalid");
   EXPECT_EQ(ds[0].pointer, "/models/M/expression_template_imports/0/rename/twice");
@@ -180,7 +205,8 @@ TEST(Trust, RenameTargetsMustBeDottedIdentifiers) {
 TEST(Trust, RenameAndRebindMustNameExportedOrFreeNames) {
   TempDir dir;
   dir.write("lib.esm", kLibrary);
-  auto ds = validate_text(dir, "m1.esm", importing(R"({"ref": "lib.esm", "rename": {"twcie": "double"}})"));
+  auto ds = validate_text(dir, "m1.esm",
+                          importing(R"({"ref": "lib.esm", "rename": {"twcie": "double"}})"));
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].code, "template_import_rename_unknown_name");
   EXPECT_EQ(ds[0].pointer, "/models/M/expression_template_imports/0/rename/twcie");
@@ -197,8 +223,10 @@ TEST(Trust, RenameAndRebindMustNameExportedOrFreeNames) {
 TEST(Trust, ValidRenameAndRebindPass) {
   TempDir dir;
   dir.write("lib.esm", kLibrary);
-  json d = json::parse(importing(R"({"ref": "lib.esm", "prefix": "fine", "rename": {"twice": "dbl"}, "rebind": {"offset": "k"}})"));
-  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {apply("dbl", {{"a", "k"}}), "x"}}};
+  json d = json::parse(importing(
+      R"({"ref": "lib.esm", "prefix": "fine", "rename": {"twice": "dbl"}, "rebind": {"offset": "k"}})"));
+  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"},
+                                             {"args", {apply("dbl", {{"a", "k"}}), "x"}}};
   const auto ds = validate_text(dir, "m.esm", d.dump());
   EXPECT_TRUE(ds.empty()) << dump(ds);
 }
@@ -257,13 +285,15 @@ TEST(Trust, GeometryManifoldBoundThroughATemplateIsCheckedPerCallSite) {
   eqs.push_back({{"lhs", "A"}, {"rhs", apply("area", {{"m", "planar"}})}});
   eqs.push_back({{"lhs", "B"}, {"rhs", apply("area", {{"m", "bogus"}})}});
   const auto ds = check(d);
-  EXPECT_TRUE(has(ds, "geometry_manifold_invalid", "/models/M/equations/2/rhs/bindings/m")) << dump(ds);
+  EXPECT_TRUE(has(ds, "geometry_manifold_invalid", "/models/M/equations/2/rhs/bindings/m"))
+      << dump(ds);
   EXPECT_EQ(ds.size(), 1u) << "the body's parameter and the planar call are fine" << dump(ds);
 }
 
 TEST(Trust, MisspelledOperatorGetsASuggestion) {
   json d = model_doc();
-  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {{{"op", "sinn"}, {"args", {"k"}}}, "x"}}};
+  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"},
+                                             {"args", {{{"op", "sinn"}, {"args", {"k"}}}, "x"}}};
   const auto ds = check(d);
   ASSERT_TRUE(has(ds, "unknown_operator", "/models/M/equations/0/rhs/args/0/op")) << dump(ds);
   EXPECT_NE(ds[0].message.find("did you mean 'sin'?"), std::string::npos) << ds[0].message;
@@ -283,7 +313,8 @@ TEST(Trust, RewriteTargetOperatorsAreNotMisspellings) {
 
 TEST(Trust, OperatorArityIsChecked) {
   json d = model_doc();
-  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {{{"op", "exp"}, {"args", {"k", "x"}}}, "x"}}};
+  d["models"]["M"]["equations"][0]["rhs"] = {
+      {"op", "*"}, {"args", {{{"op", "exp"}, {"args", {"k", "x"}}}, "x"}}};
   EXPECT_FINDING(d, "operator_arity", "/models/M/equations/0/rhs/args/0");
   d["models"]["M"]["equations"][0]["rhs"] = {{"op", "min"}, {"args", {"x"}}};
   EXPECT_FINDING(d, "operator_arity", "/models/M/equations/0/rhs");
@@ -291,7 +322,8 @@ TEST(Trust, OperatorArityIsChecked) {
   EXPECT_FINDING(d, "operator_arity", "/models/M/equations/0/rhs");
   // Unary minus, n-ary + and a 3-way max are all admissible.
   d["models"]["M"]["equations"][0]["rhs"] = {
-      {"op", "+"}, {"args", {{{"op", "-"}, {"args", {"x"}}}, {{"op", "max"}, {"args", {"k", "x", 1}}}, 0}}};
+      {"op", "+"},
+      {"args", {{{"op", "-"}, {"args", {"x"}}}, {{"op", "max"}, {"args", {"k", "x", 1}}}, 0}}};
   EXPECT_CLEAN(d);
 }
 
@@ -314,19 +346,22 @@ TEST(Trust, IcOnlyForOdeStates) {
   eqs.push_back({{"lhs", {{"op", "ic"}, {"args", {"x"}}}}, {"rhs", 2.0}});
   EXPECT_CLEAN(d);
   // An event-updated parameter takes its values from its update block, never from ic (§5.4).
-  d["models"]["M"]["variables"]["k"]["update"] = {{"kind", "condition"}, {"when", {{"op", ">"}, {"args", {"x", 0.5}}}}, {"expression", 1.0}};
+  d["models"]["M"]["variables"]["k"]["update"] = {
+      {"kind", "condition"}, {"when", {{"op", ">"}, {"args", {"x", 0.5}}}}, {"expression", 1.0}};
   eqs.push_back({{"lhs", {{"op", "ic"}, {"args", {"k"}}}}, {"rhs", 0.2}});
   EXPECT_FINDING(d, "ic_of_non_state", "/models/M/equations/2");
 }
 
 TEST(Trust, EventAssigningAParameterIsRefused) {
-  json d = model_doc(R"({"discrete_events": [{"trigger": {"type": "condition", "expression": {"op": ">", "args": ["t", 1]}},
+  json d = model_doc(
+      R"({"discrete_events": [{"trigger": {"type": "condition", "expression": {"op": ">", "args": ["t", 1]}},
                                               "affects": [{"lhs": "k", "rhs": 2}]}]})");
   EXPECT_FINDING(d, "event_affects_parameter", "/models/M/discrete_events/0/affects/0");
 }
 
 TEST(Trust, DuplicateReactionIdsAreRefused) {
-  const json d = json::parse(R"({"esm": "1.0.0", "metadata": {"name": "T"}, "reaction_systems": {"R": {
+  const json d =
+      json::parse(R"({"esm": "1.0.0", "metadata": {"name": "T"}, "reaction_systems": {"R": {
       "species": {"A": {"default": 1.0}, "B": {"default": 0.0}}, "parameters": {"k": {"default": 0.1}},
       "reactions": [{"id": "r1", "substrates": [{"species": "A", "stoichiometry": 1}], "products": [{"species": "B", "stoichiometry": 1}], "rate": "k"},
                     {"id": "r1", "substrates": [{"species": "B", "stoichiometry": 1}], "products": [{"species": "A", "stoichiometry": 1}], "rate": "k"}]}}})");
@@ -392,7 +427,8 @@ TEST(Trust, FlattenStopsAnExponentialTemplateExpansion) {
   // memory.
   TempDir dir;
   json d = exponential_templates_doc(30);
-  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"}, {"args", {apply("t0", {{"a", "k"}}), "x"}}};
+  d["models"]["M"]["equations"][0]["rhs"] = {{"op", "*"},
+                                             {"args", {apply("t0", {{"a", "k"}}), "x"}}};
   const auto file = dir.write("big.esm", d.dump());
   std::string code = "no error", pointer;
   try {

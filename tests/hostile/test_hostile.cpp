@@ -32,7 +32,9 @@ struct Case {
 };
 
 // gtest prints a parameter with this (its bytes otherwise).
-void PrintTo(const Case& c, std::ostream* os) { *os << c.id; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.id;
+}
 
 std::vector<Case> load_cases() {
   std::ifstream in(fs::path(ESI_SOURCE_DIR) / "tests" / "hostile" / "cases.json");
@@ -60,15 +62,18 @@ const char* const kDecayEquation = R"({"lhs":{"op":"D","args":["x"],"wrt":"t"},"
 /// o0 = x, o_i = o_{i-1} + 1, dx/dt = -1e-3 * o_{n-1}: n observeds, each reading the one
 /// before, so the last nests n levels deep once substituted.
 fs::path observed_chain(const fs::path& dir, int n) {
-  std::string vars = R"("x":{"type":"unknown","units":"1","default":1},"o0":{"type":"unknown","units":"1"})";
+  std::string vars =
+      R"("x":{"type":"unknown","units":"1","default":1},"o0":{"type":"unknown","units":"1"})";
   std::string eqs = R"({"lhs":"o0","rhs":"x"})";
   for (int i = 1; i < n; ++i) {
     vars += ",\"o" + std::to_string(i) + R"(":{"type":"unknown","units":"1"})";
     eqs += ",{\"lhs\":\"o" + std::to_string(i) + R"(","rhs":{"op":"+","args":["o)" +
            std::to_string(i - 1) + R"(",1]}})";
   }
-  eqs += ",{\"lhs\":{\"op\":\"D\",\"args\":[\"x\"],\"wrt\":\"t\"},\"rhs\":{\"op\":\"*\",\"args\":[-1e-3,\"o" +
-         std::to_string(n - 1) + "\"]}}";
+  eqs +=
+      ",{\"lhs\":{\"op\":\"D\",\"args\":[\"x\"],\"wrt\":\"t\"},\"rhs\":{\"op\":\"*\",\"args\":[-1e-"
+      "3,\"o" +
+      std::to_string(n - 1) + "\"]}}";
   const fs::path p = dir / ("chain_" + std::to_string(n) + ".esm");
   write(p, model_doc(vars, eqs));
   return p;
@@ -80,7 +85,8 @@ const std::map<std::string, std::function<fs::path(const fs::path&)>>& generator
       {"deep_json_metadata",
        [](const fs::path& dir) {
          const std::size_t depth = 100000;
-         const std::string notes = ",\"notes\":" + std::string(depth, '[') + std::string(depth, ']');
+         const std::string notes =
+             ",\"notes\":" + std::string(depth, '[') + std::string(depth, ']');
          write(dir / "deep.esm", model_doc(kDecayVariable, kDecayEquation, notes));
          return dir / "deep.esm";
        }},
@@ -124,7 +130,8 @@ const std::map<std::string, std::function<fs::path(const fs::path&)>>& generator
 
 std::string substitute(std::string arg, const std::map<std::string, std::string>& vars) {
   for (const auto& [key, value] : vars)
-    for (std::size_t at; (at = arg.find(key)) != std::string::npos;) arg.replace(at, key.size(), value);
+    for (std::size_t at; (at = arg.find(key)) != std::string::npos;)
+      arg.replace(at, key.size(), value);
   return arg;
 }
 
@@ -136,26 +143,32 @@ TEST_P(Hostile, ExitStatusAndCode) {
                        ("esi_hostile_" + std::to_string(::getpid()) + "_" + GetParam().id);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::map<std::string, std::string> vars = {{"{cases}", kCaseDir.string()}, {"{tmp}", dir.string()}};
+  std::map<std::string, std::string> vars = {{"{cases}", kCaseDir.string()},
+                                             {"{tmp}", dir.string()}};
   if (spec.contains("generate"))
     vars["{gen}"] = generators().at(spec.at("generate").get<std::string>())(dir).string();
 
   // A hard limit: a hang is a failure of its own, not a stalled suite.
-  std::vector<std::string> args = {"-s", "KILL", std::to_string(spec.value("seconds", 60)), ESI_BINARY};
+  std::vector<std::string> args = {"-s", "KILL", std::to_string(spec.value("seconds", 60)),
+                                   ESI_BINARY};
   for (const json& a : spec.at("args")) args.push_back(substitute(a.get<std::string>(), vars));
   const esi::testing::CliResult r = esi::testing::run_esi("timeout", args, dir / "stderr.txt");
   const std::string all = r.out + r.err;
 
-  EXPECT_EQ(r.status, spec.at("exit").get<int>()) << "class: " << spec.value("class", "") << "\n" << all.substr(0, 2000);
+  EXPECT_EQ(r.status, spec.at("exit").get<int>()) << "class: " << spec.value("class", "") << "\n"
+                                                  << all.substr(0, 2000);
   if (spec.contains("code"))
     EXPECT_NE(all.find(spec.at("code").get<std::string>()), std::string::npos)
-        << "expected code " << spec.at("code") << " in:\n" << all.substr(0, 2000);
+        << "expected code " << spec.at("code") << " in:\n"
+        << all.substr(0, 2000);
   for (const json& text : spec.value("says", json::array()))
     EXPECT_NE(all.find(text.get<std::string>()), std::string::npos)
-        << "expected " << text << " in:\n" << all.substr(0, 2000);
+        << "expected " << text << " in:\n"
+        << all.substr(0, 2000);
   if (spec.contains("pointer"))
     EXPECT_NE(all.find(":" + spec.at("pointer").get<std::string>() + ": error["), std::string::npos)
-        << "expected pointer " << spec.at("pointer") << " in:\n" << all.substr(0, 2000);
+        << "expected pointer " << spec.at("pointer") << " in:\n"
+        << all.substr(0, 2000);
   if (spec.contains("max_findings")) {
     std::size_t findings = 0;
     for (std::size_t at = 0; (at = all.find(": error[", at)) != std::string::npos; ++at) ++findings;
