@@ -3,7 +3,7 @@
 //
 // The CSV header is `t` then one column per state and observed (flattened names, quoted per
 // RFC 4180 when they hold a comma, quote or line break); one row per output time (t0, each
-// saveat multiple, T1), numbers as %.17g so they round-trip. Rows are written as the run
+// saveat multiple, T1), numbers in their shortest round-trip form (std::to_chars). Rows are written as the run
 // reaches them; the output file is opened before the solve and every write is checked.
 // `--set` overrides a parameter, or the initial value of a state, by flat or unique local
 // name (an unknown name gets near-match suggestions). A failed solve, or a state, observed or
@@ -275,6 +275,11 @@ std::string csv_field(const std::string& text) {
 class CsvWriter {
  public:
   explicit CsvWriter(const std::string& path) : path_(path) {
+    if (path == "-") {  // standard output, as Unix tools spell it
+      file_ = stdout;
+      to_stdout_ = true;
+      return;
+    }
     std::error_code ec;
     existed_ = std::filesystem::exists(path, ec);
     file_ = std::fopen(path.c_str(), "w");
@@ -285,7 +290,7 @@ class CsvWriter {
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;
   ~CsvWriter() {
-    if (file_ != nullptr) std::fclose(file_);
+    if (file_ != nullptr && !to_stdout_) std::fclose(file_);
   }
 
   void header(const std::vector<std::string>& names) {
@@ -294,14 +299,13 @@ class CsvWriter {
     put(line + "\n");
   }
 
+  /// Numbers in their shortest round-trip spelling (4e-06, not 3.9999999999999998e-06).
   void row(double t, std::span<const double> values) {
-    char buf[32];
     line_.clear();
-    std::snprintf(buf, sizeof buf, "%.17g", t);
-    line_ += buf;
+    append_number(t);
     for (double v : values) {
-      std::snprintf(buf, sizeof buf, ",%.17g", v);
-      line_ += buf;
+      line_ += ',';
+      append_number(v);
     }
     line_ += '\n';
     put(line_);
@@ -311,6 +315,10 @@ class CsvWriter {
   void close() {
     std::FILE* f = file_;
     file_ = nullptr;
+    if (to_stdout_) {
+      if (std::fflush(f) != 0 || std::ferror(f) != 0) fail(errno);
+      return;
+    }
     const bool flushed = std::fflush(f) == 0 && std::ferror(f) == 0;
     const int flush_errno = errno;
     if (std::fclose(f) != 0 || !flushed) fail(flushed ? errno : flush_errno);
@@ -318,6 +326,7 @@ class CsvWriter {
 
   /// After an input error before any row: a file this run created holds nothing useful.
   void discard() {
+    if (to_stdout_) return;
     if (file_ != nullptr) std::fclose(file_);
     file_ = nullptr;
     std::error_code ec;
@@ -325,6 +334,11 @@ class CsvWriter {
   }
 
  private:
+  void append_number(double x) {
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
+    line_.append(buf, end);
+  }
   void put(const std::string& text) {
     if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail(errno);
   }
@@ -335,6 +349,7 @@ class CsvWriter {
 
   std::string path_;
   std::FILE* file_ = nullptr;
+  bool to_stdout_ = false;
   bool existed_ = false;
   std::string line_;
 };
@@ -351,6 +366,8 @@ void print_simulate_help(std::FILE* out) {
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
       "time (T0, every multiple of DT, T1), written as the run reaches it.\n"
       "\n"
+      "  --output F   the CSV file, or - for standard output; numbers in their shortest\n"
+      "               round-trip form\n"
       "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run\n"
       "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
