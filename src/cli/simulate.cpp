@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
@@ -39,7 +42,8 @@ std::string method_names() {
 
 
 struct SimulateArgs {
-  std::string file, component, output;
+  std::string file, component, output, stats;
+  bool quiet = false;
   bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
   std::vector<std::pair<std::string, double>> sets;
@@ -90,6 +94,16 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   }
   if (a == "--native") {
     s.options.native = true;
+    return kExitOk;
+  }
+  if (a == "--quiet" || a == "-q") {
+    s.quiet = true;
+    return kExitOk;
+  }
+  if (a == "--stats") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty()) return usage_error("simulate", "--stats needs a FILE.json");
+    s.stats = *v;
     return kExitOk;
   }
   if (a == "--component" || a == "--output" || a == "-o" || a == "--method" || a == "--set") {
@@ -354,13 +368,77 @@ class CsvWriter {
   std::string line_;
 };
 
+/// The lowest value each state reached over the output rows, and when: a state that goes
+/// negative beyond the absolute tolerance usually means the tolerances are too loose for it.
+struct NegativeWatch {
+  std::size_t states = 0;
+  std::vector<double> min_value, min_time;
+  void see(double t, std::span<const double> row) {
+    if (min_value.empty()) {
+      min_value.assign(states, 0.0);
+      min_time.assign(states, t);
+    }
+    for (std::size_t j = 0; j < states && j < row.size(); ++j)
+      if (row[j] < min_value[j]) {
+        min_value[j] = row[j];
+        min_time[j] = t;
+      }
+  }
+};
+
+/// The run in numbers, for the summary line and --stats.
+nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, double wall_seconds) {
+  const method::IntegratorStats& st = traj.stats;
+  return {{"file", s.file},
+          {"component", s.component},
+          {"method", std::string(method::method_info(traj.method).name)},
+          {"method_chosen_automatically", s.options.integrator.method == method::MethodId::Auto},
+          {"rtol", s.options.integrator.rtol},
+          {"atol", s.options.integrator.atol},
+          {"return_code", std::string(method::return_code_name(traj.code))},
+          {"steps_accepted", st.accepted},
+          {"steps_rejected", st.rejected},
+          {"rhs_evaluations", st.rhs_evaluations},
+          {"jacobian_evaluations", st.jacobian_evaluations},
+          {"lu_factorizations", st.factorizations},
+          {"linear_solves", st.linear_solves},
+          {"events_fired", traj.events_fired},
+          {"output_rows", traj.rows},
+          {"wall_seconds", wall_seconds},
+          {"version", ESI_VERSION}};
+}
+
+void print_summary(const nlohmann::json& r) {
+  std::fprintf(stderr,
+               "esi simulate: %s%s, %ld steps (%ld rejected), %ld RHS, %ld Jacobians, %ld LU, "
+               "%zu rows, %.3g s\n",
+               r["method"].get<std::string>().c_str(),
+               r["method_chosen_automatically"].get<bool>() ? " (chosen by the stiffness test)" : "",
+               r["steps_accepted"].get<long>(), r["steps_rejected"].get<long>(),
+               r["rhs_evaluations"].get<long>(), r["jacobian_evaluations"].get<long>(),
+               r["lu_factorizations"].get<long>(), r["output_rows"].get<std::size_t>(),
+               r["wall_seconds"].get<double>());
+}
+
+void write_stats(const std::string& path, const nlohmann::json& report) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr)
+    throw Error("output_not_writable", path, "",
+                std::string("cannot open the --stats file for writing: ") + std::strerror(errno));
+  const std::string text = report.dump(1) + "\n";
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !wrote)
+    throw Error("output_write_failed", path, "",
+                std::string("writing the --stats file failed: ") + std::strerror(errno));
+}
+
 }  // namespace
 
 void print_simulate_help(std::FILE* out) {
   std::fputs(
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--set name=value ...]\n"
-      "                    --output OUT.csv\n"
+      "                    [--stats FILE.json] [--quiet] --output OUT.csv\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
@@ -378,6 +456,9 @@ void print_simulate_help(std::FILE* out) {
       "               the same numbers as without, faster on long runs; without a working\n"
       "               compiler the run uses the interpreter and says so on stderr\n"
       "  --set n=v    override parameter n, or the initial value of state n (repeatable)\n"
+      "  --stats F    write the run's numbers (method, steps, rejections, RHS / Jacobian / LU\n"
+      "               counts, wall time) as JSON to F; the same summary goes to stderr as one\n"
+      "               line unless --quiet (-q)\n"
       "\n"
       "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
       "run (rows up to then are kept) with a message naming it and the time.\n"
@@ -404,9 +485,14 @@ int run_simulate(Args args) {
 
     // Opened before the solve, so an unwritable path fails now rather than after a long run.
     CsvWriter csv(s.output);
+    NegativeWatch negatives{system.states.size(), {}, {}};
     s.options.on_columns = [&](const std::vector<std::string>& names) { csv.header(names); };
-    s.options.on_row = [&](double t, std::span<const double> row) { csv.row(t, row); };
+    s.options.on_row = [&](double t, std::span<const double> row) {
+      csv.row(t, row);
+      negatives.see(t, row);
+    };
     exec::Trajectory traj;
+    const auto started = std::chrono::steady_clock::now();
     try {
       traj = exec::simulate(system, s.options);
     } catch (const Error& e) {
@@ -414,6 +500,18 @@ int run_simulate(Args args) {
       throw;
     }
     csv.close();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const nlohmann::json report = run_report(s, traj, wall);
+    if (!s.stats.empty()) write_stats(s.stats, report);
+    if (!s.quiet) print_summary(report);
+    for (std::size_t j = 0; j < negatives.min_value.size(); ++j)
+      if (negatives.min_value[j] < -s.options.integrator.atol)
+        std::fprintf(stderr,
+                     "esi simulate: warning: %s went negative (%s at t = %s), beyond --atol %s; "
+                     "if it is a concentration, tighten --rtol / --atol\n",
+                     system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
+                     format_number(negatives.min_time[j]).c_str(),
+                     format_number(s.options.integrator.atol).c_str());
     if (s.options.native && traj.native_status.rfind("native", 0) != 0)
       std::fprintf(stderr, "esi simulate: warning: --native was requested, but the run used the interpreter: %s\n",
                    traj.native_status.empty() ? "the model has no states; nothing to compile"
