@@ -522,6 +522,15 @@ int run_simulate(Args args) {
                                              : std::string("no output rows written");
       std::fprintf(stderr, "%s: error[solve_failed]: the run stopped (%s): %s\n", s.file.c_str(),
                    last.c_str(), traj.message.c_str());
+      // A relative tolerance near the double precision unit roundoff cannot be met: steps
+      // shrink until max_steps or dt_min. Say so instead of leaving the modeller to guess.
+      const auto& io = s.options.integrator;
+      if ((traj.code == method::ReturnCode::MaxSteps || traj.code == method::ReturnCode::DtBelowMin) &&
+          io.rtol < 1e-13)
+        std::fprintf(stderr,
+                     "esi simulate: hint: --rtol %s asks for more accuracy than double precision "
+                     "gives (about 1e-16 relative); try --rtol 1e-12 or looser\n",
+                     format_number(io.rtol).c_str());
       return kExitInvalid;
     }
     return kExitOk;
