@@ -97,8 +97,9 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
   std::vector<expr::StrId> wrt;
   std::unordered_map<expr::StrId, std::size_t> column_of;
   for (int j : dofs) {
-    column_of.emplace(sys.pool.intern(sys.states[j].name), wrt.size());
-    wrt.push_back(sys.pool.intern(sys.states[j].name));
+    const expr::StrId name = sys.pool.intern(sys.states[j].name);
+    column_of.emplace(name, wrt.size());
+    wrt.push_back(name);
   }
   const NodeId zero = sys.pool.number(0.0);
   std::vector<NodeId> entries;

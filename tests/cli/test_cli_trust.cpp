@@ -34,6 +34,11 @@ std::string model(const std::string& variables, const std::string& equations,
          variables + R"(, "equations": )" + equations + (extra.empty() ? "" : ", " + extra) + "}}}";
 }
 
+// dx/dt = 1 / (x - 1) from x(0) = 1: the derivative is +inf at the start.
+const std::string kSingularAtStart = model(
+    R"({"x": {"type": "unknown", "default": 1.0}})",
+    R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])");
+
 // dx/dt = -k x, x(0) = 1.
 const std::string kDecay = model(
     R"({"x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 1.0}})",
@@ -118,13 +123,7 @@ TEST(CliTrust, SimulateReportsAFullDeviceAsAFailedWrite) {
 // path, not the solve.
 TEST(CliTrust, SimulateChecksTheOutputPathBeforeTheSolve) {
   TempDir dir;
-  const std::string singular =
-      dir.write(
-             "s.esm",
-             model(
-                 R"({"x": {"type": "unknown", "default": 1.0}})",
-                 R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])"))
-          .string();
+  const std::string singular = dir.write("s.esm", kSingularAtStart).string();
   const CliResult r = run(dir, {"simulate", singular, "--tspan", "0", "1", "--output",
                                 (dir.path() / "no_such_folder" / "o.csv").string()});
   EXPECT_EQ(r.status, 1);
@@ -153,13 +152,7 @@ TEST(CliTrust, SimulateQuotesCsvNamesPerRfc4180) {
 
 TEST(CliTrust, SimulateStopsOnAnInfiniteDerivativeNamingItAndTheTime) {
   TempDir dir;
-  const std::string file =
-      dir.write(
-             "m.esm",
-             model(
-                 R"({"x": {"type": "unknown", "default": 1.0}})",
-                 R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "/", "args": [1, {"op": "-", "args": ["x", 1]}]}}])"))
-          .string();
+  const std::string file = dir.write("m.esm", kSingularAtStart).string();
   const CliResult r = run(
       dir, {"simulate", file, "--tspan", "0", "1", "--output", (dir.path() / "o.csv").string()});
   EXPECT_EQ(r.status, 1);

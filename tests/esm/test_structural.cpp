@@ -14,26 +14,17 @@
 
 #include "esi/core/json.hpp"
 #include "esi/esm/structural.hpp"
+#include "structural_findings.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::vector<esi::Diagnostic> check(const json& doc) {
-  return esi::esm::check_structure(doc, "t.esm");
-}
+using esi::testing::check;
+using esi::testing::dump;
+using esi::testing::has;
 
-std::string dump(const std::vector<esi::Diagnostic>& ds) {
-  std::string s;
-  for (const auto& d : ds) s += "\n  " + esi::format_diagnostic(d);
-  return s;
-}
-
-bool has(const std::vector<esi::Diagnostic>& ds, const std::string& code, const std::string& ptr) {
-  return std::any_of(ds.begin(), ds.end(),
-                     [&](const esi::Diagnostic& d) { return d.code == code && d.pointer == ptr; });
-}
 
 /// A document holding one model "M" (and optional extra top-level fields).
 json doc_with(const char* model, const char* extra = "{}") {
@@ -43,18 +34,6 @@ json doc_with(const char* model, const char* extra = "{}") {
   d["models"]["M"] = json::parse(model);
   return d;
 }
-
-#define EXPECT_CLEAN(doc)                  \
-  do {                                     \
-    const auto ds_ = check(doc);           \
-    EXPECT_TRUE(ds_.empty()) << dump(ds_); \
-  } while (0)
-
-#define EXPECT_FINDING(doc, code, ptr)                                                             \
-  do {                                                                                             \
-    const auto ds_ = check(doc);                                                                   \
-    EXPECT_TRUE(has(ds_, code, ptr)) << "want " << code << " at " << ptr << ", got:" << dump(ds_); \
-  } while (0)
 
 // A balanced one-state model the tests below extend.
 constexpr const char* kDecayVars = R"("x": {"type": "unknown"}, "k": {"type": "parameter"})";

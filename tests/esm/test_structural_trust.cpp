@@ -13,6 +13,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/structural.hpp"
+#include "structural_findings.hpp"
 #include "support/temp_dir.hpp"
 
 using esi::testing::TempDir;
@@ -20,25 +21,11 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<esi::Diagnostic> check(const json& doc) {
-  return esi::esm::check_structure(doc, "t.esm");
-}
+using esi::testing::check;
+using esi::testing::dump;
+using esi::testing::has;
+using esi::testing::has_code;
 
-std::string dump(const std::vector<esi::Diagnostic>& ds) {
-  std::string s;
-  for (const auto& d : ds) s += "\n  " + esi::format_diagnostic(d);
-  return s;
-}
-
-bool has(const std::vector<esi::Diagnostic>& ds, const std::string& code, const std::string& ptr) {
-  return std::any_of(ds.begin(), ds.end(),
-                     [&](const esi::Diagnostic& d) { return d.code == code && d.pointer == ptr; });
-}
-
-bool has_code(const std::vector<esi::Diagnostic>& ds, const std::string& code) {
-  return std::any_of(ds.begin(), ds.end(),
-                     [&](const esi::Diagnostic& d) { return d.code == code; });
-}
 
 /// A one-state decay model "M" (x' = -k x) with `extra` merged into the model object.
 json model_doc(const char* extra = "{}") {
@@ -77,18 +64,6 @@ json exponential_templates_doc(int levels) {
   }
   return d;
 }
-
-#define EXPECT_CLEAN(doc)                  \
-  do {                                     \
-    const auto ds_ = check(doc);           \
-    EXPECT_TRUE(ds_.empty()) << dump(ds_); \
-  } while (0)
-
-#define EXPECT_FINDING(doc, code, ptr)                                                             \
-  do {                                                                                             \
-    const auto ds_ = check(doc);                                                                   \
-    EXPECT_TRUE(has(ds_, code, ptr)) << "want " << code << " at " << ptr << ", got:" << dump(ds_); \
-  } while (0)
 
 /// validate_file (schema layer off) on `text` written to a scratch file.
 std::vector<esi::Diagnostic> validate_text(TempDir& dir, const std::string& name,
