@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
+#include "esi/core/json.hpp"
 #include "esi/exec/check.hpp"
 
 namespace esi::cli {
@@ -24,6 +25,7 @@ struct CheckArgs {
   bool json = false;
   int jobs = 1;
   std::vector<std::string> paths;
+  std::string inputs;
 };
 
 int parse_args(Args args, CheckArgs& c) {
@@ -42,6 +44,9 @@ int parse_args(Args args, CheckArgs& c) {
       if (r.ec != std::errc() || r.ptr != v.data() + v.size() || c.jobs < 1 || c.jobs > kMaxJobs)
         return usage_error("check", "--jobs needs an integer from 1 to " + std::to_string(kMaxJobs) +
                                         ", got '" + v + "'");
+    } else if (a == "--inputs") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("check", "--inputs needs a FILE.json");
+      c.inputs = args[++i];
     } else if (a.size() > 1 && a[0] == '-') {
       return usage_error("check", "unknown option '" + a + "'");
     } else {
@@ -82,7 +87,7 @@ void print_human(const std::vector<exec::FileResult>& results) {
 
 void print_check_help(std::FILE* out) {
   std::fputs(
-      "usage: esi check [--json] [--jobs N] FILE_OR_DIR...\n"
+      "usage: esi check [--json] [--jobs N] [--inputs FILE.json] FILE_OR_DIR...\n"
       "\n"
       "Runs every inline test (the `tests` blocks of models and reaction systems) of each file;\n"
       "directories are searched recursively for *.esm files. Each test runs its component alone\n"
@@ -91,6 +96,8 @@ void print_check_help(std::FILE* out) {
       "\n"
       "  --json     print {\"files\": [...], \"summary\": {...}}\n"
       "  --jobs N   run N files at a time, 1 to 256 (the output does not depend on N)\n"
+      "  --inputs F values by flat name for every test (as for 'esi simulate --inputs'):\n"
+      "             data the documents read from files esi cannot open yet\n"
       "\n"
       "A path that does not exist or cannot be read, a folder with no .esm document and a test\n"
       "with no assertions are reported as errors; the other files still run.\n"
@@ -104,7 +111,21 @@ int run_check(Args args) {
   if (const int rc = parse_args(args, c); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   // Paths that cannot be searched or read become per-file errors; the rest still run.
   const std::vector<exec::CheckInput> inputs = exec::find_esm_inputs(c.paths);
-  const std::vector<exec::FileResult> results = exec::check_inputs(inputs, c.jobs);
+  exec::CheckOptions options;
+  if (!c.inputs.empty()) {
+    try {
+      options.inputs = read_json_file(c.inputs);
+    } catch (const Error& e) {
+      print_error(c.inputs, e.diagnostic());
+      return kExitInvalid;
+    }
+    if (!options.inputs.is_object()) {
+      std::printf("%s: error[invalid_inputs]: an inputs file holds one JSON object: variable name -> "
+                  "number or nested array\n", c.inputs.c_str());
+      return kExitInvalid;
+    }
+  }
+  const std::vector<exec::FileResult> results = exec::check_inputs(inputs, c.jobs, options);
   if (c.json) std::printf("%s\n", exec::to_json_text(results).c_str());
   else print_human(results);
   return exec::summarize(results).all_passed() ? kExitOk : kExitInvalid;

@@ -25,6 +25,7 @@
 
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
+#include "esi/core/json.hpp"
 #include "esi/core/text.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
@@ -42,7 +43,7 @@ std::string method_names() {
 
 
 struct SimulateArgs {
-  std::string file, component, output, stats;
+  std::string file, component, output, stats, inputs;
   bool quiet = false;
   bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
@@ -98,6 +99,12 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   }
   if (a == "--quiet" || a == "-q") {
     s.quiet = true;
+    return kExitOk;
+  }
+  if (a == "--inputs") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty()) return usage_error("simulate", "--inputs needs a FILE.json");
+    s.inputs = *v;
     return kExitOk;
   }
   if (a == "--stats") {
@@ -438,7 +445,7 @@ void print_simulate_help(std::FILE* out) {
   std::fputs(
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--set name=value ...]\n"
-      "                    [--stats FILE.json] [--quiet] --output OUT.csv\n"
+      "                    [--inputs FILE.json] [--stats FILE.json] [--quiet] --output OUT.csv\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
@@ -455,7 +462,11 @@ void print_simulate_help(std::FILE* out) {
       "  --native     run the model as compiled C++ (cached in $ESI_CACHE_DIR or ~/.cache/esi);\n"
       "               the same numbers as without, faster on long runs; without a working\n"
       "               compiler the run uses the interpreter and says so on stderr\n"
-      "  --set n=v    override parameter n, or the initial value of state n (repeatable)\n"
+      "  --set n=v    override parameter n, or the initial value of state n (repeatable); for\n"
+      "               an array, every cell (one cell: --set 'C.x[2,1]=v')\n"
+      "  --inputs F   a JSON object of values by name: a number, or for an array a nested\n"
+      "               array in its shape (first axis outermost); constant data and forcing\n"
+      "               fields the document reads from files it cannot open yet\n"
       "  --stats F    write the run's numbers (method, steps, rejections, RHS / Jacobian / LU\n"
       "               counts, wall time) as JSON to F; the same summary goes to stderr as one\n"
       "               line unless --quiet (-q)\n"
@@ -476,10 +487,21 @@ int run_simulate(Args args) {
     const esm::ResolvedDocument& doc = *loaded;
     esm::FlattenOptions fo;
     fo.component = s.component;
+    if (!s.inputs.empty()) {
+      fo.inputs = read_json_file(s.inputs);
+      if (!fo.inputs.is_object())
+        throw Error("invalid_inputs", s.inputs, "",
+                    "an inputs file holds one JSON object: variable name -> number or nested array");
+    }
     const esm::System probe = esm::flatten(doc, fo);
-    for (const auto& [name, value] : s.sets) check_set_name(probe, doc.doc, name);
-    for (const auto& [name, value] : s.sets)
+    for (const auto& [name, value] : s.sets) {
+      if (esm::names_array(probe, name)) {  // every cell of an array
+        fo.inputs[name] = value;
+        continue;
+      }
+      check_set_name(probe, doc.doc, name);
       (names_state(probe, name) ? fo.initial_conditions : fo.parameter_overrides)[name] = value;
+    }
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
 

@@ -3,6 +3,7 @@
 #include "esi/esm/flatten.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,10 +108,39 @@ void declare(FlattenState& st, std::size_t c, const std::string& local, const js
       }
     }
     if (auto sh = v.find("shape"); sh != v.end() && sh->is_array() && !sh->empty()) {
-      for (const auto& s : *sh) d.var.shape.push_back(s.is_string() ? s.get<std::string>() : s.dump());
-      throw Error("unsupported_array_feature", comp.file, pointer_join(pointer, "shape"),
-                  "'" + d.var.name + "' is an array over " + sh->dump() +
-                      "; flattening arrays to cells is not supported yet");
+      ArrayShape shape;
+      for (std::size_t a = 0; a < sh->size(); ++a) {
+        const json& s = (*sh)[a];
+        const std::string axis = s.is_string() ? s.get<std::string>() : s.dump();
+        d.var.shape.push_back(axis);
+        shape.axes.push_back(axis);
+        if (s.is_number_integer() && s.get<std::int64_t>() >= 0) {  // a literal extent
+          shape.extents.push_back(s.get<std::int64_t>());
+          continue;
+        }
+        auto size = st.doc.index_set_sizes.find(axis);
+        const json& sets = st.doc.doc.value("index_sets", json::object());
+        if (size == st.doc.index_set_sizes.end() && !sets.contains(axis)) {
+          // An axis named by no index set takes its extent from the ranges of the equations
+          // that define the array (expand_arrays infers it, or says it cannot).
+          shape.extents.push_back(-1);
+          continue;
+        }
+        if (size == st.doc.index_set_sizes.end()) {
+          const std::string kind =
+              sets.contains(axis) && sets[axis].is_object() ? sets[axis].value("kind", std::string()) : "";
+          throw Error(kind.empty() ? "undefined_index_set" : "unsupported_array_feature", comp.file,
+                      pointer_join(pointer_join(pointer, "shape"), a),
+                      kind.empty() ? "'" + d.var.name + "' is shaped over '" + axis +
+                                         "', which is not a declared index set"
+                                   : "'" + d.var.name + "' is shaped over the " + kind +
+                                         " index set '" + axis +
+                                         "'; only index sets with a size (interval) become cells so far");
+        }
+        shape.extents.push_back(size->second);
+      }
+      if (auto def = v.find("default"); def != v.end() && def->is_array()) shape.default_value = *def;
+      st.arrays[d.var.name] = std::move(shape);
     }
     if (!unknown) d.var.cadence = cadence_of(v);
   }
@@ -139,8 +169,38 @@ void add_model(FlattenState& st, std::size_t c) {
     const json& eq = eqs[i];
     if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs"))
       throw Error("invalid_equation", comp.file, ep, "an equation needs 'lhs' and 'rhs'");
-    const NodeId lhs = localize(st, c, eq["lhs"], pointer_join(ep, "lhs"));
-    const NodeId rhs = localize(st, c, eq["rhs"], pointer_join(ep, "rhs"));
+    // `index(D(x), i, j) = rhs`: i and j are index symbols on both sides.
+    // `index(y, i) = rhs` defines observed y cell by cell.
+    std::set<std::string> free_indices;
+    if (const json& l = eq["lhs"]; l.is_object() && l.value("op", std::string()) == "index" &&
+                                   l.contains("args") && l["args"].is_array() && !l["args"].empty() &&
+                                   (l["args"][0].is_string() ||
+                                    (l["args"][0].is_object() && l["args"][0].value("op", std::string()) == "D")))
+      for (std::size_t a = 1; a < l["args"].size(); ++a)
+        if (l["args"][a].is_string()) free_indices.insert(l["args"][a].get<std::string>());
+    // `aggregate(D(index(x, i)), output_idx: [i]) = rhs`: the rhs may read i too.
+    std::set<std::string> rhs_indices = free_indices;
+    if (const json& l = eq["lhs"]; l.is_object() && l.value("op", std::string()) == "aggregate" &&
+                                   l.contains("output_idx") && l["output_idx"].is_array())
+      for (const auto& o : l["output_idx"])
+        if (o.is_string()) rhs_indices.insert(o.get<std::string>());
+    const NodeId lhs = localize(st, c, eq["lhs"], pointer_join(ep, "lhs"), free_indices);
+    NodeId rhs;
+    try {
+      rhs = localize(st, c, eq["rhs"], pointer_join(ep, "rhs"), rhs_indices);
+    } catch (const Error& e) {
+      // ic(u) = f(x) with x a spatial coordinate (§6.6.5 build-time scope, §11.4.1): the
+      // document is fine, the coordinate values need a grid convention esi does not have yet.
+      const expr::Node& l = pool.node(lhs);
+      if (e.code() != "undefined_variable" || l.op != Op::Ic || pool.args(lhs).empty() ||
+          pool.node(pool.args(lhs)[0]).op != Op::Symbol ||
+          !st.arrays.count(std::string(pool.str(pool.node(pool.args(lhs)[0]).name))))
+        throw;
+      throw Error("unsupported_array_feature", e.diagnostic().file, e.diagnostic().pointer,
+                  "the initial condition of an array reads a name that is not a variable (" +
+                      e.diagnostic().message + "); coordinate-expression initial conditions are "
+                      "not supported yet");
+    }
     const expr::Node& ln = pool.node(lhs);
     const auto target = [&]() -> std::string {
       const auto a = pool.args(lhs);
@@ -149,7 +209,62 @@ void add_model(FlattenState& st, std::size_t c) {
                     std::string(ln.op == Op::D ? "D" : "ic") + " on a left-hand side must apply to one variable");
       return std::string(pool.str(pool.node(a[0]).name));
     };
-    if (ln.op == Op::D) {
+    if (ln.op == Op::Index && !pool.args(lhs).empty() && pool.node(pool.args(lhs)[0]).op == Op::D) {
+      const expr::NodeId d = pool.args(lhs)[0];
+      if (pool.args(d).size() != 1 || pool.node(pool.args(d)[0]).op != Op::Symbol)
+        throw Error("invalid_equation", comp.file, pointer_join(ep, "lhs"),
+                    "index(D(x), i, ...) on a left-hand side must apply D to one variable");
+      const std::string x(pool.str(pool.node(pool.args(d)[0]).name));
+      if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
+      Tendency t{rhs, c, comp.file, ep};
+      t.lhs_aggregate = lhs;
+      st.tendencies[x].push_back(t);
+    } else if (ln.op == Op::Index && !pool.args(lhs).empty() && pool.node(pool.args(lhs)[0]).op == Op::Symbol &&
+               !st.observed_eqs.count(std::string(pool.str(pool.node(pool.args(lhs)[0]).name)))) {
+      const std::string y(pool.str(pool.node(pool.args(lhs)[0]).name));
+      st.observed_eqs[y] = FlatEquation{lhs, rhs, comp.file, ep};
+      st.observed_order.push_back(y);
+    } else if (ln.op == Op::Aggregate) {
+      // aggregate(D(index(x, i, j)), output_idx: [i, j]) = rhs: an array tendency written cell
+      // by cell (expand_arrays maps the indices onto x's axes).
+      const auto kids = pool.children(lhs);
+      const expr::NodeId body = kids.size() > ln.arg_count ? kids[ln.arg_count] : expr::kNoNode;
+      const auto bad = [&]() {
+        throw Error("invalid_equation", comp.file, pointer_join(ep, "lhs"),
+                    "an aggregate on a left-hand side must hold D(index(x, i, ...)) with one "
+                    "index symbol per axis of x");
+      };
+      if (body == expr::kNoNode || pool.node(body).op != Op::D || pool.args(body).size() != 1) bad();
+      const expr::NodeId ix = pool.args(body)[0];
+      if (pool.node(ix).op != Op::Index || pool.args(ix).empty() ||
+          pool.node(pool.args(ix)[0]).op != Op::Symbol)
+        bad();
+      const std::string x(pool.str(pool.node(pool.args(ix)[0]).name));
+      // A variable declared without a shape but defined cell by cell is an array over the
+      // aggregate's ranges (extents inferred by expand_arrays).
+      if (!st.arrays.count(x) && st.declared.count(x)) {
+        const json attrs = expr::attrs_json(pool, lhs);
+        const json ranges = attrs.value("ranges", json::object());
+        ArrayShape shape;
+        for (std::size_t a = 1; a < pool.args(ix).size(); ++a) {
+          const expr::Node& in = pool.node(pool.args(ix)[a]);
+          std::string sym = in.op == Op::Symbol ? std::string(pool.str(in.name)) : "";
+          if (!sym.empty() && sym[0] == '$') sym.erase(0, 1);
+          const json r = ranges.value(sym, json());
+          shape.axes.push_back(r.is_object() && r.contains("from") && r["from"].is_string()
+                                   ? r["from"].get<std::string>()
+                                   : sym);
+          auto size = st.doc.index_set_sizes.find(shape.axes.back());
+          shape.extents.push_back(size == st.doc.index_set_sizes.end() ? -1 : size->second);
+        }
+        st.declared[x].var.shape = shape.axes;
+        st.arrays[x] = std::move(shape);
+      }
+      if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
+      Tendency t{rhs, c, comp.file, ep};
+      t.lhs_aggregate = lhs;
+      st.tendencies[x].push_back(t);
+    } else if (ln.op == Op::D) {
       const std::string x = target();
       if (x == "_var") {
         st.placeholders.push_back({rhs, c, comp.file, ep});
@@ -200,6 +315,26 @@ void add_reaction_system_declarations(FlattenState& st, std::size_t c) {
     for (auto it = ps->begin(); it != ps->end(); ++it)
       declare(st, c, it.key(), it.value(), pointer_join(pointer_join(comp.pointer, "parameters"), it.key()),
               false, false, false);
+}
+
+void add_extra_array(FlattenState& st, const FlattenOptions::ExtraArray& extra) {
+  auto c = st.component_index.find(extra.component);
+  if (c == st.component_index.end())
+    throw Error("unknown_component", extra.file, extra.pointer, "no component '" + extra.component + "'");
+  const std::string name = extra.component + "." + extra.name;
+  Declared d;
+  d.var.name = name;
+  d.var.file = extra.file;
+  d.var.pointer = extra.pointer;
+  d.unknown = true;
+  d.component = c->second;
+  d.var.shape = extra.axes;
+  st.declaration_order.push_back(name);
+  st.declared[name] = d;
+  if (!extra.axes.empty()) st.arrays[name] = ArrayShape{extra.axes, extra.extents, json()};
+  const expr::NodeId rhs = localize(st, c->second, extra.rhs, extra.pointer);
+  st.observed_eqs[name] = FlatEquation{st.sys.pool.symbol(name), rhs, extra.file, extra.pointer};
+  st.observed_order.push_back(name);
 }
 
 /// Orders observeds so each reads only earlier ones (Kahn's algorithm, ties in authored order).
@@ -261,6 +396,76 @@ std::string resolve_override(const std::vector<FlatVariable>& vars, const std::s
     throw Error("ambiguous_override", file, "", what + " '" + key + "' matches several: " + list);
   }
   return hits[0];
+}
+
+/// The array `key` names (flat or unique local name), or nullptr.
+const System::Array* find_array(const System& sys, const std::string& key, const std::string& file) {
+  const System::Array* hit = nullptr;
+  for (const auto& a : sys.arrays) {
+    if (a.name == key) return &a;
+    if (a.name.size() > key.size() && a.name.compare(a.name.size() - key.size(), key.size(), key) == 0 &&
+        a.name[a.name.size() - key.size() - 1] == '.') {
+      if (hit)
+        throw Error("ambiguous_override", file, "", "'" + key + "' matches several arrays: " + hit->name +
+                                                        ", " + a.name);
+      hit = &a;
+    }
+  }
+  return hit;
+}
+
+
+/// Sets one variable (a scalar, or every cell of an array) from a caller-supplied value.
+void apply_inputs(System& sys, const FlattenOptions& options, const std::string& file) {
+  json all = options.inputs.is_object() ? options.inputs : json::object();
+  for (const auto& [k, v] : options.parameter_overrides) all[k] = v;
+  for (const auto& [k, v] : options.initial_conditions) all[k] = v;
+  std::unordered_map<std::string, FlatVariable*> by_name;
+  for (auto* list : {&sys.parameters, &sys.states})
+    for (auto& v : *list) by_name.emplace(v.name, &v);
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    const std::string& key = it.key();
+    const System::Array* a = find_array(sys, key, file);
+    if (!a) {
+      if (!it->is_number())
+        throw Error("input_shape_mismatch", file, "",
+                    "input '" + key + "' is not an array of the system, so its value must be one number");
+      if (!options.inputs.contains(key)) continue;  // plain overrides are resolved below
+      auto v = by_name.find(key);
+      if (v == by_name.end()) {
+        const std::string name = resolve_override(sys.parameters, key, "parameter", file);
+        v = by_name.find(name);
+      }
+      v->second->default_value = it->get<double>();
+      v->second->initial = expr::kNoNode;
+      continue;
+    }
+    std::int64_t cells = 1;
+    for (auto e : a->extents) cells *= e;
+    std::vector<std::int64_t> cell(a->extents.size(), 1);
+    for (std::int64_t n = 0; n < cells; ++n) {
+      const json* value = &*it;
+      if (!value->is_number())
+        for (std::size_t d = 0; d < cell.size(); ++d) {
+          if (!value->is_array() || value->size() != static_cast<std::size_t>(a->extents[d]))
+            throw Error("input_shape_mismatch", file, "",
+                        "input '" + key + "' must be one number or a nested array of shape " +
+                            json(a->extents).dump() + " (axes " + json(a->axes).dump() + ")");
+          value = &(*value)[static_cast<std::size_t>(cell[d] - 1)];
+        }
+      if (!value->is_number() || !std::isfinite(value->get<double>()))
+        throw Error("input_shape_mismatch", file, "",
+                    "input '" + key + "' holds " + value->dump() + " at " + cell_name("", cell) +
+                        " where a finite number is expected");
+      auto v = by_name.find(cell_name(a->name, cell));
+      if (v == by_name.end())
+        throw Error("unknown_override", file, "",
+                    "'" + a->name + "' is defined by an equation; only parameters and states take inputs");
+      v->second->default_value = value->get<double>();
+      v->second->initial = expr::kNoNode;
+      for (std::size_t d = 0; d < cell.size() && ++cell[d] > a->extents[d]; ++d) cell[d] = 1;
+    }
+  }
 }
 
 }  // namespace
@@ -353,7 +558,9 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
     if (st.components[c].reaction_system) add_reactions(st, c);
     else add_model(st, c);
   }
+  for (const auto& extra : options.extra_arrays) add_extra_array(st, extra);
   if (options.component.empty()) apply_coupling(st);
+  expand_arrays(st);
 
   // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).
   std::unordered_map<expr::StrId, expr::NodeId> map;
@@ -467,11 +674,14 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
 
   for (auto& v : sys.observed) v.initial = subst(v.initial);
   // Overrides by flat name or unique local name.
+  apply_inputs(sys, options, doc.file);
   for (const auto& [key, value] : options.parameter_overrides) {
+    if (esm::names_array(sys, key)) continue;  // applied cell by cell by apply_inputs
     const std::string name = resolve_override(sys.parameters, key, "parameter", doc.file);
     sys.parameters[sys.parameter_index(name)].default_value = value;
   }
   for (const auto& [key, value] : options.initial_conditions) {
+    if (esm::names_array(sys, key)) continue;
     const std::string name = resolve_override(sys.states, key, "state", doc.file);
     auto& v = sys.states[sys.state_index(name)];
     v.default_value = value;
@@ -482,6 +692,10 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   return sys;
 }
 }  // namespace
+
+bool names_array(const System& system, const std::string& key) {
+  return detail::find_array(system, key, "") != nullptr;
+}
 
 int System::state_index(const std::string& name) const {
   for (std::size_t i = 0; i < states.size(); ++i)

@@ -43,6 +43,22 @@ struct Tendency {
   std::size_t component;
   std::string file;
   std::string pointer;
+  /// For an array equation written cell by cell, `aggregate(D(index(x, i, j)), ...) = rhs` or
+  /// `index(D(x), i, j) = rhs`: that left-hand side (it says which cells the equation defines
+  /// and how its indices map onto x's axes); kNoNode for `D(x) = rhs`.
+  expr::NodeId lhs_aggregate = expr::kNoNode;
+};
+
+/// A shaped variable (spec §4.3, §6.3) before it becomes one scalar per cell.
+struct ArrayShape {
+  std::vector<std::string> axes;      ///< index-set names, in declared order
+  std::vector<std::int64_t> extents;  ///< their sizes
+  json default_value;                 ///< a nested-array `default`, null otherwise
+  std::int64_t cells() const {
+    std::int64_t n = 1;
+    for (auto e : extents) n *= e;
+    return n;
+  }
 };
 
 struct FlattenState {
@@ -63,6 +79,7 @@ struct FlattenState {
   std::map<std::string, expr::NodeId> replacements;     ///< variable_map substitutions
   std::set<std::string> removed_parameters;
   std::map<std::string, std::string> file_of_component_pointer;
+  std::map<std::string, ArrayShape> arrays;  ///< flat name of each shaped variable -> its shape
 
   FlattenState(const ResolvedDocument& d, System& s) : doc(d), sys(s) {}
 };
@@ -73,7 +90,10 @@ void collect_components(FlattenState& st, const std::string& only);
 /// Parses an expression authored in component `c` into the system pool: templates expanded,
 /// names namespaced, `enum` and `table_lookup` lowered, closed functions checked. Array ops
 /// and spatial derivatives throw `unsupported_array_feature`.
-expr::NodeId localize(FlattenState& st, std::size_t c, const json& e, const std::string& pointer);
+/// `index_symbols`: names that are index symbols throughout `e` (the free indices of an
+/// equation written `index(D(x), i, j) = rhs`).
+expr::NodeId localize(FlattenState& st, std::size_t c, const json& e, const std::string& pointer,
+                      const std::set<std::string>& index_symbols = {});
 
 /// Parses an expression written in the coupled scope (fully scoped names only).
 expr::NodeId localize_global(FlattenState& st, const json& e, const std::string& file,
@@ -84,6 +104,12 @@ void add_reactions(FlattenState& st, std::size_t c);
 
 /// Applies the document's coupling entries (spec §10) among the collected components.
 void apply_coupling(FlattenState& st);
+
+/// Turns every shaped variable into one scalar per cell and every array equation into one
+/// scalar equation per cell it defines (spec §4.3 semantics: `aggregate`, `makearray`,
+/// `index`, `broadcast`, name-aligned elementwise arithmetic); scalar equations that contract
+/// arrays get their sums spelled out. Runs after coupling, before classification.
+void expand_arrays(FlattenState& st);
 
 /// Rewrites every occurrence of the symbols in `map` (flat names) in `root`.
 expr::NodeId substitute(expr::Pool& pool, expr::NodeId root,

@@ -291,6 +291,18 @@ struct Resolver {
     return lib;
   }
 
+  /// Inside a `size`, `ranges` or `regions` value every string may be a metaparameter (the
+  /// bounds are metaparameter expressions, §9.7.6), at any depth.
+  static void substitute_bounds(json& node, const std::map<std::string, json>& env) {
+    if (node.is_string()) {
+      auto it = env.find(node.get<std::string>());
+      if (it != env.end()) node = it->second;
+    } else if (node.is_array() || node.is_object()) {
+      for (auto it = node.begin(); it != node.end(); ++it)
+        if (!(node.is_object() && (it.key() == "op" || it.key() == "from"))) substitute_bounds(*it, env);
+    }
+  }
+
   static void substitute_structural(json& node, const std::map<std::string, json>& env) {
     if (node.is_string()) {
       auto it = env.find(node.get<std::string>());
@@ -304,7 +316,7 @@ struct Resolver {
     if (!node.is_object()) return;
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string& k = it.key();
-      if (k == "size" || k == "ranges" || k == "regions") substitute_structural(*it, env);
+      if (k == "size" || k == "ranges" || k == "regions") substitute_bounds(*it, env);
       else if (it->is_object() || it->is_array()) {
         if (k != "args" && k != "expr" && k != "filter" && k != "values" && k != "bindings")
           continue;
@@ -610,9 +622,14 @@ struct Resolver {
     }
     // Fold index-set sizes into the document registry.
     for (auto it = index_sets.begin(); it != index_sets.end(); ++it) {
-      if (!it->is_object() || !it->contains("size")) continue;
-      const std::int64_t size = fold_metaparameter((*it)["size"], env, file,
-                                                   pointer_join(pointer_join("/index_sets", it.key()), "size"));
+      if (!it->is_object()) continue;
+      // A categorical set has as many positions as members (its index symbols run 1..n).
+      const bool categorical = !it->contains("size") && it->contains("members") && (*it)["members"].is_array();
+      if (!it->contains("size") && !categorical) continue;
+      const std::int64_t size =
+          categorical ? static_cast<std::int64_t>((*it)["members"].size())
+                      : fold_metaparameter((*it)["size"], env, file,
+                                           pointer_join(pointer_join("/index_sets", it.key()), "size"));
       auto prev = out.index_set_sizes.find(it.key());
       if (prev != out.index_set_sizes.end() && prev->second != size)
         throw Error("subsystem_index_set_conflict", file, pointer_join("/index_sets", it.key()),

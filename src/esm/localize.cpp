@@ -52,6 +52,13 @@ struct Context {
   std::unordered_map<NodeId, NodeId> expand_memo;
   std::unordered_map<NodeId, NodeId> scope_memo;
   std::vector<std::string> expanding;  // template names being expanded (cycle check)
+  /// Index symbols bound by the enclosing `aggregate` nodes, innermost last, each with its own
+  /// memo (the same subtree means other things under other bindings).
+  struct IndexScope {
+    std::set<std::string> symbols;
+    std::unordered_map<NodeId, NodeId> memo;
+  };
+  std::vector<IndexScope> index_scopes;
 
   [[noreturn]] void fail(const std::string& code, const std::string& message) const {
     throw Error(code, file, pointer, message);
@@ -463,16 +470,90 @@ struct Context {
         fail("interp_axis_length_mismatch", name + ": a table row differs from axis_y length");
   }
 
+  /// The symbols an `aggregate` binds (spec §4.3.1): its output indices, its `ranges` keys, and
+  /// contracted indices used in index positions of `index` nodes of its body without a declared
+  /// range (inferred from the operand's shape) that name no variable of the component.
+  std::set<std::string> bound_index_symbols(NodeId id) {
+    std::set<std::string> out;
+    const json attrs = expr::attrs_json(pool, id);
+    if (auto o = attrs.find("output_idx"); o != attrs.end() && o->is_array())
+      for (const auto& e : *o)
+        if (e.is_string()) out.insert(e.get<std::string>());
+    if (auto r = attrs.find("ranges"); r != attrs.end() && r->is_object())
+      for (auto it = r->begin(); it != r->end(); ++it) out.insert(it.key());
+    for (std::size_t i = pool.node(id).arg_count; i < pool.children(id).size(); ++i)
+      for (const auto& sym : free_index_symbols(pool.children(id)[i])) out.insert(sym);
+    return out;
+  }
+
+  /// Names in index positions of `index` nodes of `root` (outside nested aggregates) that name
+  /// no variable of the component.
+  std::set<std::string> free_index_symbols(NodeId root) {
+    std::set<std::string> out;
+    std::vector<std::pair<NodeId, bool>> stack{{root, false}};
+    std::set<std::pair<NodeId, bool>> seen;
+    while (!stack.empty()) {
+      const auto [k, in_index] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({k, in_index}).second) continue;
+      const expr::Node& kn = pool.node(k);
+      if (kn.op == Op::Symbol) {
+        const std::string s(pool.str(kn.name));
+        if (in_index && s.find('.') == std::string::npos && s != "t" && !(comp && comp->locals.count(s)))
+          out.insert(s);
+        continue;
+      }
+      if (kn.op == Op::Aggregate) continue;
+      const auto kids = pool.children(k);
+      for (std::size_t i = 0; i < kids.size(); ++i)
+        stack.push_back({kids[i], in_index || (kn.op == Op::Index && i > 0)});
+    }
+    return out;
+  }
+
+  bool is_index_symbol(const std::string& s) const {
+    for (const auto& sc : index_scopes)
+      if (sc.symbols.count(s)) return true;
+    return false;
+  }
+
   NodeId scope(NodeId id) {
-    if (auto m = scope_memo.find(id); m != scope_memo.end()) return m->second;
+    {
+      // (looked up again below: entering an aggregate grows index_scopes)
+      auto& memo = index_scopes.empty() ? scope_memo : index_scopes.back().memo;
+      if (auto m = memo.find(id); m != memo.end()) return m->second;
+    }
     const expr::Node n = pool.node(id);
     NodeId result = id;
     switch (n.op) {
       case Op::Number:
         break;
-      case Op::Symbol:
-        result = pool.symbol(resolve(std::string(pool.str(n.name))));
+      case Op::Symbol: {
+        // Index symbols get a '$' prefix, which no variable name can carry.
+        const std::string s(pool.str(n.name));
+        result = is_index_symbol(s) ? pool.symbol("$" + s) : pool.symbol(resolve(s));
         break;
+      }
+      case Op::MakeArray: {
+        // A region value may use index symbols no aggregate binds (`index(f, i + 1, j)`): they
+        // run along the array's axes in the positions they index (expand_arrays binds them).
+        std::vector<NodeId> kids(pool.children(id).begin(), pool.children(id).end());
+        for (auto& k : kids) {
+          index_scopes.push_back({free_index_symbols(k), {}});
+          k = scope(k);
+          index_scopes.pop_back();
+        }
+        result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+        break;
+      }
+      case Op::Aggregate: {
+        index_scopes.push_back({bound_index_symbols(id), {}});
+        std::vector<NodeId> kids(pool.children(id).begin(), pool.children(id).end());
+        for (auto& k : kids) k = scope(k);
+        index_scopes.pop_back();
+        result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+        break;
+      }
       case Op::Enum:
         result = lower_enum(id);
         break;
@@ -485,29 +566,29 @@ struct Context {
           result = pool.number(v.get<double>(), v.is_number_integer());
           break;
         }
-        fail("unsupported_array_feature",
-             "a 'const' array outside a closed-function table needs array support, which "
-             "flattening does not have yet");
+        break;  // a literal array: gathered from by `index` when arrays become cells
       }
       case Op::ApplyTemplate:
         fail("apply_expression_template_unknown_template", "template reference left unexpanded");
       case Op::Other: {
         const std::string op(pool.str(n.name));
-        if (op == "grad" || op == "div" || op == "laplacian" || op == "integral" || op == "curl")
-          fail("unsupported_array_feature",
-               "the spatial operator '" + op + "' needs a discretization onto a grid (array "
-               "flattening is not supported yet)");
-        fail("unlowered_operator", "operator '" + op + "' has no evaluator and no rewrite rule lowered it");
+        fail("unlowered_operator",
+             "operator '" + op + "'" + operand_hint(id) +
+                 " has no evaluator and no rewrite rule lowered it" +
+                 (op == "grad" || op == "div" || op == "laplacian" || op == "integral" || op == "curl"
+                      ? std::string("; import a discretization rule for it (spec §9.6.8)")
+                      : std::string()));
       }
       default: {
-        if (is_array_op(n.op))
+        if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast)
           fail("unsupported_array_feature",
-               "'" + std::string(expr::op_name(n.op)) + "' is an array operation; flattening "
-               "arrays to cells is not supported yet");
+               "'" + std::string(expr::op_name(n.op)) + "' is not supported yet when arrays "
+               "become cells");
         if (n.op == Op::D && n.name != 0 && pool.str(n.name) != "t")
-          fail("unsupported_array_feature",
-               "spatial derivative D(..., wrt=" + std::string(pool.str(n.name)) +
-                   ") needs a discretization onto a grid (array flattening is not supported yet)");
+          fail("unlowered_operator",
+               "spatial derivative D(..., wrt=" + std::string(pool.str(n.name)) + ")" +
+                   operand_hint(id) + " has no rewrite rule that lowers it; import a "
+                   "discretization rule for it (spec §9.6.8)");
         if (n.op == Op::Fn) check_fn(id);
         std::vector<NodeId> kids(pool.children(id).begin(), pool.children(id).end());
         bool changed = false;
@@ -520,16 +601,30 @@ struct Context {
         if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
       }
     }
-    scope_memo[id] = result;
+    (index_scopes.empty() ? scope_memo : index_scopes.back().memo)[id] = result;
     return result;
+  }
+
+  /// " of 'x'" for an operator whose first operand mentions a variable (the one a modeller
+  /// would look for), "" otherwise.
+  std::string operand_hint(NodeId id) {
+    const auto args = pool.args(id);
+    if (args.empty()) return {};
+    std::set<std::string> names;
+    free_symbols(pool, args[0], names);
+    for (const auto& nm : names)
+      if (nm != "t" && !is_index_symbol(nm)) return " of '" + nm + "'";
+    return {};
   }
 };
 
 }  // namespace
 
-NodeId localize(FlattenState& st, std::size_t c, const json& e, const std::string& pointer) {
+NodeId localize(FlattenState& st, std::size_t c, const json& e, const std::string& pointer,
+                const std::set<std::string>& index_symbols) {
   Component& comp = st.components[c];
   Context ctx{st, &comp, comp.file, pointer, st.sys.pool, {}, {}, {}};
+  if (!index_symbols.empty()) ctx.index_scopes.push_back({index_symbols, {}});
   const NodeId raw = expr::parse(st.sys.pool, e, comp.file, pointer);
   return ctx.scope(ctx.apply_rules(ctx.expand(raw)));
 }

@@ -120,7 +120,12 @@ std::vector<Diagnostic> ValidationReport::shown() const {
   return out;
 }
 
-bool is_unsupported_code(const std::string& code) { return code.rfind("unsupported_", 0) == 0; }
+/// Findings that leave a document valid: a capability esi lacks (`unsupported_*`), and a
+/// rewrite target no rule lowers, which is how a discretization-agnostic component is written
+/// (spec §6.6.6: it runs once a test or a composing document imports a rule for it).
+bool is_unsupported_code(const std::string& code) {
+  return code.rfind("unsupported_", 0) == 0 || code == "unlowered_operator";
+}
 
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
   CheckedDocument checked = load_checked(file, options);
@@ -135,12 +140,16 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
       return f.empty() || f == canonical ? checked.report.file : f;
     };
     // Valid (a test or the caller may supply it), but `esi simulate` cannot start without it.
+    std::set<std::string> arrays_noted;  // one note per array, not one per cell
     for (const FlatVariable& v : system.states)
-      if (!v.default_value && v.initial == expr::kNoNode)
+      if (!v.default_value && v.initial == expr::kNoNode &&
+          (v.array.empty() || arrays_noted.insert(v.array).second))
         checked.report.notes.push_back(
             {"missing_initial_value", shown_file(v.file), v.pointer,
-             "state '" + v.name + "' has no initial value; 'esi simulate' needs one (a default, "
-             "an ic equation, or --set " + v.name + "=VALUE)",
+             (v.array.empty() ? "state '" + v.name + "' has"
+                              : "array state '" + v.array + "' (" + v.name + " and others) has") +
+                 " no initial value; 'esi simulate' needs one (a default, an ic equation, or "
+                 "--set " + (v.array.empty() ? v.name : v.array) + "=VALUE)",
              Layer::Structural});
   } catch (const Error& e) {
     Diagnostic d = e.diagnostic();

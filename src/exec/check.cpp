@@ -1,7 +1,10 @@
 // Running the inline tests of one document (spec §6.6): find every component with a `tests`
 // block, flatten it alone, apply each test's overrides, simulate over its span and compare the
 // samples at the assertion times.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <set>
 #include <new>
 #include <limits>
 #include <optional>
@@ -153,12 +156,176 @@ void check_test_shape(const json& test, const std::string& file, const std::stri
                     "time_span needs numeric start and end");
 }
 
+/// The array an assertion names (flat name, or local to the component), or nullptr.
+const esm::System::Array* asserted_array(const esm::System& sys, const std::string& scope,
+                                         const std::string& key) {
+  for (const auto& a : sys.arrays)
+    if (a.name == scope + "." + key || a.name == key) return &a;
+  return nullptr;
+}
+
+/// Every cell of `a`, first index fastest (the order cells are stored in).
+std::vector<std::vector<std::int64_t>> cells_of(const esm::System::Array& a) {
+  std::vector<std::vector<std::int64_t>> out;
+  std::int64_t n = 1;
+  for (auto e : a.extents) n *= e;
+  std::vector<std::int64_t> c(a.extents.size(), 1);
+  for (std::int64_t k = 0; k < n; ++k) {
+    out.push_back(c);
+    for (std::size_t d = 0; d < c.size() && ++c[d] > a.extents[d]; ++d) c[d] = 1;
+  }
+  return out;
+}
+
+/// How one §6.6.5 assertion reads a shaped variable: the cell columns, and for error norms the
+/// reference (an inline expression flattened as an extra array, or a snapshot file).
+struct PdeAssertion {
+  const esm::System::Array* array = nullptr;
+  std::string reduce;                 ///< "" for `coords`
+  std::vector<std::string> cells;     ///< flat cell names read
+  std::string reference_array;        ///< inline reference: the extra array's flat name
+  std::vector<double> reference_file; ///< from_file reference, cell order
+};
+
+std::vector<double> read_snapshot(const json& ref, const esm::System::Array& a, const std::string& doc_file,
+                                  const std::string& file, const std::string& ptr) {
+  const std::string rel = ref.value("path", std::string());
+  if (ref.value("format", std::string("json")) != "json")
+    throw Error("unsupported_test_feature", file, pointer_join(ptr, "format"),
+                "reference snapshots are read in the 'json' format only (§6.6.5)");
+  const std::filesystem::path path = std::filesystem::path(doc_file).parent_path() / rel;
+  const json data = read_json_file(path);
+  std::vector<double> out;
+  for (const auto& cell : cells_of(a)) {
+    const json* v = &data;
+    for (std::size_t d = 0; d < cell.size(); ++d) {  // row-major nested: first axis outermost
+      if (!v->is_array() || v->size() != static_cast<std::size_t>(a.extents[d]))
+        throw Error("reference_shape_mismatch", file, pointer_join(ptr, "path"),
+                    "the snapshot '" + rel + "' does not have the shape of '" + a.name + "' " +
+                        json(a.extents).dump());
+      v = &(*v)[static_cast<std::size_t>(cell[d] - 1)];
+    }
+    if (!v->is_number())
+      throw Error("reference_shape_mismatch", file, pointer_join(ptr, "path"),
+                  "the snapshot '" + rel + "' holds a non-number where '" + a.name + "' has a cell");
+    out.push_back(v->get<double>());
+  }
+  return out;
+}
+
+/// The value a §6.6.5 assertion compares with `expected`.
+double pde_value(const PdeAssertion& p, const std::vector<double>& u, const std::vector<double>& ref) {
+  const std::string& r = p.reduce;
+  if (r.empty()) return u[0];
+  double acc = r == "max" ? -INFINITY : r == "min" ? INFINITY : 0.0;
+  double norm = 0.0;
+  for (std::size_t k = 0; k < u.size(); ++k) {
+    if (r == "integral" || r == "mean") acc += u[k];
+    else if (r == "max") acc = std::max(acc, u[k]);
+    else if (r == "min") acc = std::min(acc, u[k]);
+    else if (r == "Linf_error") acc = std::max(acc, std::abs(u[k] - ref[k]));
+    else if (r == "L2_error") {
+      acc += (u[k] - ref[k]) * (u[k] - ref[k]);
+      norm += ref[k] * ref[k];
+    }
+    if (std::isnan(u[k])) return NAN;
+  }
+  if (r == "integral" || r == "mean") return acc / static_cast<double>(u.size());  // unit measure per axis
+  if (r == "L2_error") return std::sqrt(acc) / std::sqrt(norm);
+  return acc;
+}
+
 void run_test(const TestContext& ctx, const json& test, const std::string& pointer, TestResult& out) {
   check_test_shape(test, ctx.file, pointer);
   if (test.contains("expression_template_imports"))
     throw Error("unsupported_test_feature", ctx.file, pointer_join(pointer, "expression_template_imports"),
                 "tests that inject a discretization (expression_template_imports) are not supported yet");
-  esm::System sys = ctx.system;
+  const json assertions_block = test.value("assertions", json::array());
+  // Inline references (§6.6.5) are arrays over the asserted variable's cells, defined in the
+  // component's scope: they are flattened with it, once per test that has them.
+  esm::FlattenOptions with_refs;
+  with_refs.component = ctx.component;
+  with_refs.inputs = ctx.options.inputs;
+  std::vector<PdeAssertion> pde(assertions_block.is_array() ? assertions_block.size() : 0);
+  for (std::size_t i = 0; i < pde.size(); ++i) {
+    const json& a = assertions_block[i];
+    if (!a.is_object() || (!a.contains("coords") && !a.contains("reduce"))) continue;
+    const std::string ptr = pointer_join(pointer_join(pointer, "assertions"), i);
+    const std::string var = a.value("variable", std::string());
+    PdeAssertion& p = pde[i];
+    p.array = asserted_array(ctx.system, ctx.component, var);
+    if (!p.array)
+      throw Error("invalid_test", ctx.file, pointer_join(ptr, "variable"),
+                  "'" + var + "' is not a shaped variable of '" + ctx.component +
+                      "'; coords and reduce select from arrays (§6.6.5)");
+    if (a.contains("coords")) {
+      const json& coords = a["coords"];
+      std::vector<std::int64_t> cell;
+      for (std::size_t d = 0; d < p.array->axes.size(); ++d) {
+        const std::string& axis = p.array->axes[d];
+        if (!coords.is_object() || !coords.contains(axis) || !coords[axis].is_number()) {
+          if (p.array->extents[d] == 1) {
+            cell.push_back(1);
+            continue;
+          }
+          throw Error("invalid_test", ctx.file, pointer_join(ptr, "coords"),
+                      "coords must give a position along '" + axis + "' (the array '" + var +
+                          "' has " + std::to_string(p.array->extents[d]) + " cells along it)");
+        }
+        // §6.6.5 convention 1: index-space positions, nearest index, ties rounding down.
+        const double c = coords[axis].get<double>();
+        const std::int64_t idx = static_cast<std::int64_t>(std::ceil(c - 0.5));
+        if (idx < 1 || idx > p.array->extents[d])
+          throw Error("invalid_test", ctx.file, pointer_join(pointer_join(ptr, "coords"), axis),
+                      "position " + coords[axis].dump() + " is outside 1.." +
+                          std::to_string(p.array->extents[d]) + " along '" + axis + "'");
+        cell.push_back(idx);
+      }
+      for (auto it = coords.begin(); coords.is_object() && it != coords.end(); ++it)
+        if (std::find(p.array->axes.begin(), p.array->axes.end(), it.key()) == p.array->axes.end())
+          throw Error("invalid_test", ctx.file, pointer_join(pointer_join(ptr, "coords"), it.key()),
+                      "'" + var + "' has no axis '" + it.key() + "'");
+      p.cells.push_back(esm::cell_name(p.array->name, cell));
+      continue;
+    }
+    p.reduce = a.value("reduce", std::string());
+    static const std::set<std::string> known{"integral", "mean", "max", "min", "L2_error", "Linf_error"};
+    if (!known.count(p.reduce))
+      throw Error("invalid_test", ctx.file, pointer_join(ptr, "reduce"),
+                  "reduce '" + p.reduce + "' is not one of integral, mean, max, min, L2_error, Linf_error");
+    for (const auto& cell : cells_of(*p.array)) p.cells.push_back(esm::cell_name(p.array->name, cell));
+    if (p.reduce != "L2_error" && p.reduce != "Linf_error") continue;
+    if (!a.contains("reference"))
+      throw Error("invalid_test", ctx.file, ptr, "a " + p.reduce + " assertion needs a 'reference'");
+    const json& ref = a["reference"];
+    if (ref.is_object() && ref.value("type", std::string()) == "from_file") {
+      p.reference_file = read_snapshot(ref, *p.array, ctx.file, ctx.file, pointer_join(ptr, "reference"));
+      continue;
+    }
+    const std::string local = "__reference_" + std::to_string(i);
+    with_refs.extra_arrays.push_back(
+        {ctx.component, local, p.array->axes, p.array->extents, ref, ctx.file, pointer_join(ptr, "reference")});
+    p.reference_array = ctx.component + "." + local;
+  }
+  esm::System sys = with_refs.extra_arrays.empty() ? ctx.system : esm::flatten(ctx.doc, with_refs);
+  // A reference is evaluated before the run: it may read parameters, never the unknowns.
+  for (std::size_t i = 0; i < sys.observed.size(); ++i)
+    if (sys.observed[i].array.find(".__reference_") != std::string::npos) {
+      std::vector<expr::NodeId> stack{sys.observed_rhs[i]};
+      while (!stack.empty()) {
+        const expr::NodeId id = stack.back();
+        stack.pop_back();
+        const expr::Node& n = sys.pool.node(id);
+        if (n.op == expr::Op::Symbol) {
+          const std::string name(sys.pool.str(n.name));
+          if (name == "t" || sys.state_index(name) >= 0 || sys.observed_index(name) >= 0)
+            throw Error("invalid_test", sys.observed[i].file, sys.observed[i].pointer,
+                        "the reference reads '" + name + "', which is not known before the run "
+                        "(a reference may read parameters and index symbols only, §6.6.5)");
+        }
+        for (expr::NodeId k : sys.pool.children(id)) stack.push_back(k);
+      }
+    }
   apply_overrides(sys, ctx.component, test, ctx.file, pointer);
   const json span = test.value("time_span", json::object());
   SimulateOptions so;
@@ -179,11 +346,13 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   for (std::size_t i = 0; i < assertions.size(); ++i) {
     const json& a = assertions[i];
     const std::string ptr = pointer_join(pointer_join(pointer, "assertions"), i);
-    if (a.contains("coords") || a.contains("reduce"))
-      throw Error("unsupported_test_feature", ctx.file, ptr, "PDE assertions (coords, reduce) are not supported yet");
+    so.sample_times.push_back(a.value("time", 0.0));
+    if (pde[i].array) {
+      columns.push_back("");
+      continue;
+    }
     columns.push_back(resolve_local(sys, ctx.component, a.value("variable", std::string()), ctx.file,
                                     pointer_join(ptr, "variable")));
-    so.sample_times.push_back(a.value("time", 0.0));
   }
   const Trajectory traj = simulate(sys, so);
   if (!traj.ok())
@@ -196,6 +365,28 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
     r.time = so.sample_times[i];
     r.expected = a.value("expected", std::numeric_limits<double>::quiet_NaN());
     r.actual = std::numeric_limits<double>::quiet_NaN();
+    if (pde[i].array) {
+      const PdeAssertion& p = pde[i];
+      std::size_t row = traj.times.size();
+      for (std::size_t k = 0; k < traj.times.size(); ++k)
+        if (traj.times[k] == r.time) row = k;
+      auto read = [&](const std::string& name) {
+        const int c = traj.column(name);
+        if (c < 0 || row == traj.times.size()) return std::numeric_limits<double>::quiet_NaN();
+        return traj.at(row, static_cast<std::size_t>(c));
+      };
+      std::vector<double> u, ref = p.reference_file;
+      for (const auto& cell : p.cells) u.push_back(read(cell));
+      if (!p.reference_array.empty())
+        for (const auto& cell : cells_of(*p.array)) ref.push_back(read(esm::cell_name(p.reference_array, cell)));
+      r.actual = pde_value(p, u, ref);
+      const Tolerance tol = resolve_tolerance(tolerance_of(a), test_tol, ctx.component_tolerance);
+      r.abs_tolerance = tol.abs.value_or(0);
+      r.rel_tolerance = tol.rel.value_or(0);
+      r.pass = within(r.actual, r.expected, tol);
+      out.assertions.push_back(r);
+      continue;
+    }
     const int col = traj.column(columns[i]);
     if (col < 0)
       throw Error("unknown_variable", ctx.file, pointer_join(pointer_join(pointer_join(pointer, "assertions"), i), "variable"),
@@ -221,6 +412,7 @@ void run_component_tests(const esm::ResolvedDocument& doc, const std::string& pa
   try {
     esm::FlattenOptions fo;
     fo.component = path;
+    fo.inputs = options.inputs;
     system = esm::flatten(doc, fo);
   } catch (const Error& e) {
     refused = e.diagnostic();

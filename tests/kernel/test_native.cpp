@@ -185,6 +185,9 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
       return false;
     }
     if (s.states.empty()) return false;
+    // Gridded documents (a thousand cells and more) would dominate the suite's time here: the
+    // tape and native code of one per-cell program are the same for every cell.
+    if (!must && s.states.size() > 400) return false;
     if (!must && compiled++ % 3 != 0) return false;
     const Program tape = compile(s);
     EXPECT_EQ(compare_all(tape, s), "") << f;

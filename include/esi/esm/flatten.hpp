@@ -29,10 +29,32 @@ struct FlattenOptions {
   /// Unknown or ambiguous keys are errors (`unknown_override`, `ambiguous_override`).
   std::map<std::string, double> parameter_overrides;
   std::map<std::string, double> initial_conditions;
+  /// Values supplied by the caller for parameters (constant data such as hybrid-coordinate
+  /// tables, forcing fields held fixed) and initial values of states, by flat name or unique
+  /// local name. A number sets a scalar, or every cell of an array; a nested JSON array (first
+  /// axis outermost, as §6.6.5 reads snapshots) sets an array cell by cell and must match its
+  /// shape (`input_shape_mismatch`).
+  nlohmann::json inputs = nlohmann::json::object();
+
+  /// Extra array observeds defined in one component's scope: the inline-test runner's
+  /// `reference` expressions (§6.6.5), evaluated over every cell like the array they are
+  /// compared with. Named `<component>.<name>`.
+  struct ExtraArray {
+    std::string component;  ///< dotted path of the component whose names the rhs reads
+    std::string name;       ///< local name (not a declared variable)
+    std::vector<std::string> axes;
+    std::vector<std::int64_t> extents;
+    nlohmann::json rhs;
+    std::string file, pointer;
+  };
+  std::vector<ExtraArray> extra_arrays;
 };
 
 /// Throws esi::Error with the code, file and pointer of the first problem.
 System flatten(const ResolvedDocument& doc, const FlattenOptions& options = {});
+
+/// Whether `key` names an array of the system (by flat or unique local name).
+bool names_array(const System& system, const std::string& key);
 
 /// A plain summary of a system (what `esi inspect --json` prints).
 nlohmann::json describe(const System& system);

@@ -31,6 +31,10 @@ struct FlatVariable {
   /// Initial value expression from an `ic` equation (wins over `default`); kNoNode if none.
   expr::NodeId initial = expr::kNoNode;
   std::vector<std::string> shape;  ///< index-set names; empty = scalar
+  /// For one cell of a shaped variable: the array's flat name ("C.x") and the cell's 1-based
+  /// position along each of its axes; empty for a scalar variable.
+  std::string array;
+  std::vector<std::int64_t> cell;
   Cadence cadence = Cadence::Constant;  ///< parameters only
   std::string file;     ///< where it was declared
   std::string pointer;  ///< JSON pointer of its declaration
@@ -42,6 +46,9 @@ struct FlatEquation {
   std::string file;
   std::string pointer;
 };
+
+/// The name of one cell of array `name`: "C.x[2,1,7]" (1-based, as the format indexes).
+std::string cell_name(const std::string& name, const std::vector<std::int64_t>& cell);
 
 struct System {
   expr::Pool pool;
@@ -56,6 +63,14 @@ struct System {
   std::vector<FlatVariable> parameters;
 
   std::map<std::string, std::int64_t> index_sets;  ///< name -> folded size
+  /// Every shaped variable, before it became cells: its flat name, its axes (index-set names)
+  /// and their extents. Cells are stored first index fastest, named "C.x[i,j,k]".
+  struct Array {
+    std::string name;
+    std::vector<std::string> axes;
+    std::vector<std::int64_t> extents;
+  };
+  std::vector<Array> arrays;
   nlohmann::json events = nlohmann::json::array();  ///< flattened events (run later)
 
   /// Index of a flat name in states / observed / parameters, or -1.

@@ -29,6 +29,8 @@ struct CheckOptions {
   double rtol = 1e-10;
   double atol = 1e-14;
   method::MethodId method = method::MethodId::Auto;
+  /// Caller-supplied values by flat name (esm::FlattenOptions::inputs), for every test.
+  nlohmann::json inputs = nlohmann::json::object();
 };
 
 struct AssertionResult {

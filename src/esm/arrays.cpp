@@ -1,0 +1,1090 @@
+// Arrays to cells (spec §4.3, §9.6.8): every shaped variable becomes one scalar per cell, named
+// "Comp.x[i,j,k]" (1-based), and every array equation one scalar equation per cell it defines.
+//
+// The meaning of an array expression at one cell is computed here, once per cell, by walking
+// the expression with the cell's coordinates: `aggregate` binds its output indices to the cell
+// and spells its contraction out as one n-ary sum (a left fold in ascending index order, which
+// is also the normative order of prefix scans), `makearray` picks the last region holding the
+// cell, `index` gathers with static indices (out of range: 0 for states and observeds, an
+// error for constant data), and elementwise arithmetic aligns named operands by index-set name.
+// The scalar equations that result are what the kernels compile, so a gridded document runs on
+// every existing method and target. The per-region program compiler (one program per region,
+// independent of the grid size) is the next step; this expansion is its reference.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "esi/core/error.hpp"
+#include "esi/expr/parse.hpp"
+#include "esm/flatten_internal.hpp"
+
+namespace esi::esm {
+
+std::string cell_name(const std::string& name, const std::vector<std::int64_t>& cell) {
+  std::string out = name + "[";
+  for (std::size_t i = 0; i < cell.size(); ++i) out += (i ? "," : "") + std::to_string(cell[i]);
+  return out + "]";
+}
+
+namespace detail {
+
+namespace {
+
+using expr::NodeId;
+using expr::Op;
+using expr::Pool;
+
+/// Cells of an extent list, first index fastest.
+std::vector<std::vector<std::int64_t>> all_cells(const std::vector<std::int64_t>& extents) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (auto e : extents)
+    if (e <= 0) return out;
+  std::vector<std::int64_t> c(extents.size(), 1);
+  while (true) {
+    out.push_back(c);
+    std::size_t d = 0;
+    while (d < c.size() && c[d] == extents[d]) c[d++] = 1;
+    if (d == c.size()) break;
+    ++c[d];
+  }
+  return out;
+}
+
+std::string list_json(const std::vector<std::string>& v) { return json(v).dump(); }
+
+/// Where an expression is being evaluated: the cell's position along the axes of the value
+/// being produced. `axes` names them when the value is a declared array (then operands align
+/// by index-set name); an empty `axes` with a non-empty `pos` is an anonymous (positional) frame.
+struct Frame {
+  std::vector<std::string> axes;
+  std::vector<std::int64_t> pos;
+  bool scalar() const { return pos.empty(); }
+};
+
+class Expander {
+ public:
+  Expander(FlattenState& st) : st_(st), pool_(st.sys.pool) {
+    for (const auto& [name, shape] : st.arrays) array_ids_.emplace(pool_.intern(name), &shape);
+  }
+
+  void locate(const std::string& file, const std::string& pointer) {
+    file_ = file;
+    pointer_ = pointer;
+  }
+
+  /// The value of `e` at one cell (or the scalar value when `f` is scalar), with index
+  /// symbols already bound by a left-hand side.
+  NodeId at(NodeId e, const Frame& f,
+            const std::vector<std::pair<expr::StrId, std::int64_t>>& bindings = {}) {
+    memo_.clear();
+    context_ = next_context_++;
+    env_ = bindings;
+    const NodeId r = eval(e, f);
+    env_.clear();
+    return r;
+  }
+
+  /// Whether `e` needs this pass: it mentions an array, an index symbol or an array operation.
+  bool needs_cells(NodeId e) {
+    if (auto m = needs_memo_.find(e); m != needs_memo_.end()) return m->second;
+    const expr::Node& n = pool_.node(e);
+    bool r = false;
+    switch (n.op) {
+      case Op::Symbol:
+        r = array_ids_.count(n.name) || pool_.str(n.name).starts_with("$");
+        break;
+      case Op::Index: case Op::MakeArray: case Op::Aggregate: case Op::Broadcast: case Op::Const:
+        r = true;
+        break;
+      default:
+        for (NodeId k : pool_.children(e)) r = r || needs_cells(k);
+    }
+    needs_memo_[e] = r;
+    return r;
+  }
+
+  const ArrayShape* array_of(NodeId symbol) const {
+    const expr::Node& n = pool_.node(symbol);
+    if (n.op != Op::Symbol) return nullptr;
+    auto it = array_ids_.find(n.name);
+    return it == array_ids_.end() ? nullptr : it->second;
+  }
+
+  [[noreturn]] void fail(const std::string& code, const std::string& message) const {
+    throw Error(code, file_, pointer_, message);
+  }
+
+ private:
+  FlattenState& st_;
+  Pool& pool_;
+  std::unordered_map<expr::StrId, const ArrayShape*> array_ids_;
+  std::unordered_map<NodeId, bool> needs_memo_;
+  std::string file_, pointer_;
+  /// Index symbol bindings ('$'-prefixed names), innermost last.
+  std::vector<std::pair<expr::StrId, std::int64_t>> env_;
+  /// Memo of one evaluation context (one cell under one set of index bindings).
+  std::map<std::pair<NodeId, std::uint64_t>, NodeId> memo_;
+  std::uint64_t context_ = 0, next_context_ = 1;
+  int static_depth_ = 0;
+
+  std::string name_of(NodeId id) const { return std::string(pool_.str(pool_.node(id).name)); }
+
+  std::string pretty(NodeId symbol) const {
+    std::string s = name_of(symbol);
+    return s.starts_with("$") ? s.substr(1) : s;
+  }
+
+  // ---- static integers (indices, region bounds, filters) ----
+
+  std::optional<std::int64_t> bound(expr::StrId sym) const {
+    for (auto it = env_.rbegin(); it != env_.rend(); ++it)
+      if (it->first == sym) return it->second;
+    return std::nullopt;
+  }
+
+  /// Evaluates an index or filter expression, which must be known when the model is built.
+  double static_value(NodeId e) {
+    const expr::Node n = pool_.node(e);
+    const auto args = pool_.args(e);
+    auto a = [&](std::size_t i) { return static_value(args[i]); };
+    auto fold = [&](auto op) {
+      double v = a(0);
+      for (std::size_t i = 1; i < args.size(); ++i) v = op(v, a(i));
+      return v;
+    };
+    switch (n.op) {
+      case Op::Number: return n.number;
+      case Op::Symbol:
+        if (auto v = bound(n.name)) return static_cast<double>(*v);
+        return static_constant(e);
+      case Op::Add: return fold([](double x, double y) { return x + y; });
+      case Op::Mul: return fold([](double x, double y) { return x * y; });
+      case Op::Sub: return args.size() == 1 ? -a(0) : a(0) - a(1);
+      case Op::Neg: return -a(0);
+      case Op::Div: return a(0) / a(1);
+      case Op::Min: return fold([](double x, double y) { return std::min(x, y); });
+      case Op::Max: return fold([](double x, double y) { return std::max(x, y); });
+      case Op::Abs: return std::abs(a(0));
+      case Op::Floor: return std::floor(a(0));
+      case Op::Ceil: return std::ceil(a(0));
+      case Op::Lt: return a(0) < a(1);
+      case Op::Le: return a(0) <= a(1);
+      case Op::Gt: return a(0) > a(1);
+      case Op::Ge: return a(0) >= a(1);
+      case Op::Eq: return a(0) == a(1);
+      case Op::Ne: return a(0) != a(1);
+      case Op::And: return fold([](double x, double y) { return double(x != 0 && y != 0); });
+      case Op::Or: return fold([](double x, double y) { return double(x != 0 || y != 0); });
+      case Op::Not: return a(0) == 0;
+      case Op::True: return 1.0;
+      case Op::IfElse: return a(0) != 0 ? a(1) : a(2);
+      case Op::Index: {
+        // A gather from literal data (connectivity, enum tables) is static too.
+        const NodeId v = gather(e, Frame{});
+        if (pool_.node(v).op == Op::Number) return pool_.node(v).number;
+        return static_constant(v);
+      }
+      default:
+        fail("unsupported_array_feature",
+             "'" + std::string(expr::op_name(n.op)) +
+                 "' in an index expression: gathers at run-time positions are not supported yet "
+                 "(indices must be computable when the model is built)");
+    }
+  }
+
+  /// The build-time value of a scalar or one cell ("C.nbr[2,1]"): a constant parameter's
+  /// default, or an observed whose definition folds to a number (a connectivity table written
+  /// as an equation). Anything that changes while the model runs is not static.
+  double static_constant(NodeId symbol) {
+    const std::string name = name_of(symbol);
+    std::string array = name;
+    std::vector<std::int64_t> cell;
+    if (const auto open = name.find('['); open != std::string::npos && name.back() == ']') {
+      array = name.substr(0, open);
+      std::string rest = name.substr(open + 1, name.size() - open - 2);
+      for (std::size_t p = 0; p <= rest.size();) {
+        const std::size_t comma = std::min(rest.find(',', p), rest.size());
+        cell.push_back(std::stoll(rest.substr(p, comma - p)));
+        p = comma + 1;
+      }
+    }
+    auto runtime = [&]() -> double {
+      fail("unsupported_array_feature",
+           "an index reads '" + pretty(symbol) +
+               "', a value known only while the model runs; gathers at run-time positions are "
+               "not supported yet (indices must be computable when the model is built)");
+    };
+    if (auto d = st_.declared.find(array); d != st_.declared.end() && !d->second.unknown) {
+      if (d->second.var.cadence == Cadence::Constant && d->second.var.default_value)
+        return *d->second.var.default_value;
+      return runtime();
+    }
+    auto o = st_.observed_eqs.find(array);
+    if (o == st_.observed_eqs.end() || static_depth_ > 64) return runtime();
+    // Evaluate that definition at the cell, with this evaluation's state set aside.
+    auto saved_env = std::move(env_);
+    auto saved_memo = std::move(memo_);
+    const std::uint64_t saved_context = context_;
+    ++static_depth_;
+    env_.clear();
+    memo_.clear();
+    context_ = next_context_++;
+    const auto a = st_.arrays.find(array);
+    Frame f;
+    if (a != st_.arrays.end()) f = Frame{a->second.axes, cell};
+    const NodeId v = eval(o->second.rhs, f);
+    const double value = static_value(v);
+    --static_depth_;
+    env_ = std::move(saved_env);
+    memo_ = std::move(saved_memo);
+    context_ = saved_context;
+    return value;
+  }
+
+  std::int64_t static_int(NodeId e, const char* what) {
+    const double v = static_value(e);
+    if (!std::isfinite(v) || v != std::floor(v) || std::abs(v) > 1e15)
+      fail("array_index_not_integer", std::string(what) + " evaluates to " + json(v).dump() +
+                                          ", which is not an integer");
+    return static_cast<std::int64_t>(v);
+  }
+
+  /// A region or range bound as it stands in the JSON (metaparameters already folded).
+  std::int64_t json_int(const json& j, const char* what) {
+    if (j.is_number_integer()) return j.get<std::int64_t>();
+    if (j.is_number_float() && j.get<double>() == std::floor(j.get<double>())) return j.get<std::int64_t>();
+    if (j.is_object() && j.contains("op") && j.contains("args") && j["args"].is_array()) {
+      const std::string op = j["op"].get<std::string>();
+      std::vector<std::int64_t> v;
+      for (const auto& x : j["args"]) v.push_back(json_int(x, what));
+      if (op == "+" && !v.empty()) { std::int64_t s = 0; for (auto x : v) s += x; return s; }
+      if (op == "*" && !v.empty()) { std::int64_t s = 1; for (auto x : v) s *= x; return s; }
+      if (op == "-" && v.size() == 2) return v[0] - v[1];
+      if (op == "-" && v.size() == 1) return -v[0];
+      if (op == "/" && v.size() == 2 && v[1] != 0 && v[0] % v[1] == 0) return v[0] / v[1];
+    }
+    fail("array_index_not_static", std::string(what) + " " + j.dump() +
+                                       " is not an integer known when the model is built (an "
+                                       "unbound metaparameter?)");
+  }
+
+  // ---- evaluation ----
+
+  NodeId eval(NodeId e, const Frame& f) {
+    const auto key = std::make_pair(e, context_);
+    if (auto m = memo_.find(key); m != memo_.end()) return m->second;
+    const NodeId r = eval_uncached(e, f);
+    memo_.emplace(key, r);
+    return r;
+  }
+
+  /// Runs `body` in a fresh memo context (new index bindings or a new frame).
+  template <class F>
+  NodeId in_context(F&& body) {
+    const std::uint64_t saved = context_;
+    context_ = next_context_++;
+    const NodeId r = body();
+    context_ = saved;
+    return r;
+  }
+
+  NodeId eval_uncached(NodeId e, const Frame& f) {
+    const expr::Node n = pool_.node(e);
+    switch (n.op) {
+      case Op::Number:
+        return e;
+      case Op::Symbol: {
+        const std::string_view s = pool_.str(n.name);
+        if (s.starts_with("$")) {
+          if (auto v = bound(n.name)) return pool_.number(static_cast<double>(*v), true);
+          fail("array_index_unbound", "index symbol '" + std::string(s.substr(1)) +
+                                          "' is used outside the aggregate that binds it");
+        }
+        if (const ArrayShape* a = array_of(e)) return symbol_cell(e, *a, f);
+        return e;
+      }
+      case Op::Const: {
+        const json v = expr::attrs_json(pool_, e).value("value", json());
+        if (v.is_number()) return pool_.number(v.get<double>(), v.is_number_integer());
+        if (f.scalar())
+          fail("array_used_as_scalar", "a literal array is used where one value is expected");
+        return const_cell(v, f.pos, "literal array");
+      }
+      case Op::Index:
+        return gather(e, f);
+      case Op::MakeArray:
+        return makearray_cell(e, f);
+      case Op::Aggregate:
+        return aggregate_cell(e, f);
+      case Op::Broadcast: {
+        const json attrs = expr::attrs_json(pool_, e);
+        const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
+        std::vector<NodeId> kids;
+        for (NodeId k : pool_.args(e)) kids.push_back(eval(k, f));
+        if (fn == Op::Sub && kids.size() == 1) return pool_.make(Op::Neg, kids);
+        if ((fn == Op::Add || fn == Op::Mul) && kids.size() == 1) return kids[0];
+        return pool_.make(fn, kids);
+      }
+      case Op::D:
+        if (n.name != 0 && pool_.str(n.name) != "t")
+          fail("unlowered_operator", "spatial derivative D(..., wrt=" + std::string(pool_.str(n.name)) +
+                                         ") has no rewrite rule that lowers it");
+        [[fallthrough]];
+      default: {
+        if (n.op == Op::Other)
+          fail("unlowered_operator", "operator '" + std::string(pool_.str(n.name)) +
+                                         "' has no evaluator and no rewrite rule lowered it");
+        std::vector<NodeId> kids(pool_.children(e).begin(), pool_.children(e).end());
+        bool changed = false;
+        for (auto& k : kids) {
+          if (n.op == Op::Fn && pool_.node(k).op == Op::Const) continue;  // closed-function tables
+          const NodeId v = eval(k, f);
+          changed |= v != k;
+          k = v;
+        }
+        return changed ? pool_.make(n.op, kids, n.arg_count, n.name, n.attrs) : e;
+      }
+    }
+  }
+
+  /// A bare reference to array `a` inside a value over frame `f`: named operands align by
+  /// index-set name (a subset of the frame's axes, in any order), anonymous frames positionally.
+  NodeId symbol_cell(NodeId sym, const ArrayShape& a, const Frame& f) {
+    const std::string name = name_of(sym);
+    if (f.scalar())
+      fail("array_used_as_scalar", "'" + name + "' is an array over " + list_json(a.axes) +
+                                       " but is used where one value is expected; index it or "
+                                       "aggregate over it");
+    std::vector<std::int64_t> cell;
+    if (!f.axes.empty()) {
+      for (const auto& axis : a.axes) {
+        auto it = std::find(f.axes.begin(), f.axes.end(), axis);
+        if (it == f.axes.end())
+          fail("array_shape_mismatch", "'" + name + "' is an array over " + list_json(a.axes) +
+                                           ", which does not align with a result over " +
+                                           list_json(f.axes) + " (axis '" + axis +
+                                           "' is not among the result's)");
+        cell.push_back(f.pos[static_cast<std::size_t>(it - f.axes.begin())]);
+      }
+    } else {
+      if (a.axes.size() > f.pos.size())
+        fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.axes.size()) +
+                                         " axes but is used in a value with " +
+                                         std::to_string(f.pos.size()));
+      for (std::size_t d = 0; d < a.axes.size(); ++d) cell.push_back(f.pos[d]);
+    }
+    for (std::size_t d = 0; d < cell.size(); ++d)
+      if (cell[d] < 1 || cell[d] > a.extents[d])
+        fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.extents[d]) +
+                                         " entries along '" + a.axes[d] + "' but is read at " +
+                                         std::to_string(cell[d]));
+    return pool_.symbol(cell_name(name, cell));
+  }
+
+  NodeId const_cell(const json& value, const std::vector<std::int64_t>& pos, const char* what) {
+    const json* v = &value;
+    for (std::size_t d = 0; d < pos.size(); ++d) {
+      if (!v->is_array() || pos[d] < 1 || pos[d] > static_cast<std::int64_t>(v->size()))
+        fail("const_array_out_of_range",
+             std::string("the ") + what + " is read at index " + std::to_string(pos[d]) +
+                 " along axis " + std::to_string(d + 1) + ", outside its " +
+                 std::to_string(v->is_array() ? v->size() : 0) +
+                 " entries (constant data has no out-of-range value)");
+      v = &(*v)[static_cast<std::size_t>(pos[d] - 1)];
+    }
+    if (!v->is_number())
+      fail("array_shape_mismatch", std::string("the ") + what + " has more axes than indices given");
+    return pool_.number(v->get<double>(), v->is_number_integer());
+  }
+
+  /// index(A, i1, ..., in) with static indices.
+  NodeId gather(NodeId e, const Frame& f) {
+    const auto args = pool_.args(e);
+    if (args.empty()) fail("invalid_index", "'index' needs an array operand");
+    std::vector<std::int64_t> idx;
+    for (std::size_t i = 1; i < args.size(); ++i) idx.push_back(static_int(args[i], "an index"));
+    const NodeId src = args[0];
+    const expr::Node& sn = pool_.node(src);
+    if (sn.op == Op::Const)
+      return const_cell(expr::attrs_json(pool_, src).value("value", json()), idx, "literal array");
+    if (const ArrayShape* a = array_of(src)) {
+      const std::string name = name_of(src);
+      if (idx.size() != a->axes.size())
+        fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a->axes.size()) +
+                                         " axes but is indexed with " + std::to_string(idx.size()) +
+                                         " indices");
+      for (std::size_t d = 0; d < idx.size(); ++d)
+        if (idx[d] < 1 || idx[d] > a->extents[d]) return out_of_range(name, *a, idx, d);
+      return pool_.symbol(cell_name(name, idx));
+    }
+    if (sn.op == Op::Symbol) {
+      // Literal array data given as a parameter's default has no name-level shape here.
+      fail("array_shape_mismatch", "'" + pretty(src) + "' is indexed but is not an array");
+    }
+    (void)f;
+    // An array-valued expression (an elementwise product, an aggregate): its value at idx.
+    return in_context([&] { return eval(src, Frame{{}, idx}); });
+  }
+
+  /// Spec §4.3.3: a gather of a state or observed outside its extent reads 0; constant data
+  /// (parameters) has no such value and is an error.
+  NodeId out_of_range(const std::string& name, const ArrayShape& a, const std::vector<std::int64_t>& idx,
+                      std::size_t d) {
+    auto decl = st_.declared.find(name);
+    if (decl != st_.declared.end() && decl->second.unknown) return pool_.number(0.0, true);
+    fail("const_array_out_of_range",
+         "'" + name + "' is read at " + cell_name(name, idx).substr(name.size()) + ", outside its " +
+             std::to_string(a.extents[d]) + " entries along '" + a.axes[d] +
+             "' (a parameter array has no out-of-range value)");
+  }
+
+  // ---- makearray (§4.3.2) ----
+
+  NodeId makearray_cell(NodeId e, const Frame& f) {
+    const json attrs = expr::attrs_json(pool_, e);
+    const json regions = attrs.value("regions", json::array());
+    const auto values = pool_.children(e);
+    if (f.scalar())
+      fail("array_used_as_scalar", "a 'makearray' is used where one value is expected");
+    for (std::size_t r = regions.size(); r-- > 0;) {
+      const json& reg = regions[r];
+      if (!reg.is_array() || reg.size() != f.pos.size())
+        fail("array_shape_mismatch", "makearray region " + std::to_string(r + 1) + " has " +
+                                         std::to_string(reg.is_array() ? reg.size() : 0) +
+                                         " dimensions but the array it builds has " +
+                                         std::to_string(f.pos.size()));
+      std::vector<std::int64_t> lo, hi;
+      bool inside = true;
+      for (std::size_t d = 0; d < reg.size(); ++d) {
+        if (!reg[d].is_array() || reg[d].size() != 2)
+          fail("array_shape_mismatch", "a makearray region bound must be a [start, stop] pair");
+        lo.push_back(json_int(reg[d][0], "a makearray region bound"));
+        hi.push_back(json_int(reg[d][1], "a makearray region bound"));
+        inside = inside && lo[d] <= f.pos[d] && f.pos[d] <= hi[d];
+      }
+      if (!inside) continue;
+      if (r >= values.size()) fail("array_shape_mismatch", "makearray has fewer values than regions");
+      return in_context([&] { return region_value(values[r], f, lo, hi); });
+    }
+    fail("array_region_uncovered",
+         "no makearray region covers cell " + cell_name("", f.pos) +
+             " (later regions overwrite earlier ones, but every cell needs one)");
+  }
+
+  /// The value of a makearray entry at frame position `f.pos` of region [lo, hi].
+  NodeId region_value(NodeId value, const Frame& f, const std::vector<std::int64_t>& lo,
+                      const std::vector<std::int64_t>& hi) {
+    const expr::Node& vn = pool_.node(value);
+    if (vn.op == Op::Aggregate) {
+      const json attrs = expr::attrs_json(pool_, value);
+      const json out = attrs.value("output_idx", json::array());
+      const json ranges = attrs.value("ranges", json::object());
+      if (out.size() == f.pos.size()) return eval(value, f);
+      // Fewer output indices than the array has axes: they run along the region's axes that a
+      // `from` range names, then along its non-singleton axes in order.
+      std::vector<bool> used(f.pos.size(), false);
+      std::vector<std::int64_t> sub(out.size(), 1);
+      std::vector<int> dim(out.size(), -1);
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        if (!out[k].is_string()) continue;
+        auto r = ranges.find(out[k].get<std::string>());
+        if (r != ranges.end() && r->is_object() && r->contains("from") && !f.axes.empty()) {
+          auto it = std::find(f.axes.begin(), f.axes.end(), (*r)["from"].get<std::string>());
+          if (it != f.axes.end() && !used[it - f.axes.begin()]) {
+            dim[k] = static_cast<int>(it - f.axes.begin());
+            used[dim[k]] = true;
+          }
+        }
+      }
+      for (std::size_t k = 0; k < out.size(); ++k) {
+        if (!out[k].is_string() || dim[k] >= 0) continue;
+        for (std::size_t d = 0; d < f.pos.size(); ++d)
+          if (!used[d] && hi[d] > lo[d]) {
+            dim[k] = static_cast<int>(d);
+            used[d] = true;
+            break;
+          }
+        if (dim[k] < 0)
+          for (std::size_t d = 0; d < f.pos.size(); ++d)
+            if (!used[d]) {
+              dim[k] = static_cast<int>(d);
+              used[d] = true;
+              break;
+            }
+        if (dim[k] < 0)
+          fail("array_shape_mismatch", "a makearray value has more output indices than its region has axes");
+      }
+      for (std::size_t k = 0; k < out.size(); ++k)
+        if (dim[k] >= 0) sub[k] = f.pos[dim[k]];
+      return eval(value, Frame{{}, sub});
+    }
+    // Index symbols no aggregate binds run along the axes they index, at this cell.
+    const std::size_t mark = env_.size();
+    bind_implicit_indices(value, f.pos);
+    struct Restore {
+      std::vector<std::pair<expr::StrId, std::int64_t>>& env;
+      std::size_t mark;
+      ~Restore() { env.resize(mark); }
+    } restore{env_, mark};
+    if (!is_array_valued(value)) return eval(value, Frame{});
+    if (!f.axes.empty()) return eval(value, f);
+    std::vector<std::int64_t> rel;
+    for (std::size_t d = 0; d < f.pos.size(); ++d) rel.push_back(f.pos[d] - lo[d] + 1);
+    return eval(value, Frame{{}, rel});
+  }
+
+  /// Binds each unbound index symbol of `value` used at position d of an `index` (bare or in
+  /// offset arithmetic such as `i + 1`) to pos[d].
+  void bind_implicit_indices(NodeId value, const std::vector<std::int64_t>& pos) {
+    std::vector<NodeId> stack{value};
+    std::set<NodeId> seen;
+    while (!stack.empty()) {
+      const NodeId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const expr::Node& n = pool_.node(id);
+      if (n.op == Op::Aggregate) continue;
+      if (n.op == Op::Index) {
+        const auto args = pool_.args(id);
+        for (std::size_t d = 1; d < args.size() && d - 1 < pos.size(); ++d) {
+          std::vector<expr::StrId> syms;
+          symbols_in_order(args[d], syms);
+          for (expr::StrId sym : syms)
+            if (!bound(sym)) env_.emplace_back(sym, pos[d - 1]);
+        }
+      }
+      for (NodeId k : pool_.children(id)) stack.push_back(k);
+    }
+  }
+
+  bool is_array_valued(NodeId e) {
+    const expr::Node& n = pool_.node(e);
+    switch (n.op) {
+      case Op::Symbol: return array_of(e) != nullptr;
+      case Op::MakeArray: return true;
+      case Op::Aggregate: {
+        const json attrs = expr::attrs_json(pool_, e);
+        return !attrs.value("output_idx", json::array()).empty();
+      }
+      case Op::Const: return !expr::attrs_json(pool_, e).value("value", json()).is_number();
+      case Op::Index: case Op::Fn: return false;
+      default:
+        for (NodeId k : pool_.args(e))
+          if (is_array_valued(k)) return true;
+        return false;
+    }
+  }
+
+  // ---- aggregate (§4.3.1) ----
+
+  struct Range {
+    std::int64_t start = 1, step = 1, stop = 0;
+    std::string from;  ///< index-set name when given as {"from": set}
+    bool contains(std::int64_t v) const {
+      return step > 0 ? v >= start && v <= stop && (v - start) % step == 0
+                      : v <= start && v >= stop && (start - v) % (-step) == 0;
+    }
+  };
+
+  Range range_of(const json& r, const std::string& sym) {
+    Range out;
+    if (r.is_object() && r.contains("from") && r["from"].is_string()) {
+      out.from = r["from"].get<std::string>();
+      auto size = st_.doc.index_set_sizes.find(out.from);
+      if (size == st_.doc.index_set_sizes.end())
+        fail("unsupported_array_feature", "index '" + sym + "' ranges over '" + out.from +
+                                              "', an index set without a size (only interval "
+                                              "index sets become cells so far)");
+      out.stop = size->second;
+      return out;
+    }
+    if (r.is_array() && (r.size() == 2 || r.size() == 3)) {
+      out.start = json_int(r[0], "a range bound");
+      out.stop = json_int(r[r.size() - 1], "a range bound");
+      if (r.size() == 3) out.step = json_int(r[1], "a range step");
+      if (out.step == 0) fail("invalid_range", "index '" + sym + "' has a range with step 0");
+      return out;
+    }
+    fail("unsupported_array_feature", "index '" + sym + "' has the range " + r.dump() +
+                                          ", a form not supported yet");
+  }
+
+  /// The extent an unranged contracted index runs over: the axis of the first array it indexes.
+  Range inferred_range(NodeId body, expr::StrId sym) {
+    std::vector<NodeId> stack{body};
+    std::set<NodeId> seen;
+    while (!stack.empty()) {
+      const NodeId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const expr::Node& n = pool_.node(id);
+      if (n.op == Op::Index) {
+        const auto args = pool_.args(id);
+        if (const ArrayShape* a = array_of(args[0]))
+          for (std::size_t i = 1; i < args.size() && i - 1 < a->extents.size(); ++i)
+            if (pool_.node(args[i]).op == Op::Symbol && pool_.node(args[i]).name == sym)
+              return Range{1, 1, a->extents[i - 1], a->axes[i - 1]};
+      }
+      for (NodeId k : pool_.children(id)) stack.push_back(k);
+    }
+    fail("array_index_unbound", "contracted index '" + std::string(pool_.str(sym)).substr(1) +
+                                    "' has no range and indexes no array it could take one from");
+  }
+
+  /// '$'-symbols of `body` in first-appearance (pre-order) order.
+  void symbols_in_order(NodeId body, std::vector<expr::StrId>& out) {
+    std::vector<NodeId> stack{body};
+    std::set<NodeId> seen;
+    while (!stack.empty()) {
+      const NodeId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const expr::Node& n = pool_.node(id);
+      if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$") &&
+          std::find(out.begin(), out.end(), n.name) == out.end())
+        out.push_back(n.name);
+      const auto kids = pool_.children(id);
+      for (std::size_t i = kids.size(); i-- > 0;) stack.push_back(kids[i]);
+    }
+  }
+
+  NodeId aggregate_cell(NodeId e, const Frame& f) {
+    const json attrs = expr::attrs_json(pool_, e);
+    for (const char* k : {"join", "distinct", "key", "of"})
+      if (attrs.contains(k))
+        fail("unsupported_array_feature",
+             std::string("an aggregate with '") + k + "' is not supported yet when arrays become cells");
+    const std::string semiring = attrs.value("semiring", std::string("sum_product"));
+    std::string reduce = attrs.value("reduce", std::string("+"));
+    // The semiring names its (⊕, ⊗) pair; the body is written with its ⊗ already spelled out
+    // (`i * j` under max_product, `i + j` under min_sum), so only ⊕ matters here.
+    if (semiring == "max_product" || semiring == "max_sum") reduce = "max";
+    else if (semiring == "min_product" || semiring == "min_sum") reduce = "min";
+    else if (semiring != "sum_product")
+      fail("unsupported_array_feature", "the '" + semiring + "' semiring is not supported yet");
+    if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min")
+      fail("invalid_reduce", "reduce '" + reduce + "' is not one of +, *, max, min");
+
+    const auto kids = pool_.children(e);
+    const expr::Node& n = pool_.node(e);
+    NodeId body = expr::kNoNode, filter = expr::kNoNode;
+    if (auto x = attrs.find("expr"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      body = kids[(*x)["$child"].get<std::size_t>()];
+    if (auto x = attrs.find("filter"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      filter = kids[(*x)["$child"].get<std::size_t>()];
+    (void)n;
+    if (body == expr::kNoNode) fail("invalid_aggregate", "an aggregate needs an 'expr'");
+
+    const json out = attrs.value("output_idx", json::array());
+    const json ranges = attrs.value("ranges", json::object());
+    if (out.size() != f.pos.size())
+      fail("array_shape_mismatch",
+           "an aggregate with " + std::to_string(out.size()) + " output indices gives a value over " +
+               std::to_string(out.size()) + " axes where " + std::to_string(f.pos.size()) +
+               (f.pos.size() == 1 ? " is" : " are") + " expected");
+
+    const std::size_t mark = env_.size();
+    Frame body_frame;  // named axes for bare arrays in the body: the `from` ranges
+    std::vector<expr::StrId> bound_here;
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      if (!out[k].is_string()) {
+        if (f.pos[k] != 1)
+          fail("array_shape_mismatch", "a singleton output axis is read at " + std::to_string(f.pos[k]));
+        continue;
+      }
+      const std::string sym = out[k].get<std::string>();
+      const expr::StrId id = pool_.intern("$" + sym);
+      if (auto r = ranges.find(sym); r != ranges.end()) {
+        const Range range = range_of(*r, sym);
+        if (!range.contains(f.pos[k]))
+          fail("array_region_uncovered",
+               "the aggregate defines '" + sym + "' over " + r->dump() + " but is asked for " +
+                   sym + " = " + std::to_string(f.pos[k]));
+        if (!range.from.empty()) {
+          body_frame.axes.push_back(range.from);
+          body_frame.pos.push_back(f.pos[k]);
+        }
+      } else if (!f.axes.empty()) {
+        body_frame.axes.push_back(f.axes[k]);
+        body_frame.pos.push_back(f.pos[k]);
+      }
+      env_.emplace_back(id, f.pos[k]);
+      bound_here.push_back(id);
+    }
+    // Contracted indices: those the body or filter use that nothing binds yet.
+    std::vector<expr::StrId> order;
+    symbols_in_order(body, order);
+    if (filter != expr::kNoNode) symbols_in_order(filter, order);
+    for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+      const expr::StrId id = pool_.intern("$" + it.key());
+      if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
+    }
+    std::vector<std::pair<expr::StrId, Range>> contracted;
+    for (expr::StrId id : order) {
+      if (std::find(bound_here.begin(), bound_here.end(), id) != bound_here.end()) continue;
+      const std::string sym = std::string(pool_.str(id)).substr(1);
+      if (auto r = ranges.find(sym); r != ranges.end()) contracted.emplace_back(id, range_of(*r, sym));
+      else if (!bound(id)) contracted.emplace_back(id, inferred_range(body, id));
+    }
+
+    std::vector<NodeId> terms;
+    std::vector<std::int64_t> value(contracted.size());
+    for (std::size_t i = 0; i < contracted.size(); ++i) {
+      value[i] = contracted[i].second.start;
+      env_.emplace_back(contracted[i].first, value[i]);
+    }
+    const std::size_t first = env_.size() - contracted.size();
+    auto in_range = [&](std::size_t i) {
+      const Range& r = contracted[i].second;
+      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
+    };
+    bool empty = false;
+    for (std::size_t i = 0; i < contracted.size(); ++i) empty = empty || !in_range(i);
+    // Odometer over the contracted indices, the first one outermost (ascending order: the
+    // normative accumulation order of §4.3.1).
+    while (!empty) {
+      const bool admitted = filter == expr::kNoNode || static_value(filter) != 0.0;
+      if (admitted) terms.push_back(in_context([&] { return eval(body, body_frame); }));
+      std::size_t d = contracted.size();
+      bool done = true;
+      while (d-- > 0) {
+        value[d] += contracted[d].second.step;
+        if (in_range(d)) {
+          env_[first + d].second = value[d];
+          done = false;
+          break;
+        }
+        value[d] = contracted[d].second.start;
+        env_[first + d].second = value[d];
+      }
+      if (done) break;
+    }
+    env_.resize(mark);
+
+    if (terms.empty()) {
+      const double identity = reduce == "+" ? 0.0 : reduce == "*" ? 1.0
+                              : reduce == "max" ? -std::numeric_limits<double>::infinity()
+                                                : std::numeric_limits<double>::infinity();
+      return pool_.number(identity, reduce == "+" || reduce == "*");
+    }
+    if (terms.size() == 1) return terms[0];
+    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max : Op::Min;
+    return pool_.make(op, terms);
+  }
+};
+
+/// One cell of an equation written cell by cell: the frame its right-hand side is evaluated
+/// in and the index symbols the left-hand side binds.
+struct LhsCell {
+  Frame frame;
+  std::vector<std::pair<expr::StrId, std::int64_t>> bindings;
+};
+
+/// The cell `cell` of the target of a left-hand side `aggregate(D(index(x, i, j)), ...)` or
+/// `index(D(x), i, j)`; nullopt when that left-hand side does not define the cell.
+std::optional<LhsCell> lhs_cell(Pool& pool, NodeId lhs, const ArrayShape& target,
+                                const std::vector<std::int64_t>& cell, const std::string& file,
+                                const std::string& pointer) {
+  const bool aggregate = pool.node(lhs).op == Op::Aggregate;
+  const json attrs = aggregate ? expr::attrs_json(pool, lhs) : json::object();
+  const json out = attrs.value("output_idx", json::array());
+  const json ranges = attrs.value("ranges", json::object());
+  NodeId ix = lhs;  // index(D(x), i, j)
+  if (aggregate) ix = pool.args(pool.children(lhs)[attrs["expr"]["$child"].get<std::size_t>()])[0];
+  const auto idx = pool.args(ix);
+  if (idx.size() != cell.size() + 1)
+    throw Error("array_shape_mismatch", file, pointer,
+                "the left-hand side gives " + std::to_string(idx.size() - 1) + " indices to an array of " +
+                    std::to_string(cell.size()) + " axes");
+  LhsCell lc;
+  if (aggregate) lc.frame.pos.assign(out.size(), 1);
+  else lc.frame = Frame{target.axes, cell};
+  for (std::size_t d = 0; d < cell.size(); ++d) {
+    const expr::Node& in = pool.node(idx[d + 1]);
+    if (in.op == Op::Number) {
+      if (in.number != static_cast<double>(cell[d])) return std::nullopt;
+      continue;
+    }
+    const std::string sym = in.op == Op::Symbol ? std::string(pool.str(in.name)) : "";
+    if (sym.empty() || sym[0] != '$')
+      throw Error("invalid_equation", file, pointer,
+                  "each index on a left-hand side must be an index symbol or an integer");
+    const std::string plain = sym.substr(1);
+    lc.bindings.emplace_back(in.name, cell[d]);
+    if (!aggregate) continue;
+    auto it = std::find(out.begin(), out.end(), json(plain));
+    if (it == out.end())
+      throw Error("invalid_equation", file, pointer,
+                  "index '" + plain + "' on the left-hand side is not one of the aggregate's output indices");
+    lc.frame.pos[static_cast<std::size_t>(it - out.begin())] = cell[d];
+    if (auto r = ranges.find(plain); r != ranges.end() && r->is_array() && r->size() == 2 &&
+                                     r->at(0).is_number_integer() && r->at(1).is_number_integer() &&
+                                     (cell[d] < r->at(0).get<std::int64_t>() || cell[d] > r->at(1).get<std::int64_t>()))
+      return std::nullopt;
+  }
+  return lc;
+}
+
+/// The stop of range `r` (or the size of its `from` index set); nullopt when not literal.
+std::optional<std::int64_t> range_stop(const FlattenState& st, const json& r) {
+  if (r.is_object() && r.contains("from") && r["from"].is_string()) {
+    auto s = st.doc.index_set_sizes.find(r["from"].get<std::string>());
+    if (s != st.doc.index_set_sizes.end()) return s->second;
+  }
+  if (r.is_array() && !r.empty() && r.back().is_number_integer()) return r.back().get<std::int64_t>();
+  return std::nullopt;
+}
+
+/// Extents of axes named by no index set (`"shape": ["i"]` with `"ranges": {"i": [1, 2]}` on
+/// the defining equation): the largest stop any defining equation gives that axis.
+void infer_extents(FlattenState& st) {
+  Pool& pool = st.sys.pool;
+  for (auto& [name, shape] : st.arrays) {
+    for (std::size_t d = 0; d < shape.extents.size(); ++d) {
+      if (shape.extents[d] >= 0) continue;
+      std::int64_t extent = -1;
+      auto consider = [&](std::optional<std::int64_t> v) {
+        if (v) extent = std::max(extent, *v);
+      };
+      auto from_rhs = [&](NodeId rhs) {
+        const expr::Node& n = pool.node(rhs);
+        const json attrs = expr::attrs_json(pool, rhs);
+        if (n.op == Op::Aggregate) {
+          const json out = attrs.value("output_idx", json::array());
+          const json ranges = attrs.value("ranges", json::object());
+          if (d < out.size() && out[d].is_string() && ranges.contains(out[d].get<std::string>()))
+            consider(range_stop(st, ranges[out[d].get<std::string>()]));
+        } else if (n.op == Op::MakeArray) {
+          for (const auto& reg : attrs.value("regions", json::array()))
+            if (reg.is_array() && d < reg.size() && reg[d].is_array() && reg[d].size() == 2 &&
+                reg[d][1].is_number_integer())
+              consider(reg[d][1].get<std::int64_t>());
+        }
+      };
+      if (auto t = st.tendencies.find(name); t != st.tendencies.end())
+        for (const auto& tend : t->second) {
+          if (tend.lhs_aggregate == expr::kNoNode) {
+            from_rhs(tend.rhs);
+            continue;
+          }
+          if (pool.node(tend.lhs_aggregate).op != Op::Aggregate) continue;
+          const json attrs = expr::attrs_json(pool, tend.lhs_aggregate);
+          const NodeId body = pool.children(tend.lhs_aggregate)[attrs["expr"]["$child"].get<std::size_t>()];
+          const auto idx = pool.args(pool.args(body)[0]);
+          if (d + 1 < idx.size() && pool.node(idx[d + 1]).op == Op::Symbol) {
+            const std::string sym(pool.str(pool.node(idx[d + 1]).name));
+            const json ranges = attrs.value("ranges", json::object());
+            const std::string key = sym.starts_with("$") ? sym.substr(1) : sym;
+            if (ranges.contains(key)) consider(range_stop(st, ranges[key]));
+          }
+        }
+      if (auto o = st.observed_eqs.find(name); o != st.observed_eqs.end()) from_rhs(o->second.rhs);
+      if (auto i = st.initial_eqs.find(name); i != st.initial_eqs.end()) from_rhs(i->second.rhs);
+      if (extent < 0) {
+        const Declared& decl = st.declared.at(name);
+        throw Error("undefined_index_set", decl.var.file, pointer_join(pointer_join(decl.var.pointer, "shape"), d),
+                    "'" + name + "' is shaped over '" + shape.axes[d] +
+                        "', which is not a declared index set, and no equation defining it gives "
+                        "that axis a range");
+      }
+      shape.extents[d] = extent;
+    }
+  }
+}
+
+}  // namespace
+
+/// A 0-D system composed with a gridded one (spec §10.5 `lifting`): each cell would need its
+/// own copy of the 0-D system's unknowns, which is not built yet; refused with one code rather
+/// than mis-read.
+void refuse_lifting(const FlattenState& st) {
+  const json& coupling = st.doc.doc.value("coupling", json::array());
+  if (!coupling.is_array()) return;
+  auto gridded = [&](const std::string& system) {
+    for (const auto& [name, shape] : st.arrays)
+      if (name.rfind(system + ".", 0) == 0) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < coupling.size(); ++i) {
+    const json& c = coupling[i];
+    if (!c.is_object() || c.value("type", std::string()) != "operator_compose") continue;
+    const json systems = c.value("systems", json::array());
+    bool any_grid = false, any_scalar = false;
+    for (const auto& s : systems)
+      if (s.is_string() && st.component_index.count(s.get<std::string>()))
+        (gridded(s.get<std::string>()) ? any_grid : any_scalar) = true;
+    if (any_grid && any_scalar)
+      throw Error("unsupported_array_feature", st.doc.file, pointer_join("/coupling", i),
+                  "composing a 0-D system with a gridded one (lifting '" +
+                      c.value("lifting", std::string("pointwise")) +
+                      "', spec §10.5) is not supported yet");
+  }
+}
+
+void expand_arrays(FlattenState& st) {
+  refuse_lifting(st);
+  if (st.arrays.empty()) {
+    // No shaped variable, but an equation may still use array operations on literal data.
+    bool any = false;
+    Expander probe(st);
+    for (const auto& [x, list] : st.tendencies)
+      for (const auto& t : list) any = any || probe.needs_cells(t.rhs);
+    for (const auto& [y, eq] : st.observed_eqs) any = any || probe.needs_cells(eq.rhs);
+    if (!any) return;
+  }
+  Expander ex(st);
+  Pool& pool = st.sys.pool;
+  infer_extents(st);
+  auto scalar = [&](NodeId e, const std::string& file, const std::string& pointer) {
+    if (e == expr::kNoNode || !ex.needs_cells(e)) return e;
+    ex.locate(file, pointer);
+    return ex.at(e, Frame{});
+  };
+
+  // Declarations: each array's cells take its place, in order.
+  std::map<std::string, Declared> declared;
+  std::vector<std::string> order;
+  for (const auto& name : st.declaration_order) {
+    Declared& d = st.declared[name];
+    auto a = st.arrays.find(name);
+    if (a == st.arrays.end()) {
+      d.var.initial = scalar(d.var.initial, d.var.file, d.var.pointer);
+      order.push_back(name);
+      declared[name] = d;
+      continue;
+    }
+    st.sys.arrays.push_back({name, a->second.axes, a->second.extents});
+    ex.locate(d.var.file, d.var.pointer);
+    for (const auto& cell : all_cells(a->second.extents)) {
+      Declared c = d;
+      c.var.name = cell_name(name, cell);
+      c.var.shape.clear();
+      c.var.array = name;
+      c.var.cell = cell;
+      if (!a->second.default_value.is_null()) {
+        const json* v = &a->second.default_value;
+        for (auto i : cell) {
+          if (!v->is_array() || i > static_cast<std::int64_t>(v->size()))
+            throw Error("array_shape_mismatch", d.var.file, pointer_join(d.var.pointer, "default"),
+                        "the default of '" + name + "' does not have the array's shape " +
+                            list_json(a->second.axes));
+          v = &(*v)[static_cast<std::size_t>(i - 1)];
+        }
+        if (!v->is_number())
+          throw Error("array_shape_mismatch", d.var.file, pointer_join(d.var.pointer, "default"),
+                      "the default of '" + name + "' does not have the array's shape");
+        c.var.default_value = v->get<double>();
+      }
+      if (d.var.initial != expr::kNoNode)
+        c.var.initial = ex.at(d.var.initial, Frame{a->second.axes, cell});
+      order.push_back(c.var.name);
+      declared[c.var.name] = std::move(c);
+    }
+  }
+
+  // Tendencies.
+  std::map<std::string, std::vector<Tendency>> tendencies;
+  std::vector<std::string> tendency_order;
+  for (const auto& x : st.tendency_order) {
+    const auto& list = st.tendencies[x];
+    auto a = st.arrays.find(x);
+    if (a == st.arrays.end()) {
+      tendency_order.push_back(x);
+      for (auto t : list) {
+        if (t.lhs_aggregate != expr::kNoNode)
+          throw Error("array_shape_mismatch", t.file, t.pointer,
+                      "the left-hand side indexes '" + x + "', which is not an array");
+        t.rhs = scalar(t.rhs, t.file, t.pointer);
+        tendencies[x].push_back(t);
+      }
+      continue;
+    }
+    for (const auto& cell : all_cells(a->second.extents)) {
+      const std::string name = cell_name(x, cell);
+      std::vector<Tendency> cell_list;
+      for (const auto& t : list) {
+        ex.locate(t.file, t.pointer);
+        LhsCell lc{Frame{a->second.axes, cell}, {}};
+        if (t.lhs_aggregate != expr::kNoNode) {
+          auto found = lhs_cell(pool, t.lhs_aggregate, a->second, cell, t.file, t.pointer);
+          if (!found) continue;
+          lc = std::move(*found);
+        }
+        Tendency c = t;
+        c.lhs_aggregate = expr::kNoNode;
+        c.rhs = ex.at(t.rhs, lc.frame, lc.bindings);
+        cell_list.push_back(c);
+      }
+      if (cell_list.empty())
+        throw Error("array_region_uncovered", list[0].file, list[0].pointer,
+                    "no equation gives the time derivative of " + name + " (the left-hand sides "
+                    "cover only part of '" + x + "')");
+      tendency_order.push_back(name);
+      tendencies[name] = std::move(cell_list);
+    }
+  }
+
+  // Defining (observed) equations and initial-value equations.
+  auto expand_equations = [&](std::map<std::string, FlatEquation>& eqs, std::vector<std::string>* order_out,
+                              bool initial) {
+    std::map<std::string, FlatEquation> out;
+    std::vector<std::string> names;
+    if (order_out) names = *order_out;
+    else
+      for (const auto& [k, v] : eqs) names.push_back(k);
+    std::vector<std::string> new_order;
+    for (const auto& y : names) {
+      const FlatEquation& eq = eqs.at(y);
+      auto a = st.arrays.find(y);
+      if (a == st.arrays.end()) {
+        FlatEquation e = eq;
+        e.rhs = scalar(e.rhs, e.file, e.pointer);
+        out[y] = e;
+        new_order.push_back(y);
+        continue;
+      }
+      ex.locate(eq.file, eq.pointer);
+      for (const auto& cell : all_cells(a->second.extents)) {
+        const std::string name = cell_name(y, cell);
+        FlatEquation e = eq;
+        LhsCell lc{Frame{a->second.axes, cell}, {}};
+        if (eq.lhs != expr::kNoNode && pool.node(eq.lhs).op == Op::Index) {  // index(y, i) = rhs
+          auto found = lhs_cell(pool, eq.lhs, a->second, cell, eq.file, eq.pointer);
+          if (!found)
+            throw Error("array_region_uncovered", eq.file, eq.pointer,
+                        "the equation defines only some cells of '" + y + "'; " + name + " has no value");
+          lc = std::move(*found);
+        }
+        e.lhs = initial ? pool.make(Op::Ic, std::vector<NodeId>{pool.symbol(name)}) : pool.symbol(name);
+        e.rhs = ex.at(eq.rhs, lc.frame, lc.bindings);
+        out[name] = e;
+        new_order.push_back(name);
+      }
+    }
+    eqs = std::move(out);
+    if (order_out) *order_out = std::move(new_order);
+  };
+  expand_equations(st.observed_eqs, &st.observed_order, false);
+  expand_equations(st.initial_eqs, nullptr, true);
+  for (auto& eq : st.algebraic_eqs) {
+    eq.lhs = scalar(eq.lhs, eq.file, eq.pointer);
+    eq.rhs = scalar(eq.rhs, eq.file, eq.pointer);
+  }
+
+  std::set<std::string> bound;
+  for (const auto& b : st.bound_parameters) {
+    if (auto a = st.arrays.find(b); a != st.arrays.end())
+      for (const auto& cell : all_cells(a->second.extents)) bound.insert(cell_name(b, cell));
+    else
+      bound.insert(b);
+  }
+  st.bound_parameters = std::move(bound);
+  st.declared = std::move(declared);
+  st.declaration_order = std::move(order);
+  st.tendencies = std::move(tendencies);
+  st.tendency_order = std::move(tendency_order);
+}
+
+}  // namespace detail
+}  // namespace esi::esm
