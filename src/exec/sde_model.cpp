@@ -94,6 +94,9 @@ NoiseSource read_noise(const esm::System& sys, std::size_t index, const esm::Res
                 "correlated (covariance) Wiener noise is not supported yet");
   s.mean = number_field(d, "mean", v.file, pointer);
   s.std = number_field(d, "std", v.file, pointer);
+  if (!(s.std > 0) || !std::isfinite(s.std) || !std::isfinite(s.mean))
+    throw Error("invalid_distribution", v.file, pointer_join(pointer, "std"),
+                "the Wiener parameter's 'std' must be positive and finite");
   return s;
 }
 

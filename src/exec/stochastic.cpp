@@ -227,6 +227,10 @@ void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResu
     std::uint64_t step = 0;
     record(0, r.times[0]);
     for (std::size_t k = 1; k < T; ++k) {
+      if (n == 0) {  // nothing to step: observeds of parameters and t only
+        record(k, r.times[k]);
+        continue;
+      }
       const double ta = r.times[k - 1], tb = r.times[k];
       const double h = (tb - ta) / static_cast<double>(steps[k - 1]);
       for (std::uint64_t s = 0; s < steps[k - 1]; ++s, ++step) {
@@ -319,7 +323,7 @@ EnsembleResult simulate_ensemble(const esm::System& system, const StochasticOpti
   const std::size_t C = r.names.size(), T = r.times.size();
   if (static_cast<double>(o.members) * static_cast<double>(T) * static_cast<double>(C) > kMaxEnsembleValues)
     throw Error("too_many_outputs", "", "", std::to_string(o.members) + " members x " + std::to_string(T) +
-                " output times x " + std::to_string(C) + " columns is more than 2.5e8 values; use fewer "
+                " output times x " + std::to_string(C) + " columns is more than 1e8 stored values; use fewer "
                 "members, a larger saveat or a shorter span");
   r.values.assign(o.members * T * C, kNaN);
 

@@ -3,6 +3,7 @@
 // and member orders, and located refusals.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -275,7 +276,52 @@ TEST(StochasticRefusals, MethodsTheNoiseDoesNotAllow) {
   EXPECT_EQ(m.run({.t1 = 1}).method, SdeMethod::EulerMaruyama);  // chosen automatically
 }
 
+// A path that blows up (dx = x^2 dt + x dW from x0 = 1 over [0, 5]) does not throw: the result
+// names the lowest member id with a non-finite value, the variable and the time; the other
+// members' values are kept.
+TEST(Stochastic, NonFinitePathsAreReportedByMemberVariableAndTime) {
+  esi::testing::TempDir dir;
+  Loaded m(dir.write("m.esm", one_state(R"({"op": "+", "args": [{"op": "*", "args": ["x", "x"]}, {"op": "*", "args": ["x", "W"]}]})")));
+  StochasticOptions o;
+  o.t1 = 5;
+  o.saveat = 1;
+  o.dt = 0.01;
+  o.members = 8;
+  const EnsembleResult r = m.run(o);
+  std::size_t first = 8, when = 0;
+  for (std::size_t k = 0; k < 8 && first == 8; ++k)
+    for (std::size_t t = 0; t < r.times.size(); ++t)
+      if (!std::isfinite(r.value(k, t, 0))) {
+        first = k, when = t;
+        break;
+      }
+  ASSERT_LT(first, 8u) << "no path blew up";
+  char time[32];
+  std::snprintf(time, sizeof time, "%g", r.times[when]);
+  EXPECT_EQ(r.failure, "member " + std::to_string(first) + ": 'M.x' is not finite at t = " + time);
+  for (std::size_t k = 0; k < 8; ++k) EXPECT_EQ(r.value(k, 0, 0), 1.0);
+}
+
+// A model whose Wiener parameter drives nothing and that has no state still runs (outputs at
+// every time, nothing to step).
+TEST(Stochastic, ModelWithoutStatesRuns) {
+  esi::testing::TempDir dir;
+  Loaded m(dir.write("m.esm", model_doc("{" + kNoise + R"(, "k": {"type": "parameter", "default": 2}, "y": {"type": "unknown"}})",
+                                        R"([{"lhs": "y", "rhs": {"op": "*", "args": ["k", "t"]}}])")));
+  StochasticOptions o;
+  o.t1 = 1;
+  o.saveat = 0.5;
+  o.members = 2;
+  const EnsembleResult r = m.run(o);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.value(1, 2, 0), 2.0);
+}
+
 TEST(StochasticRefusals, BadOptions) {
+  {
+    Loaded ou(doc_path("ou.esm"));
+    EXPECT_EQ(refusal(ou, {.t1 = 1, .saveat = 1e-6, .members = 1000}).code, "too_many_outputs");
+  }
   Loaded ou(doc_path("ou.esm"));
   EXPECT_EQ(refusal(ou, {.t1 = 1, .members = 0}).code, "invalid_ensemble");
   EXPECT_EQ(refusal(ou, {.t1 = 1, .threads = 0}).code, "invalid_ensemble");

@@ -28,8 +28,9 @@
 
 namespace esi::exec {
 
-/// The most stored output values (members x output times x columns) of one ensemble run.
-inline constexpr double kMaxEnsembleValues = 2.5e8;
+/// The most stored output values (members x output times x columns) of one ensemble run
+/// (800 MB of doubles).
+inline constexpr double kMaxEnsembleValues = 1e8;
 
 struct StochasticOptions {
   double t0 = 0, t1 = 0;
