@@ -11,6 +11,7 @@
 // the cross terms L^k G_l (k != l) must vanish structurally, else Milstein is unavailable.
 #include "exec/sde_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -136,6 +137,60 @@ Distribution read_distribution(const json& declaration, const std::string& file,
                 "unknown distribution kind '" + kind + "'; the closed set is normal, lognormal and uniform");
   }
   return out;
+}
+
+LaneBlock::LaneBlock(const SdeModel& m) : model(&m) {
+  forcing_values_.resize(m.sampled.size() * kBlockLanes);
+  forcing_.resize(m.sampled.size());
+}
+
+void LaneBlock::set_members(std::span<const std::uint32_t> members, std::uint64_t seed) {
+  lanes = members.size();
+  for (std::size_t s = 0; s < model->sampled.size(); ++s) {
+    for (std::size_t l = 0; l < lanes; ++l)
+      forcing_values_[s * lanes + l] = model->sampled[s].draw(seed, members[l], model->sampled_slot[s]);
+    forcing_[s] = {forcing_values_.data() + s * lanes, 1};
+  }
+}
+
+void LaneBlock::run(const kernel::Program& program, double t, const double* u, double* out) {
+  kernel::Workspace* ws = nullptr;
+  for (auto& [p, w] : workspaces_)
+    if (p == &program) ws = &w;
+  if (ws == nullptr) {
+    workspaces_.emplace_back(&program, program.make_workspace(kBlockLanes));
+    ws = &workspaces_.back().second;
+    program.prepare(*ws, model->p);
+  }
+  kernel::RunArgs<double> args;
+  args.u = {u, model->system.states.size(), lanes, lanes};
+  args.t = std::span<const double>(&t, 1);
+  args.forcing = forcing_;
+  args.du = {out, program.output_count(), lanes, lanes};
+  kernel::run(program, *ws, args);
+}
+
+std::vector<double> initial_values(LaneBlock& block, double t0) {
+  const SdeModel& m = *block.model;
+  const std::size_t n = m.system.states.size(), L = block.lanes;
+  std::vector<double> u(n * L, kNaN);
+  for (std::size_t i = 0; i < n; ++i)
+    if (m.system.states[i].default_value && m.system.states[i].initial == expr::kNoNode)
+      std::fill_n(u.begin() + i * L, L, *m.system.states[i].default_value);
+  if (m.initial) {
+    std::vector<double> init(m.initial_states.size() * L);
+    for (std::size_t pass = 0; pass <= m.initial_states.size(); ++pass) {
+      block.run(*m.initial, t0, u.data(), init.data());
+      for (std::size_t q = 0; q < m.initial_states.size(); ++q)
+        std::copy_n(init.begin() + q * L, L, u.begin() + m.initial_states[q] * L);
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (L > 0 && std::isnan(u[i * L]))
+      throw Error("missing_initial_value", m.system.states[i].file, m.system.states[i].pointer,
+                  "state '" + m.system.states[i].name + "' has no initial value: give it a default, an ic "
+                  "equation or an initial condition");
+  return u;
 }
 
 kernel::Program compile_lanes(const esm::System& system, const std::vector<NodeId>& outputs,

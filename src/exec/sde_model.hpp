@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,32 @@ struct SdeModel {
 /// `unsupported_event` / `unsupported_algebraic` (events, parameter updates and algebraic
 /// unknowns in stochastic models), `missing_parameter_value`, and the distribution codes.
 std::unique_ptr<SdeModel> build_sde_model(const esm::System& system, const esm::ResolvedDocument& document);
+
+/// Lanes per block of ensemble members (an entry of kernel::kLaneWidths).
+inline constexpr std::size_t kBlockLanes = 64;
+
+/// One thread's view of an SdeModel over a block of up to kBlockLanes lanes: a workspace per
+/// program (made and prepared on first use), the per-lane values of the sampled parameters.
+struct LaneBlock {
+  const SdeModel* model = nullptr;
+  std::size_t lanes = 0;
+
+  explicit LaneBlock(const SdeModel& m);
+  /// Draws the sampled parameters of `members` (one per lane) and sets `lanes`.
+  void set_members(std::span<const std::uint32_t> members, std::uint64_t seed);
+  /// Runs `program` (compiled from model->system with the sampled parameters as forcing) at
+  /// time t over the block: u[i * lanes + l] -> out[r * lanes + l].
+  void run(const kernel::Program& program, double t, const double* u, double* out);
+
+ private:
+  std::vector<std::pair<const kernel::Program*, kernel::Workspace>> workspaces_;
+  std::vector<double> forcing_values_;  // [s * lanes + l]
+  std::vector<kernel::ForcingField<double>> forcing_;
+};
+
+/// The initial state of the block's lanes at t0 (u[i * lanes + l]): defaults, then the
+/// initial-value expressions iterated so chains of them settle. Throws `missing_initial_value`.
+std::vector<double> initial_values(LaneBlock& block, double t0);
 
 /// Compiles `outputs` of `system` for lanes, with the sampled parameters as forcing fields.
 kernel::Program compile_lanes(const esm::System& system, const std::vector<expr::NodeId>& outputs,

@@ -3,16 +3,14 @@
 #include "esi/exec/stochastic.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <thread>
 
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/exec/simulate.hpp"
+#include "exec/parallel.hpp"
 #include "exec/sde_model.hpp"
 
 namespace esi::exec {
@@ -21,7 +19,7 @@ namespace {
 using detail::SdeModel;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr std::size_t kBlockLanes = 64;  // an entry of kernel::kLaneWidths
+using detail::kBlockLanes;
 
 std::string number_text(double x) {
   char buf[64];
@@ -50,102 +48,20 @@ std::uint32_t member_at(const StochasticOptions& o, std::size_t pos) {
   return o.member_order.empty() ? static_cast<std::uint32_t>(pos) : o.member_order[pos];
 }
 
-/// The number of workers parallel_for uses.
-unsigned worker_count(std::size_t count, unsigned threads) {
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(threads, count)));
-}
-
-/// Runs work(index, worker) for index in [0, count) on worker_count() threads (indices handed
-/// out in order as workers become free; worker in [0, worker_count)); the exception of the
-/// lowest failing index is rethrown.
-template <class Work>
-void parallel_for(std::size_t count, unsigned threads, Work&& work) {
-  std::atomic<std::size_t> next{0};
-  std::vector<std::exception_ptr> errors(count);
-  auto loop = [&](unsigned worker) {
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        work(i, worker);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < worker_count(count, threads); ++k) pool.emplace_back(loop, k);
-  loop(0);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 // ---- SDE members ----
 
-/// One thread's view of the model over a block of lanes: workspaces, per-lane sampled values.
-struct LaneBlock {
-  const SdeModel* model = nullptr;
-  std::size_t lanes = 0;
-  std::optional<kernel::Workspace> drift_ws, diffusion_ws, milstein_ws, observed_ws, initial_ws;
-  std::vector<double> forcing_values;  // [s * lanes + l]
-  std::vector<kernel::ForcingField<double>> forcing;
-
-  explicit LaneBlock(const SdeModel& m) : model(&m) {
-    auto make = [&](const std::optional<kernel::Program>& p, std::optional<kernel::Workspace>& ws) {
-      if (!p) return;
-      ws = p->make_workspace(kBlockLanes);
-      p->prepare(*ws, m.p);
-    };
-    make(m.drift, drift_ws);
-    make(m.diffusion, diffusion_ws);
-    make(m.milstein, milstein_ws);
-    make(m.observed, observed_ws);
-    make(m.initial, initial_ws);
-    forcing_values.resize(m.sampled.size() * kBlockLanes);
-    forcing.resize(m.sampled.size());
-  }
-
-  void set_members(std::span<const std::uint32_t> members, std::uint64_t seed) {
-    lanes = members.size();
-    for (std::size_t s = 0; s < model->sampled.size(); ++s) {
-      for (std::size_t l = 0; l < lanes; ++l)
-        forcing_values[s * lanes + l] = model->sampled[s].draw(seed, members[l], model->sampled_slot[s]);
-      forcing[s] = {forcing_values.data() + s * lanes, 1};
-    }
-  }
-
-  void run(const kernel::Program& program, kernel::Workspace& ws, double t, const double* u, double* out) {
-    kernel::RunArgs<double> args;
-    args.u = {u, model->system.states.size(), lanes, lanes};
-    args.t = std::span<const double>(&t, 1);
-    args.forcing = forcing;
-    args.du = {out, program.output_count(), lanes, lanes};
-    kernel::run(program, ws, args);
-  }
-
-  static void drift(void* c, double t, std::size_t, const double* u, double* out) {
-    auto& b = *static_cast<LaneBlock*>(c);
-    b.run(*b.model->drift, *b.drift_ws, t, u, out);
-  }
-  static void diffusion(void* c, double t, std::size_t, const double* u, double* out) {
-    auto& b = *static_cast<LaneBlock*>(c);
-    b.run(*b.model->diffusion, *b.diffusion_ws, t, u, out);
-  }
-  static void milstein(void* c, double t, std::size_t, const double* u, double* out) {
-    auto& b = *static_cast<LaneBlock*>(c);
-    b.run(*b.model->milstein, *b.milstein_ws, t, u, out);
-  }
-
-  method::SdeProblem problem() {
-    method::SdeProblem p;
-    p.states = model->system.states.size();
-    p.sources = model->noise_names.size();
-    p.context = this;
-    p.drift = &drift;
-    p.diffusion = &diffusion;
-    if (model->milstein) p.milstein = &milstein;
-    return p;
-  }
-};
+void drift(void* c, double t, std::size_t, const double* u, double* out) {
+  auto& b = *static_cast<detail::LaneBlock*>(c);
+  b.run(*b.model->drift, t, u, out);
+}
+void diffusion(void* c, double t, std::size_t, const double* u, double* out) {
+  auto& b = *static_cast<detail::LaneBlock*>(c);
+  b.run(*b.model->diffusion, t, u, out);
+}
+void milstein(void* c, double t, std::size_t, const double* u, double* out) {
+  auto& b = *static_cast<detail::LaneBlock*>(c);
+  b.run(*b.model->milstein, t, u, out);
+}
 
 method::SdeMethod choose_sde_method(const SdeModel& m, const StochasticOptions& o) {
   if (!o.method) {
@@ -184,37 +100,19 @@ void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResu
   const bool second_normal = method::sde_method_info(r.method).needs_second_normal;
   const std::size_t blocks = (o.members + kBlockLanes - 1) / kBlockLanes;
 
-  std::vector<std::unique_ptr<LaneBlock>> per_worker(worker_count(blocks, o.threads));  // reused across blocks
-  parallel_for(blocks, o.threads, [&](std::size_t b, unsigned worker) {
-    if (!per_worker[worker]) per_worker[worker] = std::make_unique<LaneBlock>(m);
-    LaneBlock& lb = *per_worker[worker];
+  std::vector<std::unique_ptr<detail::LaneBlock>> per_worker(detail::worker_count(blocks, o.threads));  // reused
+  detail::parallel_for(blocks, o.threads, [&](std::size_t b, unsigned worker) {
+    if (!per_worker[worker]) per_worker[worker] = std::make_unique<detail::LaneBlock>(m);
+    detail::LaneBlock& lb = *per_worker[worker];
     const std::size_t first = b * kBlockLanes, L = std::min(kBlockLanes, o.members - first);
     std::vector<std::uint32_t> members(L);
     for (std::size_t l = 0; l < L; ++l) members[l] = member_at(o, first + l);
     lb.set_members(members, o.seed);
 
-    // Initial values: defaults, then initial-value expressions iterated so chains settle.
-    std::vector<double> u(n * L, kNaN);
-    for (std::size_t i = 0; i < n; ++i)
-      if (m.system.states[i].default_value && m.system.states[i].initial == expr::kNoNode)
-        std::fill_n(u.begin() + i * L, L, *m.system.states[i].default_value);
-    if (m.initial) {
-      std::vector<double> init(m.initial_states.size() * L);
-      for (std::size_t pass = 0; pass <= m.initial_states.size(); ++pass) {
-        lb.run(*m.initial, *lb.initial_ws, o.t0, u.data(), init.data());
-        for (std::size_t q = 0; q < m.initial_states.size(); ++q)
-          std::copy_n(init.begin() + q * L, L, u.begin() + m.initial_states[q] * L);
-      }
-    }
-    for (std::size_t i = 0; i < n; ++i)
-      if (std::isnan(u[i * L]))
-        throw Error("missing_initial_value", m.system.states[i].file, m.system.states[i].pointer,
-                    "state '" + m.system.states[i].name + "' has no initial value: give it a default, an ic "
-                    "equation or an initial condition");
-
+    std::vector<double> u = detail::initial_values(lb, o.t0);
     std::vector<double> obs(m.observed ? m.observed->output_count() * L : 0);
     auto record = [&](std::size_t k, double t) {
-      if (m.observed) lb.run(*m.observed, *lb.observed_ws, t, u.data(), obs.data());
+      if (m.observed) lb.run(*m.observed, t, u.data(), obs.data());
       for (std::size_t l = 0; l < L; ++l) {
         double* row = &r.values[(members[l] * T + k) * C];
         for (std::size_t i = 0; i < n; ++i) row[i] = u[i * L + l];
@@ -222,7 +120,14 @@ void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResu
       }
     };
 
-    method::SdeStepper stepper(lb.problem(), r.method, L);
+    method::SdeProblem problem;
+    problem.states = n;
+    problem.sources = nm;
+    problem.context = &lb;
+    problem.drift = &drift;
+    problem.diffusion = &diffusion;
+    if (m.milstein) problem.milstein = &milstein;
+    method::SdeStepper stepper(problem, r.method, L);
     std::vector<double> dW(nm * L), dZ(second_normal ? nm * L : 0);
     std::uint64_t step = 0;
     record(0, r.times[0]);
@@ -258,7 +163,7 @@ void run_ode_members(const esm::System& system, const StochasticOptions& o, Ense
   }
   const std::size_t C = r.names.size(), T = r.times.size();
   std::vector<std::string> failures(o.members);
-  parallel_for(o.members, o.threads, [&](std::size_t pos, unsigned) {
+  detail::parallel_for(o.members, o.threads, [&](std::size_t pos, unsigned) {
     const std::uint32_t member = member_at(o, pos);
     esm::System sys = system;
     for (const Draw& d : draws) {
