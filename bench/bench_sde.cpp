@@ -8,10 +8,16 @@
 //   path_steps_per_s   members x steps per second of wall time
 //   max_rel_diff       (hand rows) largest relative difference of x(t1) between the hand loop
 //                      and esi over all members: the two compute the same numbers
+//
+// Langevin rows: `exec::sample` (tape, native) on E = 0.5 sum (x_i - y_i)^2 over 33 features,
+// 4096 chains x 100 steps, against the scalar loop of the same update and keyed noise:
+//   row_steps_per_s    chains x steps per second
+//   bitwise_equal      (hand row) 1 when tape and native results equal the loop's bit for bit
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -24,6 +30,7 @@
 #include "esi/core/noise.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/exec/sample.hpp"
 #include "esi/exec/stochastic.hpp"
 
 namespace {
@@ -120,6 +127,101 @@ BENCHMARK_CAPTURE(BM_SdeEnsembleEsi, esi_EM_2threads, SdeMethod::EulerMaruyama, 
 BENCHMARK_CAPTURE(BM_SdeEnsembleHand, hand_SRA1, SdeMethod::SRA1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_SdeEnsembleEsi, esi_SRA1_1thread, SdeMethod::SRA1, 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_SdeEnsembleEsi, esi_SRA1_2threads, SdeMethod::SRA1, 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ---- Langevin sampler: E = 0.5 sum_i (x_i - y_i)^2 over 33 features, 4096 chains x 100 steps ----
+
+constexpr std::size_t kFeatures = 33, kRows = 4096;
+constexpr std::uint64_t kLangevinSteps = 100;
+constexpr double kEta = 0.05, kTemperature = 0.5;
+
+double target(std::size_t i) { return 0.25 * static_cast<double>(i) - 1.0; }
+
+struct Quadratic {
+  esi::esm::ResolvedDocument doc;
+  esi::esm::System system;
+  Quadratic() {
+    std::string vars = "{", eqs = "[", terms;
+    for (std::size_t i = 0; i < kFeatures; ++i) {
+      const std::string x = "x" + std::to_string(i), y = "y" + std::to_string(i);
+      char value[32];
+      std::snprintf(value, sizeof value, "%.17g", target(i));
+      vars += "\"" + x + "\": {\"type\": \"unknown\", \"default\": 1}, \"" + y +
+              "\": {\"type\": \"parameter\", \"default\": " + value + "}, ";
+      const std::string diff = "{\"op\": \"-\", \"args\": [\"" + x + "\", \"" + y + "\"]}";
+      eqs += "{\"lhs\": {\"op\": \"D\", \"args\": [\"" + x + "\"], \"wrt\": \"t\"}, \"rhs\": {\"op\": \"-\", \"args\": [" + diff + "]}}, ";
+      terms += (i ? ", " : "") + std::string("{\"op\": \"^\", \"args\": [") + diff + ", 2]}";
+    }
+    vars += "\"E\": {\"type\": \"unknown\"}}";
+    eqs += "{\"lhs\": \"E\", \"rhs\": {\"op\": \"*\", \"args\": [0.5, {\"op\": \"+\", \"args\": [" + terms + "]}]}}]";
+    const auto path = std::filesystem::temp_directory_path() / "esi_bench_langevin.esm";
+    std::ofstream(path) << R"({"esm": "1.0.0", "metadata": {"name": "q"}, "models": {"Q": {"variables": )" + vars +
+                               R"(, "equations": )" + eqs + "}}}";
+    doc = esi::esm::load_resolved(path);
+    system = esi::esm::flatten(doc);
+    std::filesystem::remove(path);
+  }
+};
+
+Quadratic& quadratic() {
+  static Quadratic instance;
+  return instance;
+}
+
+esi::exec::SampleResult run_sampler(bool native, unsigned threads) {
+  esi::exec::SampleOptions o;
+  o.energy = "E";
+  o.rows = kRows;
+  o.steps = kLangevinSteps;
+  o.step_size = kEta;
+  o.temperature = kTemperature;
+  o.seed = kSeed;
+  o.threads = threads;
+  o.native = native;
+  o.document = &quadratic().doc;
+  return esi::exec::sample(quadratic().system, o);
+}
+
+std::vector<double> run_langevin_hand() {
+  std::vector<double> out(kRows * kFeatures);
+  const double scale = std::sqrt(2 * kEta * kTemperature);
+  double x[kFeatures], g[kFeatures];
+  for (std::uint32_t row = 0; row < kRows; ++row) {
+    std::fill(x, x + kFeatures, 1.0);
+    for (std::uint64_t k = 0; k < kLangevinSteps; ++k) {
+      for (std::size_t i = 0; i < kFeatures; ++i) g[i] = x[i] - target(i);
+      for (std::size_t i = 0; i < kFeatures; i += 2) {
+        const esi::noise::Normals z = esi::noise::normals(kSeed, row, k, static_cast<std::uint32_t>(i / 2));
+        x[i] = x[i] - kEta * g[i] + scale * z.first;
+        if (i + 1 < kFeatures) x[i + 1] = x[i + 1] - kEta * g[i + 1] + scale * z.second;
+      }
+    }
+    std::copy(x, x + kFeatures, out.begin() + row * kFeatures);
+  }
+  return out;
+}
+
+void BM_LangevinEsi(benchmark::State& state, bool native, unsigned threads) {
+  run_sampler(native, 1);  // compile (and cache) native code outside the timing
+  for (auto _ : state) benchmark::DoNotOptimize(run_sampler(native, threads));
+  state.counters["row_steps_per_s"] =
+      benchmark::Counter(static_cast<double>(kRows * kLangevinSteps), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_LangevinHand(benchmark::State& state) {
+  std::vector<double> x;
+  for (auto _ : state) {
+    x = run_langevin_hand();
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["row_steps_per_s"] =
+      benchmark::Counter(static_cast<double>(kRows * kLangevinSteps), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bitwise_equal"] = run_sampler(false, 1).values == x && run_sampler(true, 1).values == x;
+}
+
+BENCHMARK(BM_LangevinHand)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_LangevinEsi, tape_1thread, false, 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_LangevinEsi, native_1thread, true, 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_LangevinEsi, native_2threads, true, 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 #endif  // ESI_BENCH_EXEC

@@ -90,4 +90,34 @@ TEST(CliStochastic, Refusals) {
   EXPECT_EQ(run({"simulate", doc("gbm_sampled.esm"), "--tspan", "0", "1", "--method", "SRA1", "-o", out}).status, 1);
 }
 
+TEST(CliSample, OneRowPerChainOneColumnPerFeatureAndRefusals) {
+  esi::testing::TempDir dir;
+  const auto out = dir.path() / "s.csv";
+  ASSERT_EQ(run({"sample", doc("quadratic_energy.esm"), "--energy", "E", "--rows", "5", "--steps", "10", "--step-size",
+                 "0.1", "--temperature", "0.5", "--seed", "3", "--threads", "2", "-o", out.string()}).status, 0);
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "Q.x0,Q.x1,Q.x2");
+  // Temperature 0: plain gradient descent from x(0) = 1, 1.1, 1.2 towards y = -1, -0.75, -0.5;
+  // after one step of 0.5, x0 = 1 - 0.5 (1 - (-1)) = 0 exactly.
+  ASSERT_EQ(run({"sample", doc("quadratic_energy.esm"), "--energy", "Q.E", "--rows", "1", "--steps", "1", "--step-size",
+                 "0.5", "--temperature", "0", "-o", out.string()}).status, 0);
+  EXPECT_EQ(lines_of(out)[1].rfind("0,", 0), 0u) << lines_of(out)[1];
+  const auto err = dir.path() / "err.txt";
+  Result r = esi::testing::run_esi(ESI_BINARY, {"sample", doc("quadratic_energy.esm"), "--energy", "F", "--rows", "1",
+                                                "--steps", "1", "--step-size", "0.5", "--temperature", "0", "-o",
+                                                out.string()}, err);
+  EXPECT_EQ(r.status, 1);
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("error[unknown_energy]"), std::string::npos) << text.str();
+  EXPECT_EQ(run({"sample", doc("quadratic_energy.esm"), "--energy", "E", "--rows", "0", "--steps", "1", "--step-size",
+                 "0.5", "--temperature", "0", "-o", out.string()}).status, 2);
+  EXPECT_EQ(run({"sample", doc("quadratic_energy.esm"), "--energy", "E", "--rows", "1", "--steps", "1", "--step-size",
+                 "-1", "--temperature", "0", "-o", out.string()}).status, 2);
+  EXPECT_EQ(run({"sample", doc("ou.esm"), "--energy", "y", "--rows", "1", "--steps", "1", "--step-size", "0.1",
+                 "--temperature", "0", "-o", out.string()}).status, 1);  // a Wiener parameter: refused
+}
+
 }  // namespace
