@@ -163,6 +163,10 @@ int run_sample(Args args) {
     if (s.options.native && r.gradient_status.rfind("native", 0) != 0)
       std::fprintf(stderr, "esi sample: warning: --native was requested, but the gradient ran on the interpreter: %s\n",
                    r.gradient_status.c_str());
+    if (!r.failure.empty()) {
+      std::fprintf(stderr, "%s: error[sample_failed]: %s\n", s.file.c_str(), r.failure.c_str());
+      return kExitInvalid;
+    }
     return kExitOk;
   } catch (const Error& e) {
     Diagnostic d = e.diagnostic();

@@ -137,6 +137,12 @@ SampleResult sample(const esm::System& system, const SampleOptions& o) {
     for (std::size_t l = 0; l < L; ++l)
       for (std::size_t i = 0; i < n; ++i) r.values[rows[l] * n + i] = x[i * L + l];
   });
+  for (std::size_t q = 0; q < r.values.size(); ++q)
+    if (!std::isfinite(r.values[q])) {
+      r.failure = "chain " + std::to_string(q / n) + ": '" + r.features[q % n] + "' is not finite after " +
+                  std::to_string(o.steps) + " steps (is --step-size too large for the energy?)";
+      break;
+    }
   return r;
 }
 

@@ -137,6 +137,19 @@ TEST(Sample, ThreadCountDoesNotChangeTheBits) {
   EXPECT_EQ(a.values, q.run(o).values);
 }
 
+// eta = 3 on a unit-curvature energy multiplies the distance to y by -2 each step: after 2000
+// steps the chains overflow, and the result says which chain first (in chain order).
+TEST(Sample, DivergingChainsAreReported) {
+  Loaded q(quadratic_doc(2));
+  SampleOptions o;
+  o.energy = "E";
+  o.rows = 3;
+  o.steps = 2000;
+  o.step_size = 3;
+  const SampleResult r = q.run(o);
+  EXPECT_EQ(r.failure.rfind("chain 0: 'Q.x0' is not finite after 2000 steps", 0), 0u) << r.failure;
+}
+
 TEST(Sample, Refusals) {
   Loaded q(quadratic_doc(2));
   SampleOptions o;

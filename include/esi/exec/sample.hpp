@@ -39,6 +39,9 @@ struct SampleResult {
   std::size_t rows = 0;
   std::vector<double> values;         ///< rows x features, row-major
   std::string gradient_status;        ///< "tape" or the native status
+  /// "" when every final value is finite; else names the lowest chain with a non-finite value
+  /// and the feature (a step size too large for the energy's curvature diverges).
+  std::string failure;
 };
 
 /// Throws esi::Error: `unknown_energy` (not an observed; near names suggested),
