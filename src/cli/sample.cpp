@@ -55,6 +55,10 @@ int parse_args(Args args, SampleArgs& s) {
       s.options.native = true;
       continue;
     }
+    if (a == "--f32") {
+      s.options.single_precision = true;
+      continue;
+    }
     if (i + 1 >= args.size()) return usage_error("sample", a + " needs a value");
     const std::string& v = args[++i];
     std::uint64_t whole = 0;
@@ -132,7 +136,8 @@ void write_csv(const std::string& path, const exec::SampleResult& r) {
 void print_sample_help(std::FILE* out) {
   std::fputs(
       "usage: esi sample FILE [--component NAME] --energy E --rows R --steps K --step-size ETA\n"
-      "                  --temperature T [--seed S] [--threads N] [--native] [--set name=value ...]\n"
+      "                  --temperature T [--seed S] [--threads N] [--native] [--f32]\n"
+      "                  [--set name=value ...]\n"
       "                  --output OUT.csv\n"
       "\n"
       "Runs R independent overdamped Langevin chains over the model's states (the features),\n"
@@ -141,7 +146,8 @@ void print_sample_help(std::FILE* out) {
       "where E is an observed of the document (flat or unique local name) and its gradient is\n"
       "derived symbolically. xi is keyed by (seed, chain, step, feature): the same seed gives the\n"
       "same bits on any thread count. Writes one CSV row per chain (its final state), one column\n"
-      "per feature. Parameters with a distribution are drawn once per chain.\n"
+      "per feature. Parameters with a distribution are drawn once per chain. --native runs the\n"
+      "gradient as compiled C++ (same bits); --f32 runs the chains in single precision.\n"
       "\n"
       "exit status: 0 ok, 1 invalid input or failed write, 2 usage error\n",
       out);

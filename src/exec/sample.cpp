@@ -2,6 +2,8 @@
 #include "esi/exec/sample.hpp"
 
 #include <cmath>
+#include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "esi/core/error.hpp"
@@ -63,6 +65,29 @@ NodeId substitute(expr::Pool& pool, NodeId root, const std::unordered_map<expr::
   return result;
 }
 
+/// K Langevin steps of one block of chains in precision T: x[i * L + l] (lane-major), the
+/// gradient written by grad(x, g) in the same layout; xi per sample.hpp.
+template <class T, class Gradient>
+void langevin_steps(std::vector<T>& x, std::size_t n, std::span<const std::uint32_t> rows, const SampleOptions& o,
+                    Gradient&& grad) {
+  const T eta = static_cast<T>(o.step_size), scale = static_cast<T>(std::sqrt(2 * o.step_size * o.temperature));
+  const std::size_t L = rows.size();
+  std::vector<T> g(x.size());
+  for (std::uint64_t k = 0; k < o.steps; ++k) {
+    grad(x.data(), g.data());
+    for (std::size_t l = 0; l < L; ++l)
+      for (std::size_t i = 0; i < n; i += 2) {
+        const noise::Normals z = noise::normals(o.seed, rows[l], k, static_cast<std::uint32_t>(i / 2));
+        T& a = x[i * L + l];
+        a = a - eta * g[i * L + l] + scale * static_cast<T>(z.first);
+        if (i + 1 < n) {
+          T& c = x[(i + 1) * L + l];
+          c = c - eta * g[(i + 1) * L + l] + scale * static_cast<T>(z.second);
+        }
+      }
+  }
+}
+
 }  // namespace
 
 SampleResult sample(const esm::System& system, const SampleOptions& o) {
@@ -110,9 +135,10 @@ SampleResult sample(const esm::System& system, const SampleOptions& o) {
   r.rows = o.rows;
   r.values.assign(o.rows * n, 0.0);
   r.gradient_status = program.native_status();
-  const double noise_scale = std::sqrt(2 * o.step_size * o.temperature);
   const std::size_t blocks = (o.rows + detail::kBlockLanes - 1) / detail::kBlockLanes;
-  std::vector<std::unique_ptr<detail::LaneBlock>> per_worker(detail::worker_count(blocks, o.threads));
+  const unsigned workers = detail::worker_count(blocks, o.threads);
+  std::vector<std::unique_ptr<detail::LaneBlock>> per_worker(workers);
+  std::vector<std::optional<kernel::Workspace>> float_ws(workers);
   detail::parallel_for(blocks, o.threads, [&](std::size_t b, unsigned worker) {
     if (!per_worker[worker]) per_worker[worker] = std::make_unique<detail::LaneBlock>(m);
     detail::LaneBlock& lb = *per_worker[worker];
@@ -120,19 +146,29 @@ SampleResult sample(const esm::System& system, const SampleOptions& o) {
     std::vector<std::uint32_t> rows(L);
     for (std::size_t l = 0; l < L; ++l) rows[l] = static_cast<std::uint32_t>(first + l);
     lb.set_members(rows, o.seed);
-    std::vector<double> x = detail::initial_values(lb, 0.0), g(n * L);
-    for (std::uint64_t k = 0; k < o.steps; ++k) {
-      lb.run(program, 0.0, x.data(), g.data());
-      for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t i = 0; i < n; i += 2) {
-          const noise::Normals z = noise::normals(o.seed, rows[l], k, static_cast<std::uint32_t>(i / 2));
-          double& a = x[i * L + l];
-          a = a - o.step_size * g[i * L + l] + noise_scale * z.first;
-          if (i + 1 < n) {
-            double& c = x[(i + 1) * L + l];
-            c = c - o.step_size * g[(i + 1) * L + l] + noise_scale * z.second;
-          }
-        }
+    std::vector<double> x = detail::initial_values(lb, 0.0);
+    if (!o.single_precision) {
+      langevin_steps<double>(x, n, rows, o, [&](const double* u, double* g) { lb.run(program, 0.0, u, g); });
+    } else {
+      if (!float_ws[worker]) {
+        float_ws[worker] = program.make_workspace(detail::kBlockLanes, kernel::DType::F32);
+        program.prepare(*float_ws[worker], m.p);
+      }
+      const std::span<const double> drawn = lb.sampled_values();
+      std::vector<float> forcing_values(drawn.begin(), drawn.end());
+      std::vector<kernel::ForcingField<float>> forcing(m.sampled.size());
+      for (std::size_t s = 0; s < forcing.size(); ++s) forcing[s] = {forcing_values.data() + s * L, 1};
+      std::vector<float> xf(x.begin(), x.end());
+      const double t0 = 0.0;
+      langevin_steps<float>(xf, n, rows, o, [&](const float* u, float* g) {
+        kernel::RunArgs<float> args;
+        args.u = {u, n, L, L};
+        args.t = std::span<const double>(&t0, 1);
+        args.forcing = forcing;
+        args.du = {g, n, L, L};
+        kernel::run(program, *float_ws[worker], args);
+      });
+      std::copy(xf.begin(), xf.end(), x.begin());
     }
     for (std::size_t l = 0; l < L; ++l)
       for (std::size_t i = 0; i < n; ++i) r.values[rows[l] * n + i] = x[i * L + l];

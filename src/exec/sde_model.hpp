@@ -71,6 +71,8 @@ struct LaneBlock {
   /// Runs `program` (compiled from model->system with the sampled parameters as forcing) at
   /// time t over the block: u[i * lanes + l] -> out[r * lanes + l].
   void run(const kernel::Program& program, double t, const double* u, double* out);
+  /// The drawn sampled-parameter values of the block, [s * lanes + l].
+  std::span<const double> sampled_values() const { return {forcing_values_.data(), model->sampled.size() * lanes}; }
 
  private:
   std::vector<std::pair<const kernel::Program*, kernel::Workspace>> workspaces_;

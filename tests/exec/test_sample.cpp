@@ -1,5 +1,5 @@
 // The Langevin sampler: bit-for-bit equal to a plain scalar loop of the same update and keyed
-// noise (tape and native, several K, feature counts and temperatures), the stationary mean and
+// noise (tape and native, f64 and f32, several K, feature counts and temperatures), the stationary mean and
 // variance of a quadratic energy, thread-count independence, and refusals.
 #include <cmath>
 #include <string>
@@ -54,27 +54,30 @@ struct Loaded {
   }
 };
 
-/// The update written out for one chain: x <- x - eta (x - y) + sqrt(2 eta T) xi.
+/// The update written out for one chain in precision T: x <- x - eta (x - y) + sqrt(2 eta T) xi
+/// (eta, the noise scale, y and xi rounded to T; the gradient of the energy is x - y exactly).
+template <class T>
 std::vector<double> reference_chain(std::size_t features, std::uint32_t row, std::uint64_t steps, double eta,
                                     double temperature, std::uint64_t seed) {
-  std::vector<double> x(features);
-  for (std::size_t i = 0; i < features; ++i) x[i] = 1 + i / 10.0;
-  const double scale = std::sqrt(2 * eta * temperature);
+  std::vector<T> x(features);
+  for (std::size_t i = 0; i < features; ++i) x[i] = static_cast<T>(1 + i / 10.0);
+  const T eta_t = static_cast<T>(eta), scale = static_cast<T>(std::sqrt(2 * eta * temperature));
   for (std::uint64_t k = 0; k < steps; ++k) {
-    std::vector<double> g(features);
-    for (std::size_t i = 0; i < features; ++i) g[i] = x[i] - target(i);
+    std::vector<T> g(features);
+    for (std::size_t i = 0; i < features; ++i) g[i] = x[i] - static_cast<T>(target(i));
     for (std::size_t i = 0; i < features; ++i) {
       const auto z = esi::noise::normals(seed, row, k, static_cast<std::uint32_t>(i / 2));
-      x[i] = x[i] - eta * g[i] + scale * (i % 2 == 0 ? z.first : z.second);
+      x[i] = x[i] - eta_t * g[i] + scale * static_cast<T>(i % 2 == 0 ? z.first : z.second);
     }
   }
-  return x;
+  return std::vector<double>(x.begin(), x.end());
 }
 
 TEST(Sample, EqualsTheScalarReferenceLoopBitForBit) {
   for (std::size_t features : {5u, 8u, 33u, 100u}) {
     Loaded q(quadratic_doc(features));
     for (bool native : {false, true})
+    for (bool f32 : {false, true})
       for (std::uint64_t steps : {1u, 4u, 5u, 8u, 12u})
         for (double temperature : {0.0, 0.3, 0.5, 0.7}) {
           SampleOptions o;
@@ -85,13 +88,15 @@ TEST(Sample, EqualsTheScalarReferenceLoopBitForBit) {
           o.temperature = temperature;
           o.seed = 77;
           o.native = native;
+          o.single_precision = f32;
           const SampleResult r = q.run(o);
           ASSERT_EQ(r.features.size(), features);
           for (std::uint32_t row : {0u, 63u, 64u, 69u}) {
-            const std::vector<double> ref = reference_chain(features, row, steps, 0.1, temperature, 77);
+            const std::vector<double> ref = f32 ? reference_chain<float>(features, row, steps, 0.1, temperature, 77)
+                                                : reference_chain<double>(features, row, steps, 0.1, temperature, 77);
             for (std::size_t i = 0; i < features; ++i)
               ASSERT_EQ(r.values[row * features + i], ref[i])
-                  << "features " << features << " native " << native << " K " << steps << " T " << temperature
+                  << "features " << features << " native " << native << " f32 " << f32 << " K " << steps << " T " << temperature
                   << " row " << row << " feature " << i << " (" << r.gradient_status << ")";
           }
         }
@@ -121,6 +126,28 @@ TEST(Sample, QuadraticEnergyReachesTheStationaryMeanAndVariance) {
     EXPECT_NEAR(mean, target(i), 4 * std::sqrt(var / N)) << i;
     EXPECT_NEAR(sum2 / (N - 1), var, 4 * var * std::sqrt(2 / (N - 1))) << i;
   }
+}
+
+// f32 chains really run in float: every value is a float, and they differ from the f64 chains
+// (by rounding only: within 1e-5 relative after 12 steps).
+TEST(Sample, SinglePrecisionChainsAreFloats) {
+  Loaded q(quadratic_doc(5));
+  SampleOptions o;
+  o.energy = "E";
+  o.rows = 10;
+  o.steps = 12;
+  o.step_size = 0.1;
+  o.temperature = 0.3;
+  const SampleResult d = q.run(o);
+  o.single_precision = true;
+  const SampleResult f = q.run(o);
+  bool differs = false;
+  for (std::size_t q2 = 0; q2 < d.values.size(); ++q2) {
+    EXPECT_EQ(f.values[q2], static_cast<double>(static_cast<float>(f.values[q2])));
+    EXPECT_NEAR(f.values[q2], d.values[q2], 1e-5 * (1 + std::abs(d.values[q2])));
+    differs |= f.values[q2] != d.values[q2];
+  }
+  EXPECT_TRUE(differs);
 }
 
 TEST(Sample, ThreadCountDoesNotChangeTheBits) {

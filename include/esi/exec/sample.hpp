@@ -31,13 +31,17 @@ struct SampleOptions {
   std::uint64_t seed = 0;
   unsigned threads = 1;
   bool native = false;      ///< the gradient as compiled native code (same bits as the tape)
+  /// Chains in float: the gradient program runs on an F32 workspace (its setup tape in double,
+  /// as every kernel program) and the update is done in float with eta and sqrt(2 eta T)
+  /// rounded to float once; xi is the double normal rounded to float.
+  bool single_precision = false;
   const esm::ResolvedDocument* document = nullptr;  ///< required (distributions)
 };
 
 struct SampleResult {
   std::vector<std::string> features;  ///< the states, System order
   std::size_t rows = 0;
-  std::vector<double> values;         ///< rows x features, row-major
+  std::vector<double> values;         ///< rows x features, row-major (float values widened)
   std::string gradient_status;        ///< "tape" or the native status
   /// "" when every final value is finite; else names the lowest chain with a non-finite value
   /// and the feature (a step size too large for the energy's curvature diverges).
