@@ -94,6 +94,7 @@ SampleResult sample(const esm::System& system, const SampleOptions& o) {
   if (o.document == nullptr) invalid("the sampler needs the document (for the distributions)");
   if (o.rows < 1 || o.rows > 4294967295u) invalid("--rows must be between 1 and 4294967295");
   if (!(o.step_size > 0) || !std::isfinite(o.step_size)) invalid("--step-size must be positive and finite");
+  if (o.steps > 1000000000u) invalid("--steps must be at most 1e9");
   if (!(o.temperature >= 0) || !std::isfinite(o.temperature)) invalid("--temperature must be finite and not negative");
   if (o.threads < 1 || o.threads > 1024) invalid("--threads must be between 1 and 1024");
   if (system.states.empty()) invalid("the system has no states, so there is nothing to sample");

@@ -81,7 +81,7 @@ std::vector<std::uint64_t> steps_per_interval(const std::vector<double>& times, 
   std::vector<std::uint64_t> out;
   for (std::size_t k = 1; k < times.size(); ++k) {
     const double n = std::ceil((times[k] - times[k - 1]) / dt * (1 - 1e-12));
-    if (!(n < 1e12)) throw Error("too_many_outputs", "", "", "--dt " + number_text(dt) + " makes more than 1e12 steps");
+    if (!(n < 1e12)) throw Error("too_many_steps", "", "", "--dt " + number_text(dt) + " makes more than 1e12 steps");
     out.push_back(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(n)));
   }
   return out;
@@ -96,6 +96,9 @@ void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResu
   const std::vector<std::uint64_t> steps = dt > 0 ? steps_per_interval(r.times, dt)
                                                   : std::vector<std::uint64_t>(r.times.size() - 1, 1);
   for (auto s : steps) r.steps += s;
+  if (r.steps > 1000000000u)
+    throw Error("too_many_steps", "", "", "the fixed step " + number_text(dt) + " makes " + std::to_string(r.steps) +
+                " steps per member; the limit is 1e9 (use a larger --dt)");
   const std::size_t n = m.system.states.size(), nm = m.noise_names.size(), C = r.names.size(), T = r.times.size();
   const bool second_normal = method::sde_method_info(r.method).needs_second_normal;
   const std::size_t blocks = (o.members + kBlockLanes - 1) / kBlockLanes;

@@ -103,6 +103,30 @@ TEST(Sample, EqualsTheScalarReferenceLoopBitForBit) {
   }
 }
 
+// 1024 features (one K, one T; tape and native, f64 and f32).
+TEST(Sample, ThousandFeaturesEqualTheScalarReferenceLoop) {
+  Loaded q(quadratic_doc(1024));
+  for (bool native : {false, true})
+    for (bool f32 : {false, true}) {
+      SampleOptions o;
+      o.energy = "E";
+      o.rows = 65;
+      o.steps = 5;
+      o.step_size = 0.1;
+      o.temperature = 0.5;
+      o.seed = 8;
+      o.native = native;
+      o.single_precision = f32;
+      const SampleResult r = q.run(o);
+      for (std::uint32_t row : {0u, 64u}) {
+        const std::vector<double> ref = f32 ? reference_chain<float>(1024, row, 5, 0.1, 0.5, 8)
+                                            : reference_chain<double>(1024, row, 5, 0.1, 0.5, 8);
+        for (std::size_t i = 0; i < 1024; ++i)
+          ASSERT_EQ(r.values[row * 1024 + i], ref[i]) << "native " << native << " f32 " << f32 << " feature " << i;
+      }
+    }
+}
+
 // 10^4 chains on E = 0.5 ((x0 - y0)^2 + (x1 - y1)^2) at T = 0.5, eta = 0.02, after 800 steps
 // (e^{-16} of the start left): per feature the mean is y_i and the variance is the exact
 // stationary variance of the discrete chain, T / (1 - eta / 2), within 4 standard errors.
@@ -191,6 +215,14 @@ TEST(Sample, Refusals) {
     EXPECT_NE(e.diagnostic().message.find("did you mean 'Q.E'"), std::string::npos) << e.diagnostic().message;
   }
   o.energy = "E";
+  o.steps = 1000000001;
+  try {
+    q.run(o);
+    FAIL() << "accepted";
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.diagnostic().code, "invalid_sample");
+  }
+  o.steps = 1;
   o.step_size = 0;
   try {
     q.run(o);

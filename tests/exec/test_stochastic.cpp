@@ -321,6 +321,8 @@ TEST(StochasticRefusals, BadOptions) {
   {
     Loaded ou(doc_path("ou.esm"));
     EXPECT_EQ(refusal(ou, {.t1 = 1, .saveat = 1e-6, .members = 1000}).code, "too_many_outputs");
+    EXPECT_EQ(refusal(ou, {.t1 = 1, .dt = 1e-10}).code, "too_many_steps");
+    EXPECT_EQ(refusal(ou, {.t1 = 1e6, .dt = 1e-7}).code, "too_many_steps");
   }
   Loaded ou(doc_path("ou.esm"));
   EXPECT_EQ(refusal(ou, {.t1 = 1, .members = 0}).code, "invalid_ensemble");

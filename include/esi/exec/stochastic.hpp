@@ -72,7 +72,8 @@ struct EnsembleResult {
 /// True when the system has a Wiener (Brownian) or a sampled parameter without an override.
 bool is_stochastic(const esm::System& system);
 
-/// Throws esi::Error for input it cannot run: `invalid_ensemble` (options), `too_many_outputs`,
+/// Throws esi::Error for input it cannot run: `invalid_ensemble` (options), `too_many_outputs`
+/// (more than kMaxEnsembleValues stored values), `too_many_steps` (more than 1e9 per member),
 /// `invalid_sde_method` (a method the noise does not allow), and build_sde_model's codes
 /// (`wiener_nonlinear`, `unsupported_sde_noise`, `unknown_distribution`, ...).
 EnsembleResult simulate_ensemble(const esm::System& system, const StochasticOptions& options);
