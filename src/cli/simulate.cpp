@@ -528,6 +528,7 @@ int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::Resolv
   o.method = s.sde_method;
   o.integrator = s.options.integrator;
   o.seed = s.seed;
+  o.native = s.options.native;
   o.members = std::max<std::size_t>(1, s.ensemble);
   o.threads = s.threads;
   o.document = &doc;

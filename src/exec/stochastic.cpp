@@ -10,6 +10,7 @@
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/exec/simulate.hpp"
+#include "esi/kernel/native.hpp"
 #include "exec/parallel.hpp"
 #include "exec/sde_model.hpp"
 
@@ -89,6 +90,9 @@ std::vector<std::uint64_t> steps_per_interval(const std::vector<double>& times, 
 
 void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResult& r) {
   const auto model = detail::build_sde_model(system, *o.document);
+  if (o.native)
+    for (auto* program : {&model->drift, &model->diffusion, &model->milstein})
+      if (*program) *program = kernel::with_native(**program);
   const SdeModel& m = *model;
   r.sde = true;
   r.method = choose_sde_method(m, o);
@@ -179,6 +183,7 @@ void run_ode_members(const esm::System& system, const StochasticOptions& o, Ense
     so.saveat = o.saveat;
     so.integrator = o.integrator;
     so.document = o.document;
+    so.native = o.native;
     const Trajectory traj = simulate(sys, so);
     double* out = &r.values[member * T * C];
     for (std::size_t k = 0; k < T; ++k)

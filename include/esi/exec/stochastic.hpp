@@ -39,6 +39,9 @@ struct StochasticOptions {
   std::optional<method::SdeMethod> method;  ///< SDE method; nullopt = automatic
   method::IntegratorOptions integrator;     ///< ODE members (sampled parameters only)
   std::uint64_t seed = 0;
+  /// SDE drift, diffusion and Milstein programs as compiled native code (kernel::with_native):
+  /// the same bits as the tape; ODE members pass it on to simulate.
+  bool native = false;
   std::size_t members = 1;
   unsigned threads = 1;
   /// The order members are handed to blocks and threads: a permutation of 0..members-1 (empty
