@@ -45,6 +45,9 @@ int run_simulate(Args args);
 int run_check(Args args);
 void print_simulate_help(std::FILE* out);
 void print_check_help(std::FILE* out);
+/// `esi sample FILE --energy NAME --rows R --steps K --step-size ETA --temperature T ...`
+int run_sample(Args args);
+void print_sample_help(std::FILE* out);
 #endif
 
 /// Runs one command line (argv without the program name) and returns its exit status. Input

@@ -30,6 +30,8 @@ void print_help(std::FILE* out) {
 #ifdef ESI_HAVE_EXEC
       "  simulate FILE --tspan T0 T1 --output CSV   integrate a model (see 'esi help simulate')\n"
       "  check [--json] [--jobs N] FILE_OR_DIR...   run the inline tests of documents\n"
+      "  sample FILE --energy E --rows R --steps K ...  Langevin chains on an energy (see\n"
+      "                                             'esi help sample')\n"
 #endif
       "  help [COMMAND]                             show this help or a command's help\n"
       "\n"
@@ -64,6 +66,10 @@ int run_help(Args args) {
     print_check_help(stdout);
     return kExitOk;
   }
+  if (args[0] == "sample") {
+    print_sample_help(stdout);
+    return kExitOk;
+  }
 #endif
   if (args[0] == "help") {
     print_help(stdout);
@@ -86,6 +92,7 @@ int dispatch(const std::vector<std::string>& argv) {
 #ifdef ESI_HAVE_EXEC
   if (command == "simulate") return run_simulate(rest);
   if (command == "check") return run_check(rest);
+  if (command == "sample") return run_sample(rest);
 #endif
   if (command == "help" || command == "-h" || command == "--help") return run_help(rest);
   if (command == "--version" || command == "version") {

@@ -8,6 +8,11 @@
 // `--set` overrides a parameter, or the initial value of a state, by flat or unique local
 // name (an unknown name gets near-match suggestions). A failed solve, or a state, observed or
 // derivative that is not finite, writes the rows it reached, says why and exits 1.
+//
+// Stochastic models (a Wiener parameter, or a `distribution` parameter drawn at setup) run
+// through exec::simulate_ensemble: `--seed S` keys every random number, `--ensemble N` runs N
+// members (`--threads T`) and writes per output time `X.mean` and `X.var` (unbiased) of every
+// column, or, with `--members`, every member's rows (a leading `member` column).
 #ifdef ESI_HAVE_EXEC  // built only when the exec module exists
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +36,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/simulate.hpp"
+#include "esi/exec/stochastic.hpp"
 
 namespace esi::cli {
 namespace {
@@ -48,7 +55,20 @@ struct SimulateArgs {
   bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
   std::vector<std::pair<std::string, double>> sets;
+  // Stochastic models only.
+  std::optional<method::SdeMethod> sde_method;
+  std::uint64_t seed = 0;
+  std::size_t ensemble = 0;  ///< 0: one path, written like a deterministic run
+  unsigned threads = 1;
+  bool members = false, have_seed = false;
 };
+
+/// A whole non-negative integer in [0, max] spelled completely.
+bool parse_count(const std::string& s, std::uint64_t max, std::uint64_t& out) {
+  const char* end = s.data() + s.size();
+  const auto r = std::from_chars(s.data(), end, out);
+  return r.ec == std::errc() && r.ptr == end && out <= max;
+}
 
 /// A finite number spelled completely ("inf" and "nan" are numbers to from_chars, not to us).
 bool parse_finite(const std::string& s, double& out) {
@@ -97,6 +117,24 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.options.native = true;
     return kExitOk;
   }
+  if (a == "--seed" || a == "--ensemble" || a == "--threads") {
+    const std::string* v = value_of(args, i);
+    std::uint64_t n = 0;
+    const std::uint64_t max = a == "--seed" ? ~std::uint64_t{0} : a == "--ensemble" ? 4294967295u : 1024;
+    if (v == nullptr || !parse_count(*v, max, n) || (a != "--seed" && n == 0))
+      return usage_error("simulate", a + " needs a whole number" +
+                                         (a == "--seed" ? std::string(" (0 to 2^64 - 1)")
+                                                        : " from 1 to " + std::to_string(max)) +
+                                         (v ? ", got '" + *v + "'" : std::string()));
+    if (a == "--seed") s.seed = n, s.have_seed = true;
+    else if (a == "--ensemble") s.ensemble = n;
+    else s.threads = static_cast<unsigned>(n);
+    return kExitOk;
+  }
+  if (a == "--members") {
+    s.members = true;
+    return kExitOk;
+  }
   if (a == "--quiet" || a == "-q") {
     s.quiet = true;
     return kExitOk;
@@ -124,7 +162,9 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     } else if (a == "--method") {
       if (*v == "auto" || *v == "Auto") io.method = method::MethodId::Auto;
       else if (auto m = method::method_from_name(*v)) io.method = *m;
-      else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names());
+      else if (auto sde = method::sde_method_from_name(*v)) s.sde_method = *sde;
+      else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names() +
+                                              "; for SDEs EulerMaruyama (EM), Milstein, SRA1");
     } else {
       const auto eq = v->find('=');
       double value = 0;
@@ -314,8 +354,8 @@ class CsvWriter {
     if (file_ != nullptr && !to_stdout_) std::fclose(file_);
   }
 
-  void header(const std::vector<std::string>& names) {
-    std::string line = "t";
+  void header(const std::vector<std::string>& names, const std::string& first = "t") {
+    std::string line = first;
     for (const std::string& n : names) line += "," + csv_field(n);
     put(line + "\n");
   }
@@ -439,6 +479,107 @@ void write_stats(const std::string& path, const nlohmann::json& report) {
                 std::string("writing the --stats file failed: ") + std::strerror(errno));
 }
 
+/// The CSV of a stochastic run: one path (member 0) like a deterministic run, `X.mean` /
+/// `X.var` columns for an ensemble, or every member with a leading `member` column.
+void write_stochastic_csv(CsvWriter& csv, const SimulateArgs& s, const exec::EnsembleResult& r) {
+  const std::size_t C = r.names.size(), T = r.times.size();
+  if (s.members) {
+    std::vector<std::string> names{"t"};
+    names.insert(names.end(), r.names.begin(), r.names.end());
+    csv.header(names, "member");
+    std::vector<double> row(C + 1);
+    for (std::size_t m = 0; m < r.members; ++m)
+      for (std::size_t k = 0; k < T; ++k) {
+        row[0] = r.times[k];
+        for (std::size_t j = 0; j < C; ++j) row[j + 1] = r.value(m, k, j);
+        csv.row(static_cast<double>(m), row);
+      }
+    return;
+  }
+  if (s.ensemble == 0) {
+    csv.header(r.names);
+    for (std::size_t k = 0; k < T; ++k) csv.row(r.times[k], std::span<const double>(&r.values[k * C], C));
+    return;
+  }
+  std::vector<std::string> names;
+  for (const std::string& n : r.names) {
+    names.push_back(n + ".mean");
+    names.push_back(n + ".var");
+  }
+  csv.header(names);
+  std::vector<double> row(2 * C);
+  for (std::size_t k = 0; k < T; ++k) {
+    for (std::size_t j = 0; j < C; ++j) {
+      row[2 * j] = r.mean[k * C + j];
+      row[2 * j + 1] = r.variance[k * C + j];
+    }
+    csv.row(r.times[k], row);
+  }
+}
+
+int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc) {
+  const bool sde = std::any_of(system.parameters.begin(), system.parameters.end(),
+                               [](const esm::FlatVariable& v) { return v.cadence == esm::Cadence::Brownian; });
+  if (sde && s.options.integrator.method != method::MethodId::Auto)
+    return usage_error("simulate", "--method " + std::string(method::method_info(s.options.integrator.method).name) +
+                                       " is an ODE method; this model is an SDE: use EulerMaruyama, Milstein or SRA1");
+  if (!sde && s.sde_method)
+    return usage_error("simulate", "--method " + std::string(method::sde_method_info(*s.sde_method).name) +
+                                       " is an SDE method; this model has no Wiener parameter (its sampled "
+                                       "parameters make each member an ODE)");
+  exec::StochasticOptions o;
+  o.t0 = s.options.t0;
+  o.t1 = s.options.t1;
+  o.saveat = s.options.saveat;
+  o.dt = s.have_dt ? s.options.integrator.dt_initial : 0;
+  o.method = s.sde_method;
+  o.integrator = s.options.integrator;
+  o.seed = s.seed;
+  o.native = s.options.native;
+  o.members = std::max<std::size_t>(1, s.ensemble);
+  o.threads = s.threads;
+  o.document = &doc;
+  if (!s.have_seed && !s.quiet)
+    std::fprintf(stderr, "esi simulate: the model is stochastic; using --seed 0 (give --seed S to choose)\n");
+  CsvWriter csv(s.output);
+  exec::EnsembleResult r;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    r = exec::simulate_ensemble(system, o);
+    write_stochastic_csv(csv, s, r);
+  } catch (const Error& e) {
+    if (e.diagnostic().code != "output_write_failed") csv.discard();
+    throw;
+  }
+  csv.close();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const nlohmann::json report = {
+      {"file", s.file},
+      {"component", s.component},
+      {"kind", r.sde ? "sde" : "ode_members"},
+      {"method", r.sde ? std::string(method::sde_method_info(r.method).name)
+                       : std::string(method::method_info(s.options.integrator.method).name)},
+      {"seed", s.seed},
+      {"members", r.members},
+      {"threads", s.threads},
+      {"steps_per_member", r.steps},
+      {"output_rows", r.times.size()},
+      {"failure", r.failure},
+      {"wall_seconds", wall},
+      {"version", ESI_VERSION}};
+  if (!s.stats.empty()) write_stats(s.stats, report);
+  if (!s.quiet)
+    std::fprintf(stderr, "esi simulate: %s %s, seed %s, %zu member%s, %llu steps each, %u thread%s, %.3g s\n",
+                 r.sde ? "SDE" : "ODE members,", report["method"].get<std::string>().c_str(),
+                 std::to_string(s.seed).c_str(), r.members, r.members == 1 ? "" : "s",
+                 static_cast<unsigned long long>(r.steps), s.threads, s.threads == 1 ? "" : "s", wall);
+  if (!r.failure.empty()) {
+    std::fprintf(stderr, "%s: error[solve_failed]: %s\n", s.file.c_str(), r.failure.c_str());
+    return kExitInvalid;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void print_simulate_help(std::FILE* out) {
@@ -446,6 +587,7 @@ void print_simulate_help(std::FILE* out) {
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--set name=value ...]\n"
       "                    [--inputs FILE.json] [--stats FILE.json] [--quiet] --output OUT.csv\n"
+      "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
       "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
@@ -470,6 +612,17 @@ void print_simulate_help(std::FILE* out) {
       "  --stats F    write the run's numbers (method, steps, rejections, RHS / Jacobian / LU\n"
       "               counts, wall time) as JSON to F; the same summary goes to stderr as one\n"
       "               line unless --quiet (-q)\n"
+      "\n"
+      "Stochastic models (a parameter with update kind wiener makes an SDE; one with a\n"
+      "distribution and no update is drawn once per member) run on a fixed step (--dt, default\n"
+      "(T1 - T0) / 1000) with --method EulerMaruyama, Milstein or SRA1 (default: SRA1 for\n"
+      "additive noise, Milstein for diagonal noise, else EulerMaruyama):\n"
+      "  --seed S      keys every random number (default 0): the same seed gives the same bits\n"
+      "                on any thread count\n"
+      "  --ensemble N  run N members and write, per output time, X.mean and X.var (unbiased)\n"
+      "                of every column; --members writes every member instead (a leading\n"
+      "                `member` column)\n"
+      "  --threads T   members run on T threads (default 1)\n"
       "\n"
       "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
       "run (rows up to then are kept) with a message naming it and the time.\n"
@@ -504,6 +657,10 @@ int run_simulate(Args args) {
     }
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
+    if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);
+    if ((s.ensemble > 0 || s.members || s.sde_method) && !s.quiet)
+      std::fprintf(stderr, "esi simulate: the model has no random parameters; --ensemble, --members and "
+                           "SDE methods do not apply and are ignored\n");
 
     // Opened before the solve, so an unwritable path fails now rather than after a long run.
     CsvWriter csv(s.output);
@@ -526,14 +683,18 @@ int run_simulate(Args args) {
     const nlohmann::json report = run_report(s, traj, wall);
     if (!s.stats.empty()) write_stats(s.stats, report);
     if (!s.quiet) print_summary(report);
+    // One line per state up to a few, then a count: a gridded run has thousands of cells.
+    std::size_t negative = 0;
     for (std::size_t j = 0; j < negatives.min_value.size(); ++j)
-      if (negatives.min_value[j] < -s.options.integrator.atol)
+      if (negatives.min_value[j] < -s.options.integrator.atol && ++negative <= 5)
         std::fprintf(stderr,
                      "esi simulate: warning: %s went negative (%s at t = %s), beyond --atol %s; "
                      "if it is a concentration, tighten --rtol / --atol\n",
                      system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
                      format_number(negatives.min_time[j]).c_str(),
                      format_number(s.options.integrator.atol).c_str());
+    if (negative > 5)
+      std::fprintf(stderr, "esi simulate: warning: %zu more states went negative\n", negative - 5);
     if (s.options.native && traj.native_status.rfind("native", 0) != 0)
       std::fprintf(stderr, "esi simulate: warning: --native was requested, but the run used the interpreter: %s\n",
                    traj.native_status.empty() ? "the model has no states; nothing to compile"

@@ -7,6 +7,7 @@
 
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
+#include "esi/esm/wiener.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/schema.hpp"
 #include "esi/esm/structural.hpp"
@@ -134,6 +135,7 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
   // couplings, ...) is a finding here too.
   try {
     const System system = flatten(*checked.doc);
+    check_wiener_use(system);  // what the SDE driver would refuse
     std::error_code ec;
     const std::string canonical = std::filesystem::weakly_canonical(file, ec).string();
     auto shown_file = [&](const std::string& f) {
