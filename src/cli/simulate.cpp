@@ -693,6 +693,16 @@ int run_simulate(Args args) {
                      system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
                      format_number(negatives.min_time[j]).c_str(),
                      format_number(s.options.integrator.atol).c_str());
+    if (!traj.held_data.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < traj.held_data.size() && k < 6; ++k) list += (k ? ", " : "") + traj.held_data[k];
+      if (traj.held_data.size() > 6) list += " and " + std::to_string(traj.held_data.size() - 6) + " more";
+      std::fprintf(stderr,
+                   "esi simulate: note: %zu parameter(s) the document reads from data sources (%s) were "
+                   "held at their given values: esi does not read data files yet (set them with "
+                   "--set or --inputs)\n",
+                   traj.held_data.size(), list.c_str());
+    }
     if (negative > 5)
       std::fprintf(stderr, "esi simulate: warning: %zu more states went negative\n", negative - 5);
     if (s.options.native && traj.native_status.rfind("native", 0) != 0)

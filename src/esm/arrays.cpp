@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "esi/core/error.hpp"
 #include "esi/expr/parse.hpp"
@@ -104,6 +105,16 @@ class Expander {
     return r;
   }
 
+  /// The parsed attributes of a node (parsed once: every cell reads them again).
+  const json& attrs(NodeId id) {
+    auto it = attrs_cache_.find(id);
+    if (it == attrs_cache_.end()) it = attrs_cache_.emplace(id, expr::attrs_json(pool_, id)).first;
+    return it->second;
+  }
+
+  /// Cells of parameter array `name` that expanded expressions read.
+  const std::set<std::vector<std::int64_t>>& used_cells(const std::string& name) { return used_[name]; }
+
   const ArrayShape* array_of(NodeId symbol) const {
     const expr::Node& n = pool_.node(symbol);
     if (n.op != Op::Symbol) return nullptr;
@@ -119,12 +130,29 @@ class Expander {
   FlattenState& st_;
   Pool& pool_;
   std::unordered_map<expr::StrId, const ArrayShape*> array_ids_;
+  std::unordered_map<NodeId, json> attrs_cache_;
+  std::unordered_map<NodeId, std::vector<expr::StrId>> symbols_cache_;
+  /// Per makearray value: (index symbol, axis position) pairs its `index` nodes use.
+  std::unordered_map<NodeId, std::vector<std::pair<expr::StrId, std::size_t>>> implicit_cache_;
+  std::map<std::string, std::set<std::vector<std::int64_t>>> used_;
+
+  /// The symbol of one cell, remembering parameter cells (declared only where read).
+  NodeId cell_symbol(const std::string& name, const std::vector<std::int64_t>& cell) {
+    auto d = st_.declared.find(name);
+    if (d != st_.declared.end() && !d->second.unknown) used_[name].insert(cell);
+    return pool_.symbol(cell_name(name, cell));
+  }
   std::unordered_map<NodeId, bool> needs_memo_;
   std::string file_, pointer_;
   /// Index symbol bindings ('$'-prefixed names), innermost last.
   std::vector<std::pair<expr::StrId, std::int64_t>> env_;
   /// Memo of one evaluation context (one cell under one set of index bindings).
-  std::map<std::pair<NodeId, std::uint64_t>, NodeId> memo_;
+  struct MemoHash {
+    std::size_t operator()(const std::pair<NodeId, std::uint64_t>& k) const {
+      return std::hash<std::uint64_t>()((k.second << 32) ^ k.first) * 0x9e3779b97f4a7c15ull;
+    }
+  };
+  std::unordered_map<std::pair<NodeId, std::uint64_t>, NodeId, MemoHash> memo_;
   std::uint64_t context_ = 0, next_context_ = 1;
   int static_depth_ = 0;
 
@@ -272,6 +300,7 @@ class Expander {
   // ---- evaluation ----
 
   NodeId eval(NodeId e, const Frame& f) {
+    if (!needs_cells(e)) return e;  // the same at every cell: nothing to walk
     const auto key = std::make_pair(e, context_);
     if (auto m = memo_.find(key); m != memo_.end()) return m->second;
     const NodeId r = eval_uncached(e, f);
@@ -305,7 +334,7 @@ class Expander {
         return e;
       }
       case Op::Const: {
-        const json v = expr::attrs_json(pool_, e).value("value", json());
+        const json v = attrs(e).value("value", json());
         if (v.is_number()) return pool_.number(v.get<double>(), v.is_number_integer());
         if (f.scalar())
           fail("array_used_as_scalar", "a literal array is used where one value is expected");
@@ -318,7 +347,7 @@ class Expander {
       case Op::Aggregate:
         return aggregate_cell(e, f);
       case Op::Broadcast: {
-        const json attrs = expr::attrs_json(pool_, e);
+        const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
         std::vector<NodeId> kids;
         for (NodeId k : pool_.args(e)) kids.push_back(eval(k, f));
@@ -379,7 +408,7 @@ class Expander {
         fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.extents[d]) +
                                          " entries along '" + a.axes[d] + "' but is read at " +
                                          std::to_string(cell[d]));
-    return pool_.symbol(cell_name(name, cell));
+    return cell_symbol(name, cell);
   }
 
   NodeId const_cell(const json& value, const std::vector<std::int64_t>& pos, const char* what) {
@@ -407,7 +436,7 @@ class Expander {
     const NodeId src = args[0];
     const expr::Node& sn = pool_.node(src);
     if (sn.op == Op::Const)
-      return const_cell(expr::attrs_json(pool_, src).value("value", json()), idx, "literal array");
+      return const_cell(attrs(src).value("value", json()), idx, "literal array");
     if (const ArrayShape* a = array_of(src)) {
       const std::string name = name_of(src);
       if (idx.size() != a->axes.size())
@@ -416,7 +445,7 @@ class Expander {
                                          " indices");
       for (std::size_t d = 0; d < idx.size(); ++d)
         if (idx[d] < 1 || idx[d] > a->extents[d]) return out_of_range(name, *a, idx, d);
-      return pool_.symbol(cell_name(name, idx));
+      return cell_symbol(name, idx);
     }
     if (sn.op == Op::Symbol) {
       // Literal array data given as a parameter's default has no name-level shape here.
@@ -442,7 +471,7 @@ class Expander {
   // ---- makearray (§4.3.2) ----
 
   NodeId makearray_cell(NodeId e, const Frame& f) {
-    const json attrs = expr::attrs_json(pool_, e);
+    const json& attrs = this->attrs(e);
     const json regions = attrs.value("regions", json::array());
     const auto values = pool_.children(e);
     if (f.scalar())
@@ -477,7 +506,7 @@ class Expander {
                       const std::vector<std::int64_t>& hi) {
     const expr::Node& vn = pool_.node(value);
     if (vn.op == Op::Aggregate) {
-      const json attrs = expr::attrs_json(pool_, value);
+      const json& attrs = this->attrs(value);
       const json out = attrs.value("output_idx", json::array());
       const json ranges = attrs.value("ranges", json::object());
       if (out.size() == f.pos.size()) return eval(value, f);
@@ -537,25 +566,28 @@ class Expander {
   /// Binds each unbound index symbol of `value` used at position d of an `index` (bare or in
   /// offset arithmetic such as `i + 1`) to pos[d].
   void bind_implicit_indices(NodeId value, const std::vector<std::int64_t>& pos) {
-    std::vector<NodeId> stack{value};
-    std::set<NodeId> seen;
-    while (!stack.empty()) {
-      const NodeId id = stack.back();
-      stack.pop_back();
-      if (!seen.insert(id).second) continue;
-      const expr::Node& n = pool_.node(id);
-      if (n.op == Op::Aggregate) continue;
-      if (n.op == Op::Index) {
-        const auto args = pool_.args(id);
-        for (std::size_t d = 1; d < args.size() && d - 1 < pos.size(); ++d) {
-          std::vector<expr::StrId> syms;
-          symbols_in_order(args[d], syms);
-          for (expr::StrId sym : syms)
-            if (!bound(sym)) env_.emplace_back(sym, pos[d - 1]);
+    auto it = implicit_cache_.find(value);
+    if (it == implicit_cache_.end()) {
+      std::vector<std::pair<expr::StrId, std::size_t>> uses;
+      std::vector<NodeId> stack{value};
+      std::unordered_set<NodeId> seen;
+      while (!stack.empty()) {
+        const NodeId id = stack.back();
+        stack.pop_back();
+        if (!seen.insert(id).second) continue;
+        const expr::Node& n = pool_.node(id);
+        if (n.op == Op::Aggregate) continue;
+        if (n.op == Op::Index) {
+          const auto args = pool_.args(id);
+          for (std::size_t d = 1; d < args.size(); ++d)
+            for (expr::StrId sym : symbols_of(args[d])) uses.emplace_back(sym, d - 1);
         }
+        for (NodeId k : pool_.children(id)) stack.push_back(k);
       }
-      for (NodeId k : pool_.children(id)) stack.push_back(k);
+      it = implicit_cache_.emplace(value, std::move(uses)).first;
     }
+    for (const auto& [sym, d] : it->second)
+      if (d < pos.size() && !bound(sym)) env_.emplace_back(sym, pos[d]);
   }
 
   bool is_array_valued(NodeId e) {
@@ -564,10 +596,10 @@ class Expander {
       case Op::Symbol: return array_of(e) != nullptr;
       case Op::MakeArray: return true;
       case Op::Aggregate: {
-        const json attrs = expr::attrs_json(pool_, e);
+        const json& attrs = this->attrs(e);
         return !attrs.value("output_idx", json::array()).empty();
       }
-      case Op::Const: return !expr::attrs_json(pool_, e).value("value", json()).is_number();
+      case Op::Const: return !attrs(e).value("value", json()).is_number();
       case Op::Index: case Op::Fn: return false;
       default:
         for (NodeId k : pool_.args(e))
@@ -633,9 +665,14 @@ class Expander {
   }
 
   /// '$'-symbols of `body` in first-appearance (pre-order) order.
-  void symbols_in_order(NodeId body, std::vector<expr::StrId>& out) {
+  /// '$'-symbols of `body` in first-appearance (pre-order) order (cached: it does not depend
+  /// on the cell).
+  const std::vector<expr::StrId>& symbols_of(NodeId body) {
+    auto cached = symbols_cache_.find(body);
+    if (cached != symbols_cache_.end()) return cached->second;
+    std::vector<expr::StrId> out;
     std::vector<NodeId> stack{body};
-    std::set<NodeId> seen;
+    std::unordered_set<NodeId> seen;
     while (!stack.empty()) {
       const NodeId id = stack.back();
       stack.pop_back();
@@ -647,10 +684,16 @@ class Expander {
       const auto kids = pool_.children(id);
       for (std::size_t i = kids.size(); i-- > 0;) stack.push_back(kids[i]);
     }
+    return symbols_cache_.emplace(body, std::move(out)).first->second;
+  }
+
+  void symbols_in_order(NodeId body, std::vector<expr::StrId>& out) {
+    for (expr::StrId s : symbols_of(body))
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
 
   NodeId aggregate_cell(NodeId e, const Frame& f) {
-    const json attrs = expr::attrs_json(pool_, e);
+    const json& attrs = this->attrs(e);
     for (const char* k : {"join", "distinct", "key", "of"})
       if (attrs.contains(k))
         fail("unsupported_array_feature",
@@ -895,35 +938,122 @@ void infer_extents(FlattenState& st) {
 
 }  // namespace
 
-/// A 0-D system composed with a gridded one (spec §10.5 `lifting`): each cell would need its
-/// own copy of the 0-D system's unknowns, which is not built yet; refused with one code rather
-/// than mis-read.
-void refuse_lifting(const FlattenState& st) {
+bool in_component(const std::string& name, const std::string& system) {
+  return name.size() > system.size() && name.compare(0, system.size(), system) == 0 && name[system.size()] == '.';
+}
+
+/// The grid a 0-D system is lifted onto: the most frequent highest-rank shape among the arrays
+/// the gridded side's equations for the 0-D system's unknowns read (`D(Chem.NO) = -div(M NO)/m`
+/// reads m over [lon, lat, lev]); failing that, among the gridded system's unknowns.
+const ArrayShape* lifting_grid(const FlattenState& st, const std::string& scalar_system,
+                               const std::string& grid_system) {
+  std::map<std::vector<std::string>, std::pair<int, const ArrayShape*>> votes;
+  auto vote = [&](const std::string& name) {
+    auto a = st.arrays.find(name);
+    if (a == st.arrays.end()) return;
+    auto& v = votes[a->second.axes];
+    ++v.first;
+    v.second = &a->second;
+  };
+  for (const auto& [x, list] : st.tendencies) {
+    if (!in_component(x, scalar_system)) continue;
+    for (const auto& t : list) {
+      std::set<std::string> names;
+      free_symbols(st.sys.pool, t.rhs, names);
+      for (const auto& n : names) vote(n);
+    }
+  }
+  if (votes.empty())
+    for (const auto& [name, shape] : st.arrays)
+      if (in_component(name, grid_system) && st.declared.count(name) && st.declared.at(name).unknown) vote(name);
+  const ArrayShape* best = nullptr;
+  int best_votes = 0;
+  for (const auto& [axes, v] : votes)
+    if (!best || axes.size() > best->axes.size() || (axes.size() == best->axes.size() && v.first > best_votes)) {
+      best = v.second;
+      best_votes = v.first;
+    }
+  return best;
+}
+
+/// `operator_compose` of a 0-D system with a gridded one, lifting "pointwise" (spec §10.5, the
+/// default): every unknown of the 0-D system becomes an array over the grid, so its equations
+/// (mass-action rates included) hold cell by cell; its parameters stay scalars and broadcast,
+/// unless a variable_map feeds them from an array, which then substitutes cell by cell.
+void lift_pointwise(FlattenState& st) {
   const json& coupling = st.doc.doc.value("coupling", json::array());
   if (!coupling.is_array()) return;
   auto gridded = [&](const std::string& system) {
     for (const auto& [name, shape] : st.arrays)
-      if (name.rfind(system + ".", 0) == 0) return true;
+      if (in_component(name, system)) return true;
     return false;
   };
   for (std::size_t i = 0; i < coupling.size(); ++i) {
     const json& c = coupling[i];
     if (!c.is_object() || c.value("type", std::string()) != "operator_compose") continue;
-    const json systems = c.value("systems", json::array());
-    bool any_grid = false, any_scalar = false;
-    for (const auto& s : systems)
+    std::vector<std::string> grids, scalars;
+    for (const auto& s : c.value("systems", json::array()))
       if (s.is_string() && st.component_index.count(s.get<std::string>()))
-        (gridded(s.get<std::string>()) ? any_grid : any_scalar) = true;
-    if (any_grid && any_scalar)
-      throw Error("unsupported_array_feature", st.doc.file, pointer_join("/coupling", i),
-                  "composing a 0-D system with a gridded one (lifting '" +
-                      c.value("lifting", std::string("pointwise")) +
-                      "', spec §10.5) is not supported yet");
+        (gridded(s.get<std::string>()) ? grids : scalars).push_back(s.get<std::string>());
+    if (grids.empty() || scalars.empty()) continue;
+    const std::string lifting = c.value("lifting", std::string("pointwise"));
+    const std::string ptr = pointer_join("/coupling", i);
+    if (lifting != "pointwise")
+      throw Error("unsupported_array_feature", st.doc.file, pointer_join(ptr, "lifting"),
+                  "lifting '" + lifting + "' (spec §10.5) is not supported yet; 'pointwise' is");
+    for (const auto& system : scalars) {
+      const ArrayShape* grid = lifting_grid(st, system, grids[0]);
+      if (!grid)
+        throw Error("array_shape_mismatch", st.doc.file, ptr,
+                    "found no grid to lift '" + system + "' onto: '" + grids[0] + "' has no array unknowns");
+      const ArrayShape shape{grid->axes, grid->extents};
+      for (auto& [name, d] : st.declared)
+        if (in_component(name, system) && d.unknown && !st.arrays.count(name)) {
+          st.arrays[name] = shape;
+          d.var.shape = shape.axes;
+        }
+    }
   }
+  // Bindings by variable_map: an array-valued binding is substituted now, so the cells see the
+  // array; a scalar data-source field bound to an array parameter (a reanalysis variable read
+  // from files) leaves the array in place, a parameter the caller supplies (--inputs).
+  std::unordered_map<expr::StrId, NodeId> now;
+  Pool& pool = st.sys.pool;
+  for (auto it = st.replacements.begin(); it != st.replacements.end();) {
+    std::set<std::string> names;
+    free_symbols(pool, it->second, names);
+    bool reads_array = false;
+    for (const auto& n : names) reads_array = reads_array || st.arrays.count(n);
+    if (st.arrays.count(it->first) && !reads_array) {
+      st.removed_parameters.erase(it->first);
+      it = st.replacements.erase(it);
+      continue;
+    }
+    if (reads_array) {
+      now[pool.intern(it->first)] = it->second;
+      it = st.replacements.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  if (now.empty()) return;
+  std::unordered_map<NodeId, NodeId> memo;
+  auto sub = [&](NodeId& e) {
+    if (e != expr::kNoNode) e = substitute(pool, e, now, memo);
+  };
+  for (auto& [x, list] : st.tendencies)
+    for (auto& t : list) sub(t.rhs);
+  for (auto& [y, eq] : st.observed_eqs) sub(eq.rhs);
+  for (auto& [x, eq] : st.initial_eqs) sub(eq.rhs);
+  for (auto& eq : st.algebraic_eqs) {
+    sub(eq.lhs);
+    sub(eq.rhs);
+  }
+  for (auto& [name, d] : st.declared) sub(d.var.initial);
 }
 
 void expand_arrays(FlattenState& st) {
-  refuse_lifting(st);
+  lift_pointwise(st);
   if (st.arrays.empty()) {
     // No shaped variable, but an equation may still use array operations on literal data.
     bool any = false;
@@ -942,9 +1072,26 @@ void expand_arrays(FlattenState& st) {
     return ex.at(e, Frame{});
   };
 
-  // Declarations: each array's cells take its place, in order.
+  // Declarations: each array's cells take its place, in order. The cells of a parameter array
+  // are declared only where an equation reads them (after the equations are expanded): a
+  // reanalysis field over a global grid is read on a regional slice, and declaring its other
+  // cells would only cost memory.
   std::map<std::string, Declared> declared;
   std::vector<std::string> order;
+  std::vector<std::pair<std::size_t, std::string>> parameter_arrays;  // (position in order, name)
+  auto declare_cell = [&](const Declared& d, const ArrayShape& shape, const std::vector<std::int64_t>& cell) {
+    Declared c = d;
+    c.var.name = cell_name(d.var.name, cell);
+    c.var.shape.clear();
+    c.var.description.clear();  // kept once, on System::Array
+    c.var.array = d.var.name;
+    c.var.cell = cell;
+    if (d.var.initial != expr::kNoNode) {
+      ex.locate(d.var.file, d.var.pointer);
+      c.var.initial = ex.at(d.var.initial, Frame{shape.axes, cell});
+    }
+    declared[c.var.name] = std::move(c);
+  };
   for (const auto& name : st.declaration_order) {
     Declared& d = st.declared[name];
     auto a = st.arrays.find(name);
@@ -954,32 +1101,14 @@ void expand_arrays(FlattenState& st) {
       declared[name] = d;
       continue;
     }
-    st.sys.arrays.push_back({name, a->second.axes, a->second.extents});
-    ex.locate(d.var.file, d.var.pointer);
+    st.sys.arrays.push_back({name, a->second.axes, a->second.extents, !d.unknown, d.var.units, d.var.description});
+    if (!d.unknown) {
+      parameter_arrays.emplace_back(order.size(), name);
+      continue;
+    }
     for (const auto& cell : all_cells(a->second.extents)) {
-      Declared c = d;
-      c.var.name = cell_name(name, cell);
-      c.var.shape.clear();
-      c.var.array = name;
-      c.var.cell = cell;
-      if (!a->second.default_value.is_null()) {
-        const json* v = &a->second.default_value;
-        for (auto i : cell) {
-          if (!v->is_array() || i > static_cast<std::int64_t>(v->size()))
-            throw Error("array_shape_mismatch", d.var.file, pointer_join(d.var.pointer, "default"),
-                        "the default of '" + name + "' does not have the array's shape " +
-                            list_json(a->second.axes));
-          v = &(*v)[static_cast<std::size_t>(i - 1)];
-        }
-        if (!v->is_number())
-          throw Error("array_shape_mismatch", d.var.file, pointer_join(d.var.pointer, "default"),
-                      "the default of '" + name + "' does not have the array's shape");
-        c.var.default_value = v->get<double>();
-      }
-      if (d.var.initial != expr::kNoNode)
-        c.var.initial = ex.at(d.var.initial, Frame{a->second.axes, cell});
-      order.push_back(c.var.name);
-      declared[c.var.name] = std::move(c);
+      declare_cell(d, a->second, cell);
+      order.push_back(cell_name(name, cell));
     }
   }
 
@@ -1070,6 +1199,28 @@ void expand_arrays(FlattenState& st) {
   for (auto& eq : st.algebraic_eqs) {
     eq.lhs = scalar(eq.lhs, eq.file, eq.pointer);
     eq.rhs = scalar(eq.rhs, eq.file, eq.pointer);
+  }
+
+  // The parameter cells the expanded equations read, in declaration order, first index fastest.
+  {
+    std::vector<std::string> with_cells;
+    std::size_t next = 0;
+    for (std::size_t k = 0; k <= order.size(); ++k) {
+      for (; next < parameter_arrays.size() && parameter_arrays[next].first == k; ++next) {
+        const std::string& name = parameter_arrays[next].second;
+        const ArrayShape& shape = st.arrays.at(name);
+        std::vector<std::vector<std::int64_t>> cells(ex.used_cells(name).begin(), ex.used_cells(name).end());
+        std::sort(cells.begin(), cells.end(), [](const auto& x, const auto& y) {
+          return std::lexicographical_compare(x.rbegin(), x.rend(), y.rbegin(), y.rend());
+        });
+        for (const auto& cell : cells) {
+          declare_cell(st.declared[name], shape, cell);
+          with_cells.push_back(cell_name(name, cell));
+        }
+      }
+      if (k < order.size()) with_cells.push_back(order[k]);
+    }
+    order = std::move(with_cells);
   }
 
   std::set<std::string> bound;

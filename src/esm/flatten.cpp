@@ -139,7 +139,6 @@ void declare(FlattenState& st, std::size_t c, const std::string& local, const js
         }
         shape.extents.push_back(size->second);
       }
-      if (auto def = v.find("default"); def != v.end() && def->is_array()) shape.default_value = *def;
       st.arrays[d.var.name] = std::move(shape);
     }
     if (!unknown) d.var.cadence = cadence_of(v);
@@ -331,7 +330,7 @@ void add_extra_array(FlattenState& st, const FlattenOptions::ExtraArray& extra) 
   d.var.shape = extra.axes;
   st.declaration_order.push_back(name);
   st.declared[name] = d;
-  if (!extra.axes.empty()) st.arrays[name] = ArrayShape{extra.axes, extra.extents, json()};
+  if (!extra.axes.empty()) st.arrays[name] = ArrayShape{extra.axes, extra.extents};
   const expr::NodeId rhs = localize(st, c->second, extra.rhs, extra.pointer);
   st.observed_eqs[name] = FlatEquation{st.sys.pool.symbol(name), rhs, extra.file, extra.pointer};
   st.observed_order.push_back(name);
@@ -458,11 +457,13 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
                     "input '" + key + "' holds " + value->dump() + " at " + cell_name("", cell) +
                         " where a finite number is expected");
       auto v = by_name.find(cell_name(a->name, cell));
-      if (v == by_name.end())
+      if (v != by_name.end()) {
+        v->second->default_value = value->get<double>();
+        v->second->initial = expr::kNoNode;
+      } else if (!a->parameter) {  // a parameter cell no equation reads is simply not there
         throw Error("unknown_override", file, "",
                     "'" + a->name + "' is defined by an equation; only parameters and states take inputs");
-      v->second->default_value = value->get<double>();
-      v->second->initial = expr::kNoNode;
+      }
       for (std::size_t d = 0; d < cell.size() && ++cell[d] > a->extents[d]; ++d) cell[d] = 1;
     }
   }
@@ -565,10 +566,13 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).
   std::unordered_map<expr::StrId, expr::NodeId> map;
   for (const auto& [name, value] : st.replacements) map[sys.pool.intern(name)] = value;
+  // memo[x] is x with the bindings applied once, whichever equation x sits in: one memo serves
+  // every call (gridded systems have 10^5 equations sharing subtrees).
+  std::unordered_map<expr::NodeId, expr::NodeId> subst_memo;
   auto subst = [&](expr::NodeId e) {
     if (map.empty() || e == expr::kNoNode) return e;
     for (int pass = 0; pass < 16; ++pass) {
-      std::unordered_map<expr::NodeId, expr::NodeId> memo;
+      std::unordered_map<expr::NodeId, expr::NodeId>& memo = subst_memo;
       const expr::NodeId next = substitute(sys.pool, e, map, memo);
       if (next == e) return e;
       e = next;

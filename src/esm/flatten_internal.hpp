@@ -53,7 +53,6 @@ struct Tendency {
 struct ArrayShape {
   std::vector<std::string> axes;      ///< index-set names, in declared order
   std::vector<std::int64_t> extents;  ///< their sizes
-  json default_value;                 ///< a nested-array `default`, null otherwise
   std::int64_t cells() const {
     std::int64_t n = 1;
     for (auto e : extents) n *= e;

@@ -217,7 +217,11 @@ class EventReader {
 
   void read_update_rule(const esm::FlatVariable& p, const json& rule, const Site& site) {
     const std::string kind = rule.value("kind", std::string());
-    if (kind == "wiener" || kind == "data" || kind == "remesh")
+    if (kind == "data") {
+      out_.held_data.insert(p.array.empty() ? p.name : p.array);
+      return;
+    }
+    if (kind == "wiener" || kind == "remesh")
       fail(site, "parameter '" + p.name + "' has an update of kind '" + kind + "', which is not supported");
     if (rule.contains("from") || rule.contains("handler") || !rule.contains("expression"))
       fail(site, "parameter '" + p.name + "' is updated from a data source or a registered handler, "

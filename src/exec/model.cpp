@@ -199,7 +199,11 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
     if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
       throw Error("missing_parameter_value", sys.parameters[i].file, sys.parameters[i].pointer,
                   "parameter '" + sys.parameters[i].name +
-                      "' has no value: give it a default or an override");
+                      (events.held_data.count(sys.parameters[i].array.empty() ? sys.parameters[i].name
+                                                                               : sys.parameters[i].array)
+                           ? "' is read from a data source, which esi cannot read yet: give its value "
+                             "with --set or --inputs"
+                           : "' has no value: give it a default or an override"));
   return p;
 }
 

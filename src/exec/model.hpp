@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct EventSet {
   std::vector<Event> events;
   std::vector<expr::NodeId> conditions;  ///< condition evaluator rows
   std::vector<expr::NodeId> affects;     ///< affect evaluator rows
+  /// Parameters (arrays by their array name) the document refreshes from a data source
+  /// (`update: {kind: data}`): esi reads no data files yet, so they keep the value they are
+  /// given (default, --set, --inputs) for the whole run, and the caller is told.
+  std::set<std::string> held_data;
 };
 
 /// Parses System::events and the parameter `update` blocks of `document` into `system.pool`.

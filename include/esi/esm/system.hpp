@@ -69,6 +69,10 @@ struct System {
     std::string name;
     std::vector<std::string> axes;
     std::vector<std::int64_t> extents;
+    /// A parameter array: only the cells some equation reads are in `parameters` (a field
+    /// over a global grid read on a regional slice keeps only that slice).
+    bool parameter = false;
+    std::string units, description;
   };
   std::vector<Array> arrays;
   nlohmann::json events = nlohmann::json::array();  ///< flattened events (run later)
