@@ -19,28 +19,6 @@ namespace detail {
 using expr::NodeId;
 using expr::Op;
 
-NodeId substitute(expr::Pool& pool, NodeId root,
-                  const std::unordered_map<expr::StrId, NodeId>& map,
-                  std::unordered_map<NodeId, NodeId>& memo) {
-  if (auto m = memo.find(root); m != memo.end()) return m->second;
-  const expr::Node n = pool.node(root);
-  NodeId result = root;
-  if (n.op == Op::Symbol) {
-    if (auto s = map.find(n.name); s != map.end()) result = s->second;
-  } else if (n.child_count > 0) {
-    std::vector<NodeId> kids(pool.children(root).begin(), pool.children(root).end());
-    bool changed = false;
-    for (auto& k : kids) {
-      const NodeId s = substitute(pool, k, map, memo);
-      changed |= s != k;
-      k = s;
-    }
-    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
-  }
-  memo[root] = result;
-  return result;
-}
-
 void free_symbols(const expr::Pool& pool, NodeId root, std::set<std::string>& out) {
   std::vector<NodeId> stack{root};
   std::set<NodeId> seen;
