@@ -286,6 +286,45 @@ TEST(Arrays, InspectSummarizesArraysOnceAndListsOnlyScalars) {
   EXPECT_EQ(d["parameters"].size(), 2u);
 }
 
+// ---- pointwise lifting (§10.5) ----
+
+TEST(Arrays, PointwiseLiftingRunsTheMechanismInEveryCellWithItsOwnRate) {
+  // R: A -> B at rate k, a 0-D mechanism. G: a 3-cell grid that also drains A at m[i] * A and
+  // feeds k from its own per-cell field kk[i] = 0.1 i.
+  const std::string text = R"({"esm": "1.0.0", "metadata": {"name": "lift"},
+    "index_sets": {"x": {"kind": "interval", "size": 3}},
+    "reaction_systems": {"R": {"species": {"A": {"default": 1.0}, "B": {"default": 0.0}},
+      "parameters": {"k": {"default": 0.5}},
+      "reactions": [{"id": "r1", "substrates": [{"species": "A", "stoichiometry": 1}],
+                     "products": [{"species": "B", "stoichiometry": 1}], "rate": "k"}]}},
+    "models": {"G": {"variables": {
+        "m": {"type": "unknown", "shape": ["x"], "default": 1.0},
+        "kk": {"type": "unknown", "shape": ["x"]}},
+      "equations": [
+        {"lhs": {"op": "D", "args": ["m"], "wrt": "t"}, "rhs": 0.0},
+        {"lhs": "kk", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}},
+                              "expr": {"op": "*", "args": [0.1, "i"]}}},
+        {"lhs": {"op": "D", "args": ["R.A"], "wrt": "t"}, "rhs": {"op": "-", "args": [{"op": "*", "args": ["m", "R.A"]}]}}]}},
+    "coupling": [
+      {"type": "variable_map", "from": "G.kk", "to": "R.k", "transform": "param_to_var"},
+      {"type": "operator_compose", "systems": ["R", "G"], "lifting": "pointwise"}]})";
+  Flat f(text);
+  std::map<std::string, double> u;
+  const std::vector<double> A = {2.0, 3.0, 5.0}, m = {1.0, 0.5, 0.25};
+  for (int c = 1; c <= 3; ++c) {
+    u[cell("R.A", {c})] = A[c - 1];
+    u[cell("R.B", {c})] = 0.0;
+    u[cell("G.m", {c})] = m[c - 1];
+  }
+  ASSERT_EQ(f.sys.states.size(), 9u);
+  const auto du = f.rhs(u);
+  for (int c = 1; c <= 3; ++c) {
+    const double rate = 0.1 * c * A[c - 1];
+    EXPECT_NEAR(du.at(cell("R.A", {c})), -rate - m[c - 1] * A[c - 1], 1e-15) << c;
+    EXPECT_NEAR(du.at(cell("R.B", {c})), rate, 1e-15) << c;
+  }
+}
+
 // ---- whole runs and the test runner ----
 
 TEST(Arrays, ConstantRateArraysIntegrateExactlyAndNameTheirCells) {

@@ -127,6 +127,13 @@ TEST(KernelCorpus, EveryFlattenedDocumentMatchesTheOracle) {
       if (e.code() != "unsupported_array_feature") ++tally.other_codes[e.code()];
       continue;
     }
+    // The oracle is a hash-map tree walk: a 45,000-state gridded system (reseact_3d_chem) would
+    // take minutes here. transport_3d (1,029 states) is checked; larger grids are covered cell
+    // by cell against hand-written loops in tests/exec/test_arrays.cpp.
+    if (s.states.size() > 5000) {
+      ++tally.skipped_other;
+      continue;
+    }
     try {
       const std::string failure = check_system(s, tally);
       EXPECT_EQ(failure, "") << rel;
