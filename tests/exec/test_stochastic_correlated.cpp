@@ -154,6 +154,68 @@ TEST(CorrelatedNoise, SetupDrawOfAVectorIsMeanPlusLTimesKeyedNormals) {
   EXPECT_NEAR(r.value(7, 0, column(r, "M.y[3]")), 0.5 + l31 * z[0] + l32 * z[1] + l33 * z[2], 1e-14);
 }
 
+// Without a Wiener parameter the members are ODEs (exec::simulate per member) and take the
+// same kind of draw: dx = theta (a correlated 2-vector), so x(1) = theta = mean + L z with z
+// keyed at the slots after every parameter index.
+TEST(CorrelatedNoise, OdeMembersDrawCorrelatedVectorsToo) {
+  esi::testing::TempDir dir;
+  Loaded l(dir.write("m.esm", R"({"esm": "1.0.0", "metadata": {"name": "t"},
+    "index_sets": {"k": {"kind": "interval", "size": 2}},
+    "models": {"M": {"variables": {
+      "x": {"type": "unknown", "units": "1", "shape": ["k"], "default": 0.0},
+      "theta": {"type": "parameter", "units": "1/s", "shape": ["k"],
+                "distribution": {"kind": "normal", "mean": [1, 2], "cov": [[0.25, 0.1], [0.1, 0.2]]}}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": "theta"}]}}})"));
+  StochasticOptions o;
+  o.t1 = 1;
+  o.seed = 8;
+  o.members = 3;
+  const EnsembleResult r = l.run(o);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_FALSE(r.sde);
+  const auto slot = static_cast<std::uint32_t>(l.system.parameters.size());
+  for (std::uint32_t m = 0; m < 3; ++m) {
+    const double z0 = esi::noise::normals(8, m, esi::noise::kSetupStep, slot).first;
+    const double z1 = esi::noise::normals(8, m, esi::noise::kSetupStep, slot + 1).first;
+    const double l21 = 0.1 / 0.5, l22 = std::sqrt(0.2 - l21 * l21);
+    EXPECT_NEAR(r.value(m, 1, column(r, "M.x[1]")), 1 + 0.5 * z0, 1e-9) << m;
+    EXPECT_NEAR(r.value(m, 1, column(r, "M.x[2]")), 2 + l21 * z0 + l22 * z1, 1e-9) << m;
+  }
+}
+
+// Independent vector forms: `std` with one entry per component, and uniform `low` / `high`
+// arrays: cell c is drawn alone from its parameter's own slot (its index in
+// System::parameters), with its own location and spread.
+TEST(CorrelatedNoise, IndependentVectorDistributionsDrawEachCellWithItsOwnFields) {
+  esi::testing::TempDir dir;
+  Loaded l(dir.write("m.esm", R"({"esm": "1.0.0", "metadata": {"name": "t"},
+    "index_sets": {"k": {"kind": "interval", "size": 2}},
+    "models": {"M": {"variables": {
+      "a": {"type": "parameter", "units": "1", "shape": ["k"],
+            "distribution": {"kind": "normal", "mean": [1, -1], "std": [0.5, 3]}},
+      "b": {"type": "parameter", "units": "1", "shape": ["k"],
+            "distribution": {"kind": "uniform", "low": [0, 10], "high": [1, 20]}},
+      "ya": {"type": "unknown", "units": "1", "shape": ["k"]},
+      "yb": {"type": "unknown", "units": "1", "shape": ["k"]}},
+    "equations": [{"lhs": "ya", "rhs": "a"}, {"lhs": "yb", "rhs": "b"}]}}})"));
+  StochasticOptions o;
+  o.t1 = 1;
+  o.seed = 4;
+  o.members = 2;
+  const EnsembleResult r = l.run(o);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  const double mean[2] = {1, -1}, sd[2] = {0.5, 3}, low[2] = {0, 10}, high[2] = {1, 20};
+  for (std::uint32_t m = 0; m < 2; ++m)
+    for (int c = 1; c <= 2; ++c) {
+      const auto slot_a = static_cast<std::uint32_t>(l.system.parameter_index("M.a[" + std::to_string(c) + "]"));
+      const auto slot_b = static_cast<std::uint32_t>(l.system.parameter_index("M.b[" + std::to_string(c) + "]"));
+      EXPECT_EQ(r.value(m, 0, column(r, "M.ya[" + std::to_string(c) + "]")),
+                mean[c - 1] + sd[c - 1] * esi::noise::normals(4, m, esi::noise::kSetupStep, slot_a).first);
+      EXPECT_EQ(r.value(m, 0, column(r, "M.yb[" + std::to_string(c) + "]")),
+                low[c - 1] + (high[c - 1] - low[c - 1]) * esi::noise::uniform01(4, m, esi::noise::kSetupStep, slot_b));
+    }
+}
+
 // ---- correlated Wiener increments ----
 
 // dx_i = dW_i with Cov(W) = cov per unit time: 10^5 members of x(T) have covariance T cov
