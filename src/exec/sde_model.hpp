@@ -65,6 +65,7 @@ struct SdeModel {
 /// Derives and compiles the SDE form. Throws `wiener_nonlinear` (a Wiener parameter not used
 /// linearly in a state equation), `unsupported_sde_noise` (a Wiener parameter read by an
 /// observed, an initial value or an event, or with a non-Gaussian distribution),
+/// `distribution_covariance_invalid` / `invalid_distribution` (esm::parameter_distribution),
 /// `unsupported_event` / `unsupported_algebraic` (events, parameter updates and algebraic
 /// unknowns in stochastic models), `missing_parameter_value`, and the distribution codes.
 std::unique_ptr<SdeModel> build_sde_model(const esm::System& system, const esm::ResolvedDocument& document);
