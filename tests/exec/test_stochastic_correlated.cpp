@@ -344,6 +344,26 @@ std::string validate_code(const std::string& text, std::string* pointer = nullpt
 
 const std::string kCov = "/models/M/variables/W/distribution/cov";
 
+// A Wiener vector with independent components (`std` per component) and a mean: one source
+// per cell, slot = its position among the sources; one Euler-Maruyama step of member 2 is
+// x_c = mean_c h + std_c sqrt(h) xi_c.
+TEST(CorrelatedNoise, IndependentWienerVectorWithMeanAndPerComponentStd) {
+  esi::testing::TempDir dir;
+  Loaded l(dir.write("m.esm", wiener_doc(R"({"kind": "normal", "mean": [0.5, -1], "std": [1, 2]})")));
+  StochasticOptions o;
+  o.t1 = 0.25;
+  o.dt = 0.25;
+  o.seed = 6;
+  o.members = 3;
+  o.method = SdeMethod::Milstein;  // diagonal additive noise: allowed, and the same update as EM here
+  const EnsembleResult r = l.run(o);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  const double h = 0.25;
+  EXPECT_NEAR(r.value(2, 1, column(r, "M.x[1]")), 0.5 * h + std::sqrt(h) * esi::noise::normals(6, 2, 0, 0).first, 1e-15);
+  EXPECT_NEAR(r.value(2, 1, column(r, "M.x[2]")), -1 * h + 2 * std::sqrt(h) * esi::noise::normals(6, 2, 0, 1).first,
+              1e-15);
+}
+
 TEST(CorrelatedNoiseRefusals, NotPositiveSemidefinite) {
   // A correlation of 2 / sqrt(1 * 1) = 2.
   const std::string text = wiener_doc(R"({"kind": "normal", "mean": [0, 0], "cov": [[1, 2], [2, 1]]})");
