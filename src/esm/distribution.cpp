@@ -112,7 +112,13 @@ std::vector<double> covariance_factor(const json& cov, std::size_t order, const 
   return L;
 }
 
-DistributionSpec read_distribution(const json& declaration, const std::string& file, const std::string& pointer) {
+namespace {
+
+/// read_distribution without factoring `cov` (left in *cov): callers check the component
+/// count against the parameter's shape first, so a huge matrix of the wrong order is refused
+/// before an O(K^3) factorization.
+DistributionSpec read_fields(const json& declaration, const std::string& file, const std::string& pointer,
+                             const json** cov) {
   DistributionSpec out;
   out.pointer = pointer_join(pointer, "distribution");
   const std::string& at = out.pointer;
@@ -177,8 +183,17 @@ DistributionSpec read_distribution(const json& declaration, const std::string& f
                               (out.multivariate ? " (component " + count_text(c + 1) + ")" : ""));
     }
   } else {
-    out.factor = covariance_factor(d["cov"], out.components, file, pointer_join(at, "cov"));
+    *cov = &d["cov"];
   }
+  return out;
+}
+
+}  // namespace
+
+DistributionSpec read_distribution(const json& declaration, const std::string& file, const std::string& pointer) {
+  const json* cov = nullptr;
+  DistributionSpec out = read_fields(declaration, file, pointer, &cov);
+  if (cov != nullptr) out.factor = covariance_factor(*cov, out.components, file, pointer_join(out.pointer, "cov"));
   return out;
 }
 
@@ -191,12 +206,18 @@ DistributionSpec parameter_distribution(const System& system, std::size_t parame
     standard.spread = {1.0};
     return standard;
   }
-  DistributionSpec spec = read_distribution(*decl, v.file, v.pointer);
+  const json* cov = nullptr;
+  DistributionSpec spec = read_fields(*decl, v.file, v.pointer, &cov);
   if (!spec.multivariate) return spec;
   const System::Array* array = nullptr;
   for (const System::Array& a : system.arrays)
     if (a.name == v.array) array = &a;
   const std::string name = v.array.empty() ? v.name : v.array;
+  if (array == nullptr && spec.components == 1) {  // a scalar with a 1 x 1 `cov` or 1-entry arrays
+    spec.multivariate = false;
+    if (cov != nullptr) spec.factor = covariance_factor(*cov, 1, v.file, pointer_join(spec.pointer, "cov"));
+    return spec;
+  }
   if (array == nullptr)
     throw Error("invalid_distribution", v.file, spec.pointer,
                 "'" + name + "' is a scalar but its distribution has " + count_text(spec.components) +
@@ -207,10 +228,11 @@ DistributionSpec parameter_distribution(const System& system, std::size_t parame
                     " axes is not supported (the order of its components is not defined); use one axis");
   const auto extent = static_cast<std::size_t>(array->extents[0]);
   if (extent != spec.components)
-    throw Error(spec.correlated() ? "distribution_covariance_invalid" : "invalid_distribution", v.file,
-                spec.correlated() ? pointer_join(spec.pointer, "cov") : spec.pointer,
+    throw Error(cov != nullptr ? "distribution_covariance_invalid" : "invalid_distribution", v.file,
+                cov != nullptr ? pointer_join(spec.pointer, "cov") : spec.pointer,
                 "'" + name + "' has " + count_text(extent) + " cells (shape [" + array->axes[0] +
                     "]) but its distribution has " + count_text(spec.components) + " components");
+  if (cov != nullptr) spec.factor = covariance_factor(*cov, spec.components, v.file, pointer_join(spec.pointer, "cov"));
   return spec;
 }
 

@@ -364,6 +364,33 @@ TEST(CorrelatedNoise, IndependentWienerVectorWithMeanAndPerComponentStd) {
               1e-15);
 }
 
+// A scalar parameter may write its variance as a 1 x 1 `cov`: it is drawn as mean + sqrt(cov) z
+// (from the slot after every parameter index, as a one-component vector).
+TEST(CorrelatedNoise, ScalarWithOneByOneCovariance) {
+  esi::testing::TempDir dir;
+  Loaded l(dir.write("m.esm", R"({"esm": "1.0.0", "metadata": {"name": "t"},
+    "models": {"M": {"variables": {
+      "a": {"type": "parameter", "units": "1", "distribution": {"kind": "normal", "mean": 3, "cov": [[0.25]]}},
+      "y": {"type": "unknown", "units": "1"}},
+    "equations": [{"lhs": "y", "rhs": "a"}]}}})"));
+  StochasticOptions o;
+  o.t1 = 1;
+  o.seed = 2;
+  o.members = 2;
+  const EnsembleResult r = l.run(o);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  const auto slot = static_cast<std::uint32_t>(l.system.parameters.size());
+  EXPECT_EQ(r.value(1, 0, column(r, "M.y")), 3 + 0.5 * esi::noise::normals(2, 1, esi::noise::kSetupStep, slot).first);
+  // A scalar with a 2-component distribution is refused at the distribution.
+  const Refusal bad = refusal_of(R"({"esm": "1.0.0", "metadata": {"name": "t"},
+    "models": {"M": {"variables": {
+      "a": {"type": "parameter", "units": "1", "distribution": {"kind": "normal", "mean": [0, 1], "std": 1}},
+      "y": {"type": "unknown", "units": "1"}},
+    "equations": [{"lhs": "y", "rhs": "a"}]}}})");
+  EXPECT_EQ(bad.code, "invalid_distribution");
+  EXPECT_EQ(bad.pointer, "/models/M/variables/a/distribution");
+}
+
 TEST(CorrelatedNoiseRefusals, NotPositiveSemidefinite) {
   // A correlation of 2 / sqrt(1 * 1) = 2.
   const std::string text = wiener_doc(R"({"kind": "normal", "mean": [0, 0], "cov": [[1, 2], [2, 1]]})");
