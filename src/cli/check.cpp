@@ -115,6 +115,7 @@ int run_check(Args args) {
   if (!c.inputs.empty()) {
     try {
       options.inputs = read_json_file(c.inputs);
+      options.inputs_file = c.inputs;
     } catch (const Error& e) {
       print_error(c.inputs, e.diagnostic());
       return kExitInvalid;

@@ -5,6 +5,7 @@
 // esm::describe(system) as canonical JSON. Load and flatten errors go to stderr as
 // format_diagnostic lines, exit 1.
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,18 +59,43 @@ std::string shape_suffix(const esm::FlatVariable& v) {
   return s + ")";
 }
 
+/// One line per array: its axes with their extents and how many of its cells the system holds
+/// (cells are not listed one by one: a grid has thousands).
+void print_arrays(const esm::System& sys, const std::vector<esm::FlatVariable>& list, const char* what) {
+  std::map<std::string, std::size_t> count;
+  for (const esm::FlatVariable& v : list)
+    if (!v.array.empty()) ++count[v.array];
+  for (const auto& a : sys.arrays) {
+    auto c = count.find(a.name);
+    if (c == count.end()) continue;
+    std::string axes;
+    std::int64_t cells = 1;
+    for (std::size_t d = 0; d < a.axes.size(); ++d) {
+      axes += (d ? ", " : "") + a.axes[d] + "=" + std::to_string(a.extents[d]);
+      cells *= a.extents[d];
+    }
+    std::printf("  %s[%s]%s  %zu of %lld cells%s%s\n", a.name.c_str(), axes.c_str(),
+                a.units.empty() ? "" : ("  [" + a.units + "]").c_str(), c->second,
+                static_cast<long long>(cells), *what ? " " : "", what);
+  }
+}
+
 void print_human(const esm::System& sys, const std::string& file) {
   std::printf("%s\n", file.c_str());
   std::printf("components (%zu):", sys.components.size());
   for (const std::string& c : sys.components) std::printf(" %s", c.c_str());
   std::printf("\n\nstates (%zu):\n", sys.states.size());
+  print_arrays(sys, sys.states, "");
   for (const esm::FlatVariable& v : sys.states) {
+    if (!v.array.empty()) continue;
     std::printf("  %s%s%s  ic = %s\n", v.name.c_str(), units_suffix(v).c_str(),
                 shape_suffix(v).c_str(), initial_value(sys, v).c_str());
   }
   std::printf("\nobserved (%zu):\n", sys.observed.size());
+  print_arrays(sys, sys.observed, "");
   for (std::size_t i = 0; i < sys.observed.size(); ++i) {
     const esm::FlatVariable& v = sys.observed[i];
+    if (!v.array.empty()) continue;
     const std::string rhs = i < sys.observed_rhs.size() && sys.observed_rhs[i] != expr::kNoNode
                                 ? expr::to_infix(sys.pool, sys.observed_rhs[i])
                                 : std::string("?");
@@ -83,7 +109,9 @@ void print_human(const esm::System& sys, const std::string& file) {
     }
   }
   std::printf("\nparameters (%zu):\n", sys.parameters.size());
+  print_arrays(sys, sys.parameters, "read by the equations");
   for (const esm::FlatVariable& v : sys.parameters) {
+    if (!v.array.empty()) continue;
     std::printf("  %s = %s%s%s%s\n", v.name.c_str(),
                 v.default_value ? format_number(*v.default_value).c_str() : "-",
                 units_suffix(v).c_str(), shape_suffix(v).c_str(), cadence_name(v.cadence));

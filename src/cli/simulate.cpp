@@ -642,6 +642,7 @@ int run_simulate(Args args) {
     fo.component = s.component;
     if (!s.inputs.empty()) {
       fo.inputs = read_json_file(s.inputs);
+      fo.inputs_file = s.inputs;
       if (!fo.inputs.is_object())
         throw Error("invalid_inputs", s.inputs, "",
                     "an inputs file holds one JSON object: variable name -> number or nested array");

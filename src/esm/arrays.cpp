@@ -54,6 +54,21 @@ std::vector<std::vector<std::int64_t>> all_cells(const std::vector<std::int64_t>
 
 std::string list_json(const std::vector<std::string>& v) { return json(v).dump(); }
 
+/// Visits each node of `root` once, in pre-order, left to right; `visit(id)` returns false to
+/// skip the node's children. Iterative: expressions nest up to kMaxExpressionDepth.
+template <class Visit>
+void walk(const Pool& pool, NodeId root, Visit&& visit) {
+  std::vector<NodeId> stack{root};
+  std::unordered_set<NodeId> seen;
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second || !visit(id)) continue;
+    const auto kids = pool.children(id);
+    for (std::size_t i = kids.size(); i-- > 0;) stack.push_back(kids[i]);
+  }
+}
+
 /// Where an expression is being evaluated: the cell's position along the axes of the value
 /// being produced. `axes` names them when the value is a declared array (then operands align
 /// by index-set name); an empty `axes` with a non-empty `pos` is an anonymous (positional) frame.
@@ -569,21 +584,16 @@ class Expander {
     auto it = implicit_cache_.find(value);
     if (it == implicit_cache_.end()) {
       std::vector<std::pair<expr::StrId, std::size_t>> uses;
-      std::vector<NodeId> stack{value};
-      std::unordered_set<NodeId> seen;
-      while (!stack.empty()) {
-        const NodeId id = stack.back();
-        stack.pop_back();
-        if (!seen.insert(id).second) continue;
+      walk(pool_, value, [&](NodeId id) {
         const expr::Node& n = pool_.node(id);
-        if (n.op == Op::Aggregate) continue;
+        if (n.op == Op::Aggregate) return false;  // binds its own indices
         if (n.op == Op::Index) {
           const auto args = pool_.args(id);
           for (std::size_t d = 1; d < args.size(); ++d)
             for (expr::StrId sym : symbols_of(args[d])) uses.emplace_back(sym, d - 1);
         }
-        for (NodeId k : pool_.children(id)) stack.push_back(k);
-      }
+        return true;
+      });
       it = implicit_cache_.emplace(value, std::move(uses)).first;
     }
     for (const auto& [sym, d] : it->second)
@@ -644,22 +654,20 @@ class Expander {
 
   /// The extent an unranged contracted index runs over: the axis of the first array it indexes.
   Range inferred_range(NodeId body, expr::StrId sym) {
-    std::vector<NodeId> stack{body};
-    std::set<NodeId> seen;
-    while (!stack.empty()) {
-      const NodeId id = stack.back();
-      stack.pop_back();
-      if (!seen.insert(id).second) continue;
+    std::optional<Range> found;
+    walk(pool_, body, [&](NodeId id) {
       const expr::Node& n = pool_.node(id);
+      if (found) return false;
       if (n.op == Op::Index) {
         const auto args = pool_.args(id);
         if (const ArrayShape* a = array_of(args[0]))
-          for (std::size_t i = 1; i < args.size() && i - 1 < a->extents.size(); ++i)
+          for (std::size_t i = 1; i < args.size() && i - 1 < a->extents.size() && !found; ++i)
             if (pool_.node(args[i]).op == Op::Symbol && pool_.node(args[i]).name == sym)
-              return Range{1, 1, a->extents[i - 1], a->axes[i - 1]};
+              found = Range{1, 1, a->extents[i - 1], a->axes[i - 1]};
       }
-      for (NodeId k : pool_.children(id)) stack.push_back(k);
-    }
+      return true;
+    });
+    if (found) return *found;
     fail("array_index_unbound", "contracted index '" + std::string(pool_.str(sym)).substr(1) +
                                     "' has no range and indexes no array it could take one from");
   }
@@ -671,19 +679,13 @@ class Expander {
     auto cached = symbols_cache_.find(body);
     if (cached != symbols_cache_.end()) return cached->second;
     std::vector<expr::StrId> out;
-    std::vector<NodeId> stack{body};
-    std::unordered_set<NodeId> seen;
-    while (!stack.empty()) {
-      const NodeId id = stack.back();
-      stack.pop_back();
-      if (!seen.insert(id).second) continue;
+    walk(pool_, body, [&](NodeId id) {
       const expr::Node& n = pool_.node(id);
       if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$") &&
           std::find(out.begin(), out.end(), n.name) == out.end())
         out.push_back(n.name);
-      const auto kids = pool_.children(id);
-      for (std::size_t i = kids.size(); i-- > 0;) stack.push_back(kids[i]);
-    }
+      return true;
+    });
     return symbols_cache_.emplace(body, std::move(out)).first->second;
   }
 

@@ -19,28 +19,6 @@ namespace detail {
 using expr::NodeId;
 using expr::Op;
 
-NodeId substitute(expr::Pool& pool, NodeId root,
-                  const std::unordered_map<expr::StrId, NodeId>& map,
-                  std::unordered_map<NodeId, NodeId>& memo) {
-  if (auto m = memo.find(root); m != memo.end()) return m->second;
-  const expr::Node n = pool.node(root);
-  NodeId result = root;
-  if (n.op == Op::Symbol) {
-    if (auto s = map.find(n.name); s != map.end()) result = s->second;
-  } else if (n.child_count > 0) {
-    std::vector<NodeId> kids(pool.children(root).begin(), pool.children(root).end());
-    bool changed = false;
-    for (auto& k : kids) {
-      const NodeId s = substitute(pool, k, map, memo);
-      changed |= s != k;
-      k = s;
-    }
-    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
-  }
-  memo[root] = result;
-  return result;
-}
-
 void free_symbols(const expr::Pool& pool, NodeId root, std::set<std::string>& out) {
   std::vector<NodeId> stack{root};
   std::set<NodeId> seen;
@@ -424,10 +402,14 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
     for (auto& v : *list) by_name.emplace(v.name, &v);
   for (auto it = all.begin(); it != all.end(); ++it) {
     const std::string& key = it.key();
+    // Errors about a value from an inputs file point at it there.
+    const bool from_file = options.inputs.contains(key) && !options.inputs_file.empty();
+    const std::string where = from_file ? options.inputs_file : file;
+    const std::string at = from_file ? pointer_join("", key) : "";
     const System::Array* a = find_array(sys, key, file);
     if (!a) {
       if (!it->is_number())
-        throw Error("input_shape_mismatch", file, "",
+        throw Error("input_shape_mismatch", where, at,
                     "input '" + key + "' is not an array of the system, so its value must be one number");
       if (!options.inputs.contains(key)) continue;  // plain overrides are resolved below
       auto v = by_name.find(key);
@@ -447,13 +429,13 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
       if (!value->is_number())
         for (std::size_t d = 0; d < cell.size(); ++d) {
           if (!value->is_array() || value->size() != static_cast<std::size_t>(a->extents[d]))
-            throw Error("input_shape_mismatch", file, "",
+            throw Error("input_shape_mismatch", where, at,
                         "input '" + key + "' must be one number or a nested array of shape " +
                             json(a->extents).dump() + " (axes " + json(a->axes).dump() + ")");
           value = &(*value)[static_cast<std::size_t>(cell[d] - 1)];
         }
       if (!value->is_number() || !std::isfinite(value->get<double>()))
-        throw Error("input_shape_mismatch", file, "",
+        throw Error("input_shape_mismatch", where, at,
                     "input '" + key + "' holds " + value->dump() + " at " + cell_name("", cell) +
                         " where a finite number is expected");
       auto v = by_name.find(cell_name(a->name, cell));
@@ -461,7 +443,7 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
         v->second->default_value = value->get<double>();
         v->second->initial = expr::kNoNode;
       } else if (!a->parameter) {  // a parameter cell no equation reads is simply not there
-        throw Error("unknown_override", file, "",
+        throw Error("unknown_override", where, at,
                     "'" + a->name + "' is defined by an equation; only parameters and states take inputs");
       }
       for (std::size_t d = 0; d < cell.size() && ++cell[d] > a->extents[d]; ++d) cell[d] = 1;

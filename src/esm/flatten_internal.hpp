@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "esi/esm/flatten.hpp"
+#include "esi/expr/substitute.hpp"
 
 namespace esi::esm::detail {
 
@@ -110,10 +111,7 @@ void apply_coupling(FlattenState& st);
 /// arrays get their sums spelled out. Runs after coupling, before classification.
 void expand_arrays(FlattenState& st);
 
-/// Rewrites every occurrence of the symbols in `map` (flat names) in `root`.
-expr::NodeId substitute(expr::Pool& pool, expr::NodeId root,
-                        const std::unordered_map<expr::StrId, expr::NodeId>& map,
-                        std::unordered_map<expr::NodeId, expr::NodeId>& memo);
+using expr::substitute;  // symbols in `map` (flat names) replaced, esi/expr/substitute.hpp
 
 /// Every symbol name read by `root`.
 void free_symbols(const expr::Pool& pool, expr::NodeId root, std::set<std::string>& out);

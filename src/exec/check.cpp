@@ -246,6 +246,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   esm::FlattenOptions with_refs;
   with_refs.component = ctx.component;
   with_refs.inputs = ctx.options.inputs;
+  with_refs.inputs_file = ctx.options.inputs_file;
   std::vector<PdeAssertion> pde(assertions_block.is_array() ? assertions_block.size() : 0);
   for (std::size_t i = 0; i < pde.size(); ++i) {
     const json& a = assertions_block[i];
@@ -413,6 +414,7 @@ void run_component_tests(const esm::ResolvedDocument& doc, const std::string& pa
     esm::FlattenOptions fo;
     fo.component = path;
     fo.inputs = options.inputs;
+    fo.inputs_file = options.inputs_file;
     system = esm::flatten(doc, fo);
   } catch (const Error& e) {
     refused = e.diagnostic();

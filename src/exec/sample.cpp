@@ -11,6 +11,7 @@
 #include "esi/core/text.hpp"
 #include "esi/expr/differentiate.hpp"
 #include "esi/kernel/native.hpp"
+#include "esi/expr/substitute.hpp"
 #include "exec/parallel.hpp"
 #include "exec/sde_model.hpp"
 
@@ -18,6 +19,7 @@ namespace esi::exec {
 namespace {
 
 using expr::NodeId;
+using expr::substitute;
 
 [[noreturn]] void invalid(const std::string& message) { throw Error("invalid_sample", "", "", message); }
 
@@ -42,27 +44,6 @@ int find_energy(const esm::System& sys, const std::string& name, const std::stri
   if (!best.empty()) message += "; did you mean '" + best + "'?";
   else if (sys.observed.empty()) message += " (it has no observeds: the energy must be one, E ~ ...)";
   throw Error("unknown_energy", file, "", message);
-}
-
-NodeId substitute(expr::Pool& pool, NodeId root, const std::unordered_map<expr::StrId, NodeId>& map,
-                  std::unordered_map<NodeId, NodeId>& memo) {
-  if (auto m = memo.find(root); m != memo.end()) return m->second;
-  const expr::Node n = pool.node(root);
-  NodeId result = root;
-  if (n.op == expr::Op::Symbol) {
-    if (auto it = map.find(n.name); it != map.end()) result = it->second;
-  } else if (n.child_count > 0) {
-    std::vector<NodeId> kids(pool.children(root).begin(), pool.children(root).end());
-    bool changed = false;
-    for (auto& k : kids) {
-      const NodeId s = substitute(pool, k, map, memo);
-      changed |= s != k;
-      k = s;
-    }
-    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
-  }
-  memo[root] = result;
-  return result;
 }
 
 /// K Langevin steps of one block of chains in precision T: x[i * L + l] (lane-major), the

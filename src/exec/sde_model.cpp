@@ -31,10 +31,13 @@
 #include "esi/esm/wiener.hpp"
 #include "esi/expr/differentiate.hpp"
 #include "esi/expr/simplify.hpp"
+#include "esi/expr/substitute.hpp"
 #include "exec/model.hpp"
 
 namespace esi::exec::detail {
 namespace {
+
+using expr::substitute;
 
 using expr::NodeId;
 using expr::Op;
@@ -43,27 +46,6 @@ using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// `root` with symbols replaced per `map` (name -> node), memoized.
-NodeId substitute(expr::Pool& pool, NodeId root, const std::unordered_map<expr::StrId, NodeId>& map,
-                  std::unordered_map<NodeId, NodeId>& memo) {
-  if (auto m = memo.find(root); m != memo.end()) return m->second;
-  const expr::Node n = pool.node(root);
-  NodeId result = root;
-  if (n.op == Op::Symbol) {
-    if (auto it = map.find(n.name); it != map.end()) result = it->second;
-  } else if (n.child_count > 0) {
-    std::vector<NodeId> kids(pool.children(root).begin(), pool.children(root).end());
-    bool changed = false;
-    for (auto& k : kids) {
-      const NodeId s = substitute(pool, k, map, memo);
-      changed |= s != k;
-      k = s;
-    }
-    if (changed) result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
-  }
-  memo[root] = result;
-  return result;
-}
-
 bool reads_any(const expr::Pool& pool, NodeId e, const std::set<expr::StrId>& names) {
   for (expr::StrId s : names)
     if (expr::depends_on(pool, e, s)) return true;

@@ -274,6 +274,18 @@ TEST(Arrays, InputsSetEveryCellOrCellByCellAndCheckTheShape) {
   EXPECT_EQ(g.sys.states[2].default_value, 3.0);
 }
 
+TEST(Arrays, InspectSummarizesArraysOnceAndListsOnlyScalars) {
+  Flat f(kDiffusion);
+  const json d = esi::esm::describe(f.sys);
+  ASSERT_EQ(d["arrays"].size(), 1u);
+  EXPECT_EQ(d["arrays"][0]["name"], "M.u");
+  EXPECT_EQ(d["arrays"][0]["cells"], 6);
+  EXPECT_EQ(d["arrays"][0]["kind"], "state");
+  EXPECT_EQ(d["states"].size(), 0u);  // the six cells are not listed one by one
+  EXPECT_EQ(d["counts"]["states"], 6);
+  EXPECT_EQ(d["parameters"].size(), 2u);
+}
+
 // ---- whole runs and the test runner ----
 
 TEST(Arrays, ConstantRateArraysIntegrateExactlyAndNameTheirCells) {

@@ -35,6 +35,8 @@ struct FlattenOptions {
   /// axis outermost, as §6.6.5 reads snapshots) sets an array cell by cell and must match its
   /// shape (`input_shape_mismatch`).
   nlohmann::json inputs = nlohmann::json::object();
+  /// Where `inputs` came from (errors about an input point into this file), "" = the document.
+  std::string inputs_file;
 
   /// Extra array observeds defined in one component's scope: the inline-test runner's
   /// `reference` expressions (§6.6.5), evaluated over every cell like the array they are

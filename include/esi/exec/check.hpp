@@ -31,6 +31,7 @@ struct CheckOptions {
   method::MethodId method = method::MethodId::Auto;
   /// Caller-supplied values by flat name (esm::FlattenOptions::inputs), for every test.
   nlohmann::json inputs = nlohmann::json::object();
+  std::string inputs_file;  ///< where `inputs` came from, for error locations
 };
 
 struct AssertionResult {
