@@ -45,7 +45,7 @@ using nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// `root` with symbols replaced per `map` (name -> node), memoized.
+/// True when `e` reads any of `names`.
 bool reads_any(const expr::Pool& pool, NodeId e, const std::set<expr::StrId>& names) {
   for (expr::StrId s : names)
     if (expr::depends_on(pool, e, s)) return true;
