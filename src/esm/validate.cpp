@@ -7,6 +7,7 @@
 
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
+#include "esi/esm/distribution.hpp"
 #include "esi/esm/wiener.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/schema.hpp"
@@ -136,6 +137,7 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
   try {
     const System system = flatten(*checked.doc);
     check_wiener_use(system);  // what the SDE driver would refuse
+    check_distributions(system, checked.doc->doc);  // and the distributions it would read
     std::error_code ec;
     const std::string canonical = std::filesystem::weakly_canonical(file, ec).string();
     auto shown_file = [&](const std::string& f) {

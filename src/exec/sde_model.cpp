@@ -9,6 +9,13 @@
 // mean * g_k and the diffusion is std * g_k). Milstein's terms L^k G_ik = sum_j G_jk dG_ik/du_j
 // are derived symbolically too, with observeds substituted so the derivative sees through them;
 // the cross terms L^k G_l (k != l) must vanish structurally, else Milstein is unavailable.
+//
+// Correlated noise (spec §6.3: one vector-valued Wiener parameter W whose distribution has a
+// `cov`): W = mean + L dZ/dt with L the Cholesky factor of cov (esm/distribution.hpp) and Z a
+// vector of K independent standard Wiener processes. The sources of the SDE form are the
+// independent processes (one per scalar or independently distributed Wiener parameter, K per
+// correlated vector), so the diffusion column of source z_j is sum_c L_cj d rhs / d W_c and
+// the steppers and the noise keying see independent sources only: dW_c = sqrt(h) (L z)_c.
 #include "exec/sde_model.hpp"
 
 #include <algorithm>
@@ -20,6 +27,7 @@
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/core/noise.hpp"
+#include "esi/esm/distribution.hpp"
 #include "esi/esm/wiener.hpp"
 #include "esi/expr/differentiate.hpp"
 #include "esi/expr/simplify.hpp"
@@ -37,86 +45,98 @@ using nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double number_field(const json& d, const char* key, const std::string& file, const std::string& pointer) {
-  const auto it = d.find(key);
-  if (it == d.end()) throw Error("invalid_distribution", file, pointer, std::string("the distribution has no '") + key + "'");
-  if (it->is_array())
-    throw Error("unsupported_distribution", file, pointer_join(pointer, key),
-                "multivariate distributions (an array '" + std::string(key) + "') are not supported yet");
-  if (!it->is_number())
-    throw Error("invalid_distribution", file, pointer_join(pointer, key), std::string("'") + key + "' must be a number");
-  return it->get<double>();
-}
-
-/// `root` with symbols replaced per `map` (name -> node), memoized.
+/// True when `e` reads any of `names`.
 bool reads_any(const expr::Pool& pool, NodeId e, const std::set<expr::StrId>& names) {
   for (expr::StrId s : names)
     if (expr::depends_on(pool, e, s)) return true;
   return false;
 }
 
-struct NoiseSource {
+/// One Wiener parameter (a scalar or a cell of a vector) as a combination of the model's
+/// independent standard Wiener processes: W = mean + sum_k coefficient_k dZ_k / dt.
+struct NoiseCell {
   std::size_t parameter;
-  double mean = 0, std = 1;
+  double mean = 0;
+  std::vector<std::pair<std::size_t, double>> terms;  // (source k, coefficient)
 };
 
-NoiseSource read_noise(const esm::System& sys, std::size_t index, const esm::ResolvedDocument& doc) {
-  const esm::FlatVariable& v = sys.parameters[index];
-  NoiseSource s{index};
-  const json* decl = json_at(doc.doc, v.pointer);
-  if (decl == nullptr || !decl->is_object() || !decl->contains("distribution")) return s;  // standard
-  const json& d = (*decl)["distribution"];
-  const std::string pointer = pointer_join(v.pointer, "distribution");
-  const std::string kind = d.is_object() ? d.value("kind", std::string()) : std::string();
-  if (kind != "normal")
-    throw Error("unsupported_sde_noise", v.file, pointer,
-                "Wiener parameter '" + v.name + "' has a '" + kind +
-                    "' distribution; Wiener increments are Gaussian, so only 'normal' is supported");
-  if (d.contains("cov"))
-    throw Error("unsupported_sde_noise", v.file, pointer_join(pointer, "cov"),
-                "correlated (covariance) Wiener noise is not supported yet");
-  s.mean = number_field(d, "mean", v.file, pointer);
-  s.std = number_field(d, "std", v.file, pointer);
-  if (!(s.std > 0) || !std::isfinite(s.std) || !std::isfinite(s.mean))
-    throw Error("invalid_distribution", v.file, pointer_join(pointer, "std"),
-                "the Wiener parameter's 'std' must be positive and finite");
-  return s;
+/// The Wiener parameters of `sys` as NoiseCells over sources appended to `names`: one source
+/// per scalar or independent cell, K per correlated vector of K components (all K, even those
+/// of cells no equation reads: L z needs every z_j).
+std::vector<NoiseCell> read_noise(const esm::System& sys, const esm::ResolvedDocument& doc,
+                                  std::vector<std::string>& names, bool& correlated) {
+  std::vector<NoiseCell> cells;
+  std::unordered_map<std::string, std::size_t> first_source;  // correlated array -> its z_1
+  for (std::size_t i = 0; i < sys.parameters.size(); ++i) {
+    const esm::FlatVariable& v = sys.parameters[i];
+    if (v.cadence != esm::Cadence::Brownian) continue;
+    const esm::DistributionSpec spec = esm::parameter_distribution(sys, i, doc.doc);
+    if (spec.kind != esm::DistributionSpec::Kind::Normal)
+      throw Error("unsupported_sde_noise", v.file, spec.pointer,
+                  "Wiener parameter '" + v.name + "' has a non-normal distribution; Wiener increments are "
+                  "Gaussian, so only 'normal' is supported");
+    const std::size_t c = spec.multivariate ? static_cast<std::size_t>(v.cell.at(0) - 1) : 0;
+    NoiseCell cell{i, spec.location[c], {}};
+    if (!spec.correlated()) {
+      cell.terms.emplace_back(names.size(), spec.spread[c]);
+      names.push_back(v.name);
+    } else {
+      const std::size_t K = spec.components;
+      auto [it, fresh] = first_source.emplace(v.array, names.size());
+      if (fresh)
+        for (std::size_t j = 0; j < K; ++j)
+          names.push_back(v.array + " (independent component " + std::to_string(j + 1) + ")");
+      for (std::size_t j = 0; j <= c; ++j)
+        if (spec.factor[c * K + j] != 0.0) cell.terms.emplace_back(it->second + j, spec.factor[c * K + j]);
+      correlated |= cell.terms.size() > 1;
+    }
+    cells.push_back(std::move(cell));
+  }
+  return cells;
 }
 
 }  // namespace
 
 double Distribution::draw(std::uint64_t seed, std::uint32_t member, std::uint32_t slot) const {
-  switch (kind) {
-    case Kind::Normal: return a + b * noise::normals(seed, member, noise::kSetupStep, slot).first;
-    case Kind::LogNormal: return std::exp(a + b * noise::normals(seed, member, noise::kSetupStep, slot).first);
-    case Kind::Uniform: return a + (b - a) * noise::uniform01(seed, member, noise::kSetupStep, slot);
+  if (kind == Kind::Uniform) return a + (b - a) * noise::uniform01(seed, member, noise::kSetupStep, slot);
+  double x = a;
+  if (row.empty()) {
+    x += b * noise::normals(seed, member, noise::kSetupStep, slot).first;
+  } else {
+    for (std::size_t j = 0; j < row.size(); ++j)
+      if (row[j] != 0.0)
+        x += row[j] * noise::normals(seed, member, noise::kSetupStep, first_slot + static_cast<std::uint32_t>(j)).first;
   }
-  return kNaN;
+  return kind == Kind::LogNormal ? std::exp(x) : x;
 }
 
-Distribution read_distribution(const json& declaration, const std::string& file, const std::string& pointer) {
-  const std::string at = pointer_join(pointer, "distribution");
-  const auto it = declaration.find("distribution");
-  if (it == declaration.end() || !it->is_object())
-    throw Error("invalid_distribution", file, at, "the distribution must be an object with a 'kind'");
-  const json& d = *it;
-  const std::string kind = d.value("kind", std::string());
-  if (d.contains("cov"))
-    throw Error("unsupported_distribution", file, pointer_join(at, "cov"),
-                "distributions with a covariance matrix are not supported yet");
-  Distribution out;
-  if (kind == "normal") {
-    out = {Distribution::Kind::Normal, number_field(d, "mean", file, at), number_field(d, "std", file, at)};
-    if (!(out.b > 0)) throw Error("invalid_distribution", file, pointer_join(at, "std"), "'std' must be positive");
-  } else if (kind == "lognormal") {
-    out = {Distribution::Kind::LogNormal, number_field(d, "mu", file, at), number_field(d, "sigma", file, at)};
-    if (!(out.b > 0)) throw Error("invalid_distribution", file, pointer_join(at, "sigma"), "'sigma' must be positive");
-  } else if (kind == "uniform") {
-    out = {Distribution::Kind::Uniform, number_field(d, "low", file, at), number_field(d, "high", file, at)};
-    if (!(out.a < out.b)) throw Error("invalid_distribution", file, at, "'low' must be below 'high'");
-  } else {
-    throw Error("unknown_distribution", file, pointer_join(at, "kind"),
-                "unknown distribution kind '" + kind + "'; the closed set is normal, lognormal and uniform");
+std::vector<SampledParameter> sampled_parameters(const esm::System& sys, const esm::ResolvedDocument& doc) {
+  std::vector<SampledParameter> out;
+  std::unordered_map<std::string, std::uint32_t> first_slot;  // correlated array -> slot of z_1
+  std::size_t next_slot = sys.parameters.size();
+  for (std::size_t i = 0; i < sys.parameters.size(); ++i) {
+    const esm::FlatVariable& v = sys.parameters[i];
+    if (v.cadence != esm::Cadence::Sampled || v.default_value) continue;  // an override wins
+    const esm::DistributionSpec spec = esm::parameter_distribution(sys, i, doc.doc);
+    const std::size_t c = spec.multivariate ? static_cast<std::size_t>(v.cell.at(0) - 1) : 0;
+    Distribution d;
+    d.kind = spec.kind == esm::DistributionSpec::Kind::Normal      ? Distribution::Kind::Normal
+             : spec.kind == esm::DistributionSpec::Kind::LogNormal ? Distribution::Kind::LogNormal
+                                                                   : Distribution::Kind::Uniform;
+    d.a = spec.location[c];
+    if (!spec.correlated()) {
+      d.b = spec.spread[c];
+    } else {
+      const std::size_t K = spec.components;
+      auto [it, fresh] = first_slot.emplace(v.array, static_cast<std::uint32_t>(next_slot));
+      if (fresh) next_slot += K;
+      if (next_slot > std::numeric_limits<std::uint32_t>::max())
+        throw Error("too_many_outputs", v.file, spec.pointer, "more than 2^32 random components at setup");
+      d.row.assign(spec.factor.begin() + static_cast<std::ptrdiff_t>(c * K),
+                   spec.factor.begin() + static_cast<std::ptrdiff_t>(c * K + c + 1));
+      d.first_slot = it->second;
+    }
+    out.push_back({i, std::move(d)});
   }
   return out;
 }
@@ -197,27 +217,22 @@ std::unique_ptr<SdeModel> build_sde_model(const esm::System& input, const esm::R
                 "events in stochastic models are not supported yet");
 
   // Parameters: Wiener sources, setup-time draws, plain values.
-  std::vector<NoiseSource> sources;
-  std::set<expr::StrId> noise, sampled_ids;
+  std::set<expr::StrId> sampled_ids;
   m.p.assign(sys.parameters.size(), kNaN);
   for (std::size_t i = 0; i < sys.parameters.size(); ++i) {
     const esm::FlatVariable& v = sys.parameters[i];
     if (v.cadence == esm::Cadence::Discrete)
       throw Error("unsupported_event", v.file, pointer_join(v.pointer, "update"),
                   "parameter updates in stochastic models are not supported yet ('" + v.name + "')");
-    if (v.cadence == esm::Cadence::Brownian) {
-      sources.push_back(read_noise(sys, i, doc));
-      noise.insert(pool.intern(v.name));
-      m.noise_names.push_back(v.name);
-    } else if (v.cadence == esm::Cadence::Sampled && !v.default_value) {  // an override wins
-      const json* decl = json_at(doc.doc, v.pointer);
-      m.sampled.push_back(read_distribution(decl != nullptr ? *decl : json::object(), v.file, v.pointer));
-      m.sampled_names.push_back(v.name);
-      m.sampled_slot.push_back(static_cast<std::uint32_t>(i));
-      sampled_ids.insert(pool.intern(v.name));
-    } else if (v.default_value) {
-      m.p[i] = *v.default_value;
-    }
+    if (v.cadence != esm::Cadence::Brownian && v.default_value) m.p[i] = *v.default_value;  // an override wins
+  }
+  const std::vector<NoiseCell> noise_cells = read_noise(sys, doc, m.noise_names, m.correlated);
+  for (SampledParameter& s : sampled_parameters(sys, doc)) {
+    const std::string& name = sys.parameters[s.parameter].name;
+    m.sampled.push_back(std::move(s.distribution));
+    m.sampled_names.push_back(name);
+    m.sampled_slot.push_back(static_cast<std::uint32_t>(s.parameter));
+    sampled_ids.insert(pool.intern(name));
   }
 
   // Where white noise may not go (the same check as `esi validate`'s trial flatten).
@@ -248,21 +263,25 @@ std::unique_ptr<SdeModel> build_sde_model(const esm::System& input, const esm::R
     }
   }
 
-  // Drift and diffusion.
-  const std::size_t n = sys.states.size(), nm = sources.size();
+  // Drift and diffusion: rhs = f + sum_w (d rhs / d w) w with w = mean_w + sum_k c_wk dZ_k/dt,
+  // so the drift is rhs at the means and column k of the diffusion is sum_w c_wk d rhs / d w.
+  const std::size_t n = sys.states.size(), nm = m.noise_names.size();
   std::unordered_map<expr::StrId, NodeId> at_mean;
-  for (const NoiseSource& s : sources) at_mean[pool.intern(sys.parameters[s.parameter].name)] = pool.number(s.mean);
-  std::vector<NodeId> drift(n), diffusion(n * nm);
+  for (const NoiseCell& w : noise_cells) at_mean[pool.intern(sys.parameters[w.parameter].name)] = pool.number(w.mean);
+  const NodeId zero = pool.number(0.0);
+  std::vector<NodeId> drift(n), diffusion(n * nm, zero);
   std::unordered_map<NodeId, NodeId> mean_memo;
   for (std::size_t i = 0; i < n; ++i) {
     const NodeId rhs = sys.state_rhs[i];
     drift[i] = expr::simplify(pool, substitute(pool, rhs, at_mean, mean_memo));
-    for (std::size_t k = 0; k < nm; ++k) {
-      const esm::FlatVariable& w = sys.parameters[sources[k].parameter];
-      NodeId g = expr::differentiate(pool, rhs, pool.intern(w.name));
-      if (sources[k].std != 1.0 && g != pool.number(0.0))
-        g = pool.make(Op::Mul, std::vector<NodeId>{pool.number(sources[k].std), g});
-      diffusion[i * nm + k] = g;
+    for (const NoiseCell& w : noise_cells) {
+      const NodeId g = expr::differentiate(pool, rhs, pool.intern(sys.parameters[w.parameter].name));
+      if (g == zero) continue;
+      for (const auto& [k, coefficient] : w.terms) {
+        const NodeId term = coefficient == 1.0 ? g : pool.make(Op::Mul, std::vector<NodeId>{pool.number(coefficient), g});
+        NodeId& acc = diffusion[i * nm + k];
+        acc = acc == zero ? term : pool.make(Op::Add, std::vector<NodeId>{acc, term});
+      }
     }
   }
 
@@ -286,10 +305,9 @@ std::unique_ptr<SdeModel> build_sde_model(const esm::System& input, const esm::R
       if (expr::depends_on(pool, g, s)) m.additive = false;
 
   // Milstein: L^k G_ik = sum_j G_jk dG_ik/du_j; cross terms L^k G_il (k != l) must vanish.
-  std::vector<NodeId> milstein(n * nm, pool.number(0.0));
+  std::vector<NodeId> milstein(n * nm, zero);
   m.commutative = true;
   try {
-    const NodeId zero = pool.number(0.0);
     for (std::size_t i = 0; i < n && m.commutative; ++i)
       for (std::size_t l = 0; l < nm && m.commutative; ++l) {
         const NodeId g = g_inline[i * nm + l];
@@ -303,7 +321,9 @@ std::unique_ptr<SdeModel> build_sde_model(const esm::System& input, const esm::R
               m.commutative = false;
               m.milstein_unavailable = "noise source '" + m.noise_names[k] + "' drives '" + sys.states[j].name +
                                        "', which the coefficient of '" + m.noise_names[l] + "' in the equation of '" +
-                                       sys.states[i].name + "' reads (the noise is not diagonal)";
+                                       sys.states[i].name + "' reads (the noise is not diagonal" +
+                                       (m.correlated ? "; a 'cov' mixes the sources of a correlated Wiener "
+                                                       "vector, so use EulerMaruyama" : "") + ")";
               break;
             }
             const NodeId term = pool.make(Op::Mul, std::vector<NodeId>{g_inline[j * nm + k], dg});

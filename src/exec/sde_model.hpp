@@ -17,23 +17,36 @@
 
 namespace esi::exec::detail {
 
-/// A univariate setup-time distribution (spec §6.3 `distribution`).
+/// The setup-time distribution of one sampled parameter (a scalar, or one cell of an array).
 struct Distribution {
   enum class Kind { Normal, LogNormal, Uniform } kind = Kind::Normal;
   double a = 0, b = 1;  ///< Normal: mean, std; LogNormal: mu, sigma; Uniform: low, high
+  /// A component of a correlated vector (`cov`): the row of L for this cell, the value is
+  /// a + sum_j row[j] z_j (exp of it for a lognormal), z_j the first normal of slot
+  /// first_slot + j. Empty for an independent draw (a + b z of the parameter's own slot).
+  std::vector<double> row;
+  std::uint32_t first_slot = 0;
   /// The value drawn for member `member` of parameter `slot` (noise.hpp: step kSetupStep).
   double draw(std::uint64_t seed, std::uint32_t member, std::uint32_t slot) const;
 };
 
-/// Reads the `distribution` of the parameter declared at `pointer` in `document`. Throws
-/// `unknown_distribution` for a kind outside normal / lognormal / uniform and
-/// `unsupported_distribution` for the multivariate (`cov`, array) forms.
-Distribution read_distribution(const nlohmann::json& declaration, const std::string& file,
-                               const std::string& pointer);
+/// Every sampled parameter (no override) of `system` with its distribution, in parameter
+/// order. Slots: an independent draw uses the parameter's index; a correlated vector of K
+/// components uses K slots after every parameter index (System::parameters.size() + the
+/// components of the correlated vectors met before it), so all K normals of L z are drawn even
+/// for the cells no equation reads. Throws the codes of esm::parameter_distribution.
+struct SampledParameter {
+  std::size_t parameter;
+  Distribution distribution;
+};
+std::vector<SampledParameter> sampled_parameters(const esm::System& system, const esm::ResolvedDocument& document);
 
 struct SdeModel {
   esm::System system;  ///< the input plus the derived expressions (in its pool)
-  std::vector<std::string> noise_names;   ///< one per source k, the Wiener parameter
+  /// One per source k, an independent standard Wiener process: a Wiener parameter, or
+  /// "C.W (independent component j)" of a correlated vector C.W (W = mean + L Z).
+  std::vector<std::string> noise_names;
+  bool correlated = false;  ///< some Wiener vector has a `cov`
   std::vector<std::string> sampled_names; ///< forcing order of every program
   std::vector<Distribution> sampled;      ///< same order
   std::vector<std::uint32_t> sampled_slot;  ///< the parameter's index in System::parameters
@@ -52,6 +65,7 @@ struct SdeModel {
 /// Derives and compiles the SDE form. Throws `wiener_nonlinear` (a Wiener parameter not used
 /// linearly in a state equation), `unsupported_sde_noise` (a Wiener parameter read by an
 /// observed, an initial value or an event, or with a non-Gaussian distribution),
+/// `distribution_covariance_invalid` / `invalid_distribution` (esm::parameter_distribution),
 /// `unsupported_event` / `unsupported_algebraic` (events, parameter updates and algebraic
 /// unknowns in stochastic models), `missing_parameter_value`, and the distribution codes.
 std::unique_ptr<SdeModel> build_sde_model(const esm::System& system, const esm::ResolvedDocument& document);

@@ -157,23 +157,13 @@ void run_sde(const esm::System& system, const StochasticOptions& o, EnsembleResu
 // ---- ODE members (sampled parameters only) ----
 
 void run_ode_members(const esm::System& system, const StochasticOptions& o, EnsembleResult& r) {
-  struct Draw {
-    std::size_t parameter;
-    detail::Distribution distribution;
-  };
-  std::vector<Draw> draws;
-  for (std::size_t i = 0; i < system.parameters.size(); ++i) {
-    const esm::FlatVariable& v = system.parameters[i];
-    if (v.cadence != esm::Cadence::Sampled || v.default_value) continue;
-    const nlohmann::json* decl = json_at(o.document->doc, v.pointer);
-    draws.push_back({i, detail::read_distribution(decl != nullptr ? *decl : nlohmann::json::object(), v.file, v.pointer)});
-  }
+  const std::vector<detail::SampledParameter> draws = detail::sampled_parameters(system, *o.document);
   const std::size_t C = r.names.size(), T = r.times.size();
   std::vector<std::string> failures(o.members);
   detail::parallel_for(o.members, o.threads, [&](std::size_t pos, unsigned) {
     const std::uint32_t member = member_at(o, pos);
     esm::System sys = system;
-    for (const Draw& d : draws) {
+    for (const detail::SampledParameter& d : draws) {
       sys.parameters[d.parameter].default_value = d.distribution.draw(o.seed, member, static_cast<std::uint32_t>(d.parameter));
       sys.parameters[d.parameter].cadence = esm::Cadence::Constant;
     }

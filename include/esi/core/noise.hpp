@@ -13,9 +13,14 @@
 // normals. The conventions of the users of a slot:
 //   - SDE noise source k at step n (n = 0 for the step that starts at t0): step n, slot k; the
 //     first normal is the Wiener increment's xi (dW = sqrt(h) xi), the second is the auxiliary
-//     normal of schemes that need one (SRA1's I_(1,0)).
+//     normal of schemes that need one (SRA1's I_(1,0)). Sources are independent processes: one
+//     per scalar (or independently distributed) Wiener parameter, K consecutive ones per
+//     correlated Wiener vector of K components (a `cov`: its cells get sqrt(h) L xi), in the
+//     order of System::parameters.
 //   - setup-time draws of `distribution` parameters: step kSetupStep, slot = the parameter's
-//     index in System::parameters.
+//     index in System::parameters; a correlated vector of K components (mean + L z) uses K
+//     consecutive slots after every parameter index (parameters.size() + the components of
+//     the correlated vectors before it).
 #pragma once
 
 #include <array>

@@ -3,10 +3,12 @@
 //
 // Every random number is addressed, not drawn (core/noise.hpp): member m's Wiener increment of
 // source k at step n is the keyed normal (seed, m, n, k), a sampled parameter's value is drawn
-// once per member from (seed, m, setup, parameter index). Members are stepped in blocks of up to
-// 64 lanes handed to threads in any order; every member's outputs are stored by member id and
-// the statistics are folded afterwards in member-id order, so the results are `==` for any
-// thread count, block grouping and member order.
+// once per member from (seed, m, setup, parameter index). A correlated vector (a `cov`) is
+// mean + L z, L its Cholesky factor and z independent keyed normals (one source or setup slot
+// per component, noise.hpp). Members are stepped in blocks of up to 64 lanes handed to
+// threads in any order; every member's outputs are stored by member id and the statistics
+// are folded afterwards in member-id order, so the results are `==` for any thread count,
+// block grouping and member order.
 //
 // SDE models (at least one Wiener parameter) step on a fixed grid: each output interval (t0,
 // every saveat multiple, t1) is split into ceil(length / dt) equal steps, counted from 0 at t0
