@@ -173,6 +173,17 @@ class Expander {
 
   std::string name_of(NodeId id) const { return std::string(pool_.str(pool_.node(id).name)); }
 
+  /// Copies: evaluating an operand interns nodes, which may move the pool's child storage that
+  /// a span from pool_.args() points into.
+  std::vector<NodeId> args_of(NodeId id) const {
+    const auto a = pool_.args(id);
+    return {a.begin(), a.end()};
+  }
+  std::vector<NodeId> children_of(NodeId id) const {
+    const auto c = pool_.children(id);
+    return {c.begin(), c.end()};
+  }
+
   std::string pretty(NodeId symbol) const {
     std::string s = name_of(symbol);
     return s.starts_with("$") ? s.substr(1) : s;
@@ -189,7 +200,7 @@ class Expander {
   /// Evaluates an index or filter expression, which must be known when the model is built.
   double static_value(NodeId e) {
     const expr::Node n = pool_.node(e);
-    const auto args = pool_.args(e);
+    const std::vector<NodeId> args = args_of(e);
     auto a = [&](std::size_t i) { return static_value(args[i]); };
     auto fold = [&](auto op) {
       double v = a(0);
@@ -365,7 +376,7 @@ class Expander {
         const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
         std::vector<NodeId> kids;
-        for (NodeId k : pool_.args(e)) kids.push_back(eval(k, f));
+        for (NodeId k : args_of(e)) kids.push_back(eval(k, f));
         if (fn == Op::Sub && kids.size() == 1) return pool_.make(Op::Neg, kids);
         if ((fn == Op::Add || fn == Op::Mul) && kids.size() == 1) return kids[0];
         return pool_.make(fn, kids);
@@ -444,7 +455,7 @@ class Expander {
 
   /// index(A, i1, ..., in) with static indices.
   NodeId gather(NodeId e, const Frame& f) {
-    const auto args = pool_.args(e);
+    const std::vector<NodeId> args = args_of(e);
     if (args.empty()) fail("invalid_index", "'index' needs an array operand");
     std::vector<std::int64_t> idx;
     for (std::size_t i = 1; i < args.size(); ++i) idx.push_back(static_int(args[i], "an index"));
@@ -488,7 +499,7 @@ class Expander {
   NodeId makearray_cell(NodeId e, const Frame& f) {
     const json& attrs = this->attrs(e);
     const json regions = attrs.value("regions", json::array());
-    const auto values = pool_.children(e);
+    const std::vector<NodeId> values = children_of(e);
     if (f.scalar())
       fail("array_used_as_scalar", "a 'makearray' is used where one value is expected");
     for (std::size_t r = regions.size(); r-- > 0;) {
@@ -711,7 +722,7 @@ class Expander {
     if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min")
       fail("invalid_reduce", "reduce '" + reduce + "' is not one of +, *, max, min");
 
-    const auto kids = pool_.children(e);
+    const std::vector<NodeId> kids = children_of(e);
     const expr::Node& n = pool_.node(e);
     NodeId body = expr::kNoNode, filter = expr::kNoNode;
     if (auto x = attrs.find("expr"); x != attrs.end() && x->is_object() && x->contains("$child"))

@@ -140,7 +140,8 @@ struct Context {
                (missing.empty() ? "" : " (missing:" + missing + ")") +
                (extra.empty() ? "" : " (unexpected:" + extra + ")"));
     }
-    const auto children = pool.children(id);
+    // A copy: expanding a binding interns nodes, which may move the pool's child storage.
+    const std::vector<NodeId> children(pool.children(id).begin(), pool.children(id).end());
     std::unordered_map<expr::StrId, NodeId> subst;
     for (auto it = bindings.begin(); it != bindings.end(); ++it) {
       const auto slot = it.value().at("$child").get<std::size_t>();
