@@ -237,9 +237,45 @@ double pde_value(const PdeAssertion& p, const std::vector<double>& u, const std:
 
 void run_test(const TestContext& ctx, const json& test, const std::string& pointer, TestResult& out) {
   check_test_shape(test, ctx.file, pointer);
-  if (test.contains("expression_template_imports"))
-    throw Error("unsupported_test_feature", ctx.file, pointer_join(pointer, "expression_template_imports"),
-                "tests that inject a discretization (expression_template_imports) are not supported yet");
+  // §6.6.6: a test may lower its component under a discretization of its own; it runs as its
+  // own build of the document with the test's imports added to the component's.
+  std::optional<esm::ResolvedDocument> injected;
+  if (test.contains("expression_template_imports")) {
+    const std::string ptr = pointer_join(pointer, "expression_template_imports");
+    json raw = ctx.doc.raw;
+    json* comp = nullptr;
+    std::size_t start = 0;
+    for (bool first = true; start <= ctx.component.size(); first = false) {
+      const std::size_t dot = std::min(ctx.component.find('.', start), ctx.component.size());
+      const std::string part = ctx.component.substr(start, dot - start);
+      json* parent = first ? &raw : comp;
+      comp = nullptr;
+      for (const char* section : first ? std::vector<const char*>{"models", "reaction_systems"}
+                                       : std::vector<const char*>{"subsystems"})
+        if (parent->contains(section) && (*parent)[section].contains(part)) comp = &(*parent)[section][part];
+      if (!comp || !comp->is_object() || comp->contains("ref"))
+        throw Error("unsupported_test_feature", ctx.file, ptr,
+                    "a test that injects a discretization is supported for components written in "
+                    "the document itself, not mounted from another file");
+      start = dot + 1;
+    }
+    if (!test["expression_template_imports"].is_array())
+      throw Error("invalid_test", ctx.file, ptr, "expression_template_imports must be an array");
+    json& imports = (*comp)["expression_template_imports"];
+    if (!imports.is_array()) imports = json::array();
+    for (const auto& imp : test["expression_template_imports"]) imports.push_back(imp);
+    injected = esm::load_resolved(ctx.doc.file, std::move(raw));
+  }
+  const esm::ResolvedDocument& doc = injected ? *injected : ctx.doc;
+  std::optional<esm::System> injected_system;
+  if (injected) {
+    esm::FlattenOptions fo;
+    fo.component = ctx.component;
+    fo.inputs = ctx.options.inputs;
+    fo.inputs_file = ctx.options.inputs_file;
+    injected_system = esm::flatten(*injected, fo);
+  }
+  const esm::System& base = injected_system ? *injected_system : ctx.system;
   const json assertions_block = test.value("assertions", json::array());
   // Inline references (§6.6.5) are arrays over the asserted variable's cells, defined in the
   // component's scope: they are flattened with it, once per test that has them.
@@ -254,7 +290,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
     const std::string ptr = pointer_join(pointer_join(pointer, "assertions"), i);
     const std::string var = a.value("variable", std::string());
     PdeAssertion& p = pde[i];
-    p.array = asserted_array(ctx.system, ctx.component, var);
+    p.array = asserted_array(base, ctx.component, var);
     if (!p.array)
       throw Error("invalid_test", ctx.file, pointer_join(ptr, "variable"),
                   "'" + var + "' is not a shaped variable of '" + ctx.component +
@@ -308,7 +344,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
         {ctx.component, local, p.array->axes, p.array->extents, ref, ctx.file, pointer_join(ptr, "reference")});
     p.reference_array = ctx.component + "." + local;
   }
-  esm::System sys = with_refs.extra_arrays.empty() ? ctx.system : esm::flatten(ctx.doc, with_refs);
+  esm::System sys = with_refs.extra_arrays.empty() ? base : esm::flatten(doc, with_refs);
   // A reference is evaluated before the run: it may read parameters, never the unknowns.
   for (std::size_t i = 0; i < sys.observed.size(); ++i)
     if (sys.observed[i].array.find(".__reference_") != std::string::npos) {
@@ -336,7 +372,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   so.integrator.method = ctx.options.method;
   so.integrator.rtol = ctx.options.rtol;
   so.integrator.atol = ctx.options.atol;
-  so.document = &ctx.doc;
+  so.document = &doc;
   so.stop_at_sample_times = true;
   const json assertions = test.value("assertions", json::array());
   if (!assertions.is_array() || assertions.empty())  // §6.6.2: at least one; never a vacuous pass
@@ -426,11 +462,16 @@ void run_component_tests(const esm::ResolvedDocument& doc, const std::string& pa
     r.component = path;
     r.id = test.is_object() ? test.value("id", std::to_string(i)) : std::to_string(i);
     r.assertion_count = test.is_object() ? test.value("assertions", json::array()).size() : 0;
-    if (refused) {
+    // A test that injects its own discretization (§6.6.6) runs even when the component alone
+    // cannot be flattened: that is what such a test is for.
+    const bool injects = test.is_object() && test.contains("expression_template_imports");
+    if (refused && !injects) {
       r.error = refused;
     } else {
       try {
-        run_test({doc, *system, path, file, tolerance_of(node), options}, test, test_ptr, r);
+        static const esm::System kNoSystem;
+        run_test({doc, system ? *system : kNoSystem, path, file, tolerance_of(node), options}, test,
+                 test_ptr, r);
       } catch (const Error& e) {
         r.error = e.diagnostic();
         r.assertions.clear();
