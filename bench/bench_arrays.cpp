@@ -76,15 +76,22 @@ Grid transport_document(int n) {
   return g;
 }
 
-void BM_GridFrontEnd(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  const Grid g = transport_document(n);
+/// Flattening options with the grid's inputs, or false (the benchmark skipped) without a corpus.
+bool grid_or_skip(benchmark::State& state, Grid& g, esi::esm::FlattenOptions& fo) {
+  g = transport_document(static_cast<int>(state.range(0)));
   if (!g.error.empty()) {
     state.SkipWithError(g.error.c_str());
-    return;
+    return false;
   }
-  esi::esm::FlattenOptions fo;
   fo.inputs = g.inputs;
+  return true;
+}
+
+void BM_GridFrontEnd(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  Grid g;
+  esi::esm::FlattenOptions fo;
+  if (!grid_or_skip(state, g, fo)) return;
   std::size_t states = 0, instructions = 0;
   double seconds = 0;
   for (auto _ : state) {
@@ -107,13 +114,9 @@ void BM_GridFrontEnd(benchmark::State& state) {
 
 void BM_GridRhs(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const Grid g = transport_document(n);
-  if (!g.error.empty()) {
-    state.SkipWithError(g.error.c_str());
-    return;
-  }
+  Grid g;
   esi::esm::FlattenOptions fo;
-  fo.inputs = g.inputs;
+  if (!grid_or_skip(state, g, fo)) return;
   const auto doc = esi::esm::load_resolved(g.file);
   const auto sys = esi::esm::flatten(doc, fo);
   const auto program = esi::kernel::compile(sys);

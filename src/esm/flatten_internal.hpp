@@ -54,11 +54,6 @@ struct Tendency {
 struct ArrayShape {
   std::vector<std::string> axes;      ///< index-set names, in declared order
   std::vector<std::int64_t> extents;  ///< their sizes
-  std::int64_t cells() const {
-    std::int64_t n = 1;
-    for (auto e : extents) n *= e;
-    return n;
-  }
 };
 
 struct FlattenState {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <unordered_set>
 #include <new>
 #include <limits>
 #include <optional>
@@ -346,7 +347,12 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   }
   esm::System sys = with_refs.extra_arrays.empty() ? base : esm::flatten(doc, with_refs);
   // A reference is evaluated before the run: it may read parameters, never the unknowns.
-  for (std::size_t i = 0; i < sys.observed.size(); ++i)
+  std::unordered_set<std::string> unknowns;
+  if (!with_refs.extra_arrays.empty()) {
+    for (const auto& v : sys.states) unknowns.insert(v.name);
+    for (const auto& v : sys.observed) unknowns.insert(v.name);
+  }
+  for (std::size_t i = 0; i < sys.observed.size() && !unknowns.empty(); ++i)
     if (sys.observed[i].array.find(".__reference_") != std::string::npos) {
       std::vector<expr::NodeId> stack{sys.observed_rhs[i]};
       while (!stack.empty()) {
@@ -355,7 +361,7 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
         const expr::Node& n = sys.pool.node(id);
         if (n.op == expr::Op::Symbol) {
           const std::string name(sys.pool.str(n.name));
-          if (name == "t" || sys.state_index(name) >= 0 || sys.observed_index(name) >= 0)
+          if (name == "t" || unknowns.count(name))
             throw Error("invalid_test", sys.observed[i].file, sys.observed[i].pointer,
                         "the reference reads '" + name + "', which is not known before the run "
                         "(a reference may read parameters and index symbols only, §6.6.5)");

@@ -101,13 +101,6 @@ std::uint64_t Pool::hash_of(const Node& n, std::span<const NodeId> children) con
   mix(std::uint64_t{n.name} | (std::uint64_t{n.attrs} << 32));
   mix(std::bit_cast<std::uint64_t>(n.number));
   for (NodeId c : children) mix(c);
-  // FNV's low bits (the table index) mix poorly across nodes that differ only in one child
-  // id; a final avalanche (splitmix64's) spreads them, so linear probing stays short.
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
   return h;
 }
 

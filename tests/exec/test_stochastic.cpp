@@ -15,6 +15,7 @@
 #include "esi/core/noise.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/stochastic.hpp"
+#include "exec/stochastic_support.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -23,28 +24,10 @@ using esi::exec::EnsembleResult;
 using esi::exec::StochasticOptions;
 using esi::method::SdeMethod;
 
-std::filesystem::path doc_path(const std::string& name) {
-  return std::filesystem::path(ESI_SOURCE_DIR) / "tests/exec/stochastic" / name;
-}
+using esi::testing::column;
+using Loaded = esi::testing::LoadedEnsemble;
 
-struct Loaded {
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System system;
-  explicit Loaded(const std::filesystem::path& file) {
-    doc = esi::esm::load_resolved(file);
-    system = esi::esm::flatten(doc);
-  }
-  EnsembleResult run(StochasticOptions o) {
-    o.document = &doc;
-    return esi::exec::simulate_ensemble(system, o);
-  }
-};
-
-int column(const EnsembleResult& r, const std::string& name) {
-  const auto it = std::find(r.names.begin(), r.names.end(), name);
-  EXPECT_NE(it, r.names.end()) << name;
-  return static_cast<int>(it - r.names.begin());
-}
+std::filesystem::path doc_path(const std::string& name) { return esi::testing::stochastic_doc(name); }
 
 // 10^5 members of dx = theta (mu - x) dt + sigma dW, x0 = 1, with SRA1 (chosen automatically:
 // the noise is additive) at dt = 0.01: mean and unbiased variance at t = 0.25, 0.5, 1, 2 within 4
@@ -66,7 +49,7 @@ TEST(Stochastic, OrnsteinUhlenbeckEnsembleMatchesTheClosedForm) {
   EXPECT_EQ(r.method, SdeMethod::SRA1);
   EXPECT_EQ(r.steps, 200u);
   const double theta = 2, mu = 0.5, sigma = 0.6, x0 = 1, N = 1e5;
-  const int x = column(r, "OU.x"), y = column(r, "OU.y");
+  const std::size_t x = column(r, "OU.x"), y = column(r, "OU.y");
   const std::size_t C = r.names.size();
   for (double t : {0.25, 0.5, 1.0, 2.0}) {
     const auto k = static_cast<std::size_t>(std::find(r.times.begin(), r.times.end(), t) - r.times.begin());
@@ -101,7 +84,7 @@ TEST(Stochastic, SampledParametersAreDrawnOncePerMemberFromTheKeyedGenerator) {
   const std::size_t C = r.names.size();
   const double N = 20000;
   auto check = [&](const std::string& name, std::size_t k, double mean, double var) {
-    const int j = column(r, name);
+    const std::size_t j = column(r, name);
     const double m = r.mean[k * C + j], s2 = r.variance[k * C + j];
     EXPECT_NEAR(m, mean, 4 * std::sqrt(var / N)) << name;
     EXPECT_NEAR(s2, var, 0.05 * var) << name;  // 4 standard errors is below 5% at N = 2e4 for these
@@ -111,7 +94,7 @@ TEST(Stochastic, SampledParametersAreDrawnOncePerMemberFromTheKeyedGenerator) {
   check("G.vol", 0, lm, lv);
   check("G.S", 0, 2.0, 4.0 / 12);
   // The same values at every output time (drawn once, not per step).
-  const int rate = column(r, "G.rate");
+  const std::size_t rate = column(r, "G.rate");
   for (std::size_t m : {0u, 17u, 19999u}) {
     EXPECT_EQ(r.value(m, 0, rate), r.value(m, 2, rate));
     // parameter index of r in System::parameters is the slot

@@ -18,6 +18,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/stochastic.hpp"
+#include "exec/stochastic_support.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -26,34 +27,11 @@ using esi::exec::EnsembleResult;
 using esi::exec::StochasticOptions;
 using esi::method::SdeMethod;
 
-std::filesystem::path doc_path(const std::string& name) {
-  return std::filesystem::path(ESI_SOURCE_DIR) / "tests/exec/stochastic" / name;
-}
+using esi::testing::column;
+using Loaded = esi::testing::LoadedEnsemble;
 
-struct Loaded {
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System system;
-  explicit Loaded(const std::filesystem::path& file) {
-    doc = esi::esm::load_resolved(file);
-    system = esi::esm::flatten(doc);
-  }
-  EnsembleResult run(StochasticOptions o) {
-    o.document = &doc;
-    return esi::exec::simulate_ensemble(system, o);
-  }
-};
-
-std::size_t column(const EnsembleResult& r, const std::string& name) {
-  const auto it = std::find(r.names.begin(), r.names.end(), name);
-  EXPECT_NE(it, r.names.end()) << name;
-  return static_cast<std::size_t>(it - r.names.begin());
-}
-
-std::size_t time_index(const EnsembleResult& r, double t) {
-  const auto k = static_cast<std::size_t>(std::find(r.times.begin(), r.times.end(), t) - r.times.begin());
-  EXPECT_LT(k, r.times.size()) << t;
-  return k;
-}
+std::filesystem::path doc_path(const std::string& name) { return esi::testing::stochastic_doc(name); }
+using esi::testing::time_index;
 
 /// Sample mean and unbiased covariance of columns `cols` at output time k over every member,
 /// after `transform` of each value.
