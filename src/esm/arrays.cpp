@@ -11,6 +11,7 @@
 // every existing method and target. The per-region program compiler (one program per region,
 // independent of the grid size) is the next step; this expansion is its reference.
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -69,12 +70,45 @@ void walk(const Pool& pool, NodeId root, Visit&& visit) {
   }
 }
 
+/// A position along one axis. `v` is its value at the cell being evaluated. When a region
+/// program is formed (relative mode), `axis` >= 0 says the position moves with the output cell
+/// along that output axis (at output cell x it is x[axis] + (v - rep[axis])); -1 that it is the
+/// same at every cell.
+struct Ix {
+  std::int64_t v = 0;
+  int axis = -1;
+};
+
+/// A build-time number (index arithmetic, filters) that may move with the cell like Ix.
+struct SVal {
+  double v = 0;
+  int axis = -1;
+};
+
+/// Thrown in relative mode when an expression is not one program over a box of cells (it
+/// reads literal data or tables at cell-dependent positions, or compares positions along two
+/// axes): the document then becomes cells one by one, as before.
+struct NotRelative {
+  std::string why;
+};
+
+std::vector<Ix> absolute(const std::vector<std::int64_t>& cell) {
+  std::vector<Ix> out;
+  for (auto v : cell) out.push_back({v, -1});
+  return out;
+}
+std::vector<std::int64_t> plain(const std::vector<Ix>& pos) {
+  std::vector<std::int64_t> out;
+  for (const Ix& x : pos) out.push_back(x.v);
+  return out;
+}
+
 /// Where an expression is being evaluated: the cell's position along the axes of the value
 /// being produced. `axes` names them when the value is a declared array (then operands align
 /// by index-set name); an empty `axes` with a non-empty `pos` is an anonymous (positional) frame.
 struct Frame {
   std::vector<std::string> axes;
-  std::vector<std::int64_t> pos;
+  std::vector<Ix> pos;
   bool scalar() const { return pos.empty(); }
 };
 
@@ -91,8 +125,7 @@ class Expander {
 
   /// The value of `e` at one cell (or the scalar value when `f` is scalar), with index
   /// symbols already bound by a left-hand side.
-  NodeId at(NodeId e, const Frame& f,
-            const std::vector<std::pair<expr::StrId, std::int64_t>>& bindings = {}) {
+  NodeId at(NodeId e, const Frame& f, const std::vector<std::pair<expr::StrId, Ix>>& bindings = {}) {
     memo_.clear();
     context_ = next_context_++;
     env_ = bindings;
@@ -103,7 +136,7 @@ class Expander {
 
   /// Whether `e` needs this pass: it mentions an array, an index symbol or an array operation.
   bool needs_cells(NodeId e) {
-    if (auto m = needs_memo_.find(e); m != needs_memo_.end()) return m->second;
+    if (e < needs_memo_.size() && needs_memo_[e] != 0) return needs_memo_[e] == 2;
     const expr::Node& n = pool_.node(e);
     bool r = false;
     switch (n.op) {
@@ -116,7 +149,8 @@ class Expander {
       default:
         for (NodeId k : pool_.children(e)) r = r || needs_cells(k);
     }
-    needs_memo_[e] = r;
+    if (e >= needs_memo_.size()) needs_memo_.resize(std::max<std::size_t>(pool_.size(), e + 1), 0);
+    needs_memo_[e] = r ? 2 : 1;
     return r;
   }
 
@@ -125,6 +159,103 @@ class Expander {
     auto it = attrs_cache_.find(id);
     if (it == attrs_cache_.end()) it = attrs_cache_.emplace(id, expr::attrs_json(pool_, id)).first;
     return it->second;
+  }
+
+  /// Relative mode (per-region programs): positions carry the output axis they move with,
+  /// reads of arrays become relative symbols ("C.x[@0+1,@1,3]": output axis 0 plus one,
+  /// output axis 1, absolute 3), and every build-time comparison that involves a moving
+  /// position narrows [lo, hi], the box of output cells on which the expression formed at
+  /// `rep` holds unchanged.
+  void begin_region(const std::vector<std::int64_t>& rep, const std::vector<std::int64_t>& lo,
+                    const std::vector<std::int64_t>& hi) {
+    relative_ = true;
+    rep_ = rep;
+    lo_ = lo;
+    hi_ = hi;
+  }
+  void end_region() { relative_ = false; }
+  /// Arrays that get no cells in the per-region form (observed and parameter arrays): an
+  /// absolute read of one of their cells outside a region program cannot be served.
+  std::set<std::string> grid_only_;
+  /// Comparisons that involved a moving position so far: an expression formed without any
+  /// is the same program in every box.
+  std::uint64_t moving_tests() const { return moving_tests_; }
+  /// Brackets the forming of one sub-expression to learn the box of output cells on which it
+  /// alone holds: `open` sets the region aside, `close` returns the sub-expression's own box
+  /// and narrows the region set aside by it.
+  std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> open_box() {
+    auto saved = std::make_pair(lo_, hi_);
+    constexpr std::int64_t kFar = std::int64_t{1} << 40;
+    std::fill(lo_.begin(), lo_.end(), -kFar);
+    std::fill(hi_.begin(), hi_.end(), kFar);
+    return saved;
+  }
+  std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> close_box(
+      std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> saved) {
+    auto own = std::make_pair(lo_, hi_);
+    lo_ = std::move(saved.first);
+    hi_ = std::move(saved.second);
+    narrow(own.first, own.second);
+    return own;
+  }
+  void narrow(const std::vector<std::int64_t>& lo, const std::vector<std::int64_t>& hi) {
+    for (std::size_t d = 0; d < lo_.size(); ++d) {
+      lo_[d] = std::max(lo_[d], lo[d]);
+      hi_[d] = std::min(hi_[d], hi[d]);
+    }
+  }
+  const std::vector<std::int64_t>& region_lo() const { return lo_; }
+  const std::vector<std::int64_t>& region_hi() const { return hi_; }
+  /// The output cell's position along each output axis, moving with it.
+  std::vector<Ix> moving(const std::vector<std::int64_t>& rep) const {
+    std::vector<Ix> out;
+    for (std::size_t d = 0; d < rep.size(); ++d) out.push_back({rep[d], static_cast<int>(d)});
+    return out;
+  }
+
+  /// `a op b` at the representative cell; in relative mode also narrows the region to the
+  /// output cells where the outcome is the same (op one of Lt, Le, Gt, Ge, Eq, Ne).
+  bool test(SVal a, Op op, SVal b) {
+    auto truth = [op](double d) {
+      switch (op) {
+        case Op::Lt: return d < 0;
+        case Op::Le: return d <= 0;
+        case Op::Gt: return d > 0;
+        case Op::Ge: return d >= 0;
+        case Op::Eq: return d == 0;
+        default: return d != 0;
+      }
+    };
+    const double d0 = a.v - b.v;
+    const bool now = truth(d0);
+    if (!relative_ || a.axis == b.axis) return now;  // fixed, or a difference along one axis
+    ++moving_tests_;
+    if (a.axis >= 0 && b.axis >= 0)
+      throw NotRelative{"a build-time comparison of positions along two different axes"};
+    const int axis = a.axis >= 0 ? a.axis : b.axis;
+    const double s = a.axis >= 0 ? 1.0 : -1.0;  // d(x) = d0 + s (x - rep)
+    const double r = static_cast<double>(rep_[axis]);
+    const double t = r - d0 / s;  // d(t) = 0
+    const bool below = truth(-s), above = truth(s), at_t = truth(0.0);
+    const bool t_int = t == std::floor(t);
+    constexpr std::int64_t kFar = std::int64_t{1} << 40;
+    std::int64_t lo = -kFar, hi = kFar;
+    if (r < t) {
+      hi = static_cast<std::int64_t>(std::ceil(t)) - 1;
+      if (t_int && at_t == now) hi = above == now ? kFar : static_cast<std::int64_t>(t);
+    } else if (r > t) {
+      lo = static_cast<std::int64_t>(std::floor(t)) + 1;
+      if (t_int && at_t == now) lo = below == now ? -kFar : static_cast<std::int64_t>(t);
+    } else {
+      lo = below == now ? -kFar : static_cast<std::int64_t>(t);
+      hi = above == now ? kFar : static_cast<std::int64_t>(t);
+    }
+    lo_[axis] = std::max(lo_[axis], lo);
+    hi_[axis] = std::min(hi_[axis], hi);
+    return now;
+  }
+  bool test(Ix a, Op op, std::int64_t b) {
+    return test(SVal{static_cast<double>(a.v), a.axis}, op, SVal{static_cast<double>(b), -1});
   }
 
   /// Cells of parameter array `name` that expanded expressions read.
@@ -151,16 +282,40 @@ class Expander {
   std::unordered_map<NodeId, std::vector<std::pair<expr::StrId, std::size_t>>> implicit_cache_;
   std::map<std::string, std::set<std::vector<std::int64_t>>> used_;
 
-  /// The symbol of one cell, remembering parameter cells (declared only where read).
-  NodeId cell_symbol(const std::string& name, const std::vector<std::int64_t>& cell) {
+  bool relative_ = false;
+  std::vector<std::int64_t> rep_, lo_, hi_;
+  std::uint64_t moving_tests_ = 0;
+  int static_nesting_ = 0;
+
+  /// The symbol of one cell, remembering parameter cells (declared only where read); in
+  /// relative mode the relative read ("C.x[@0-1,@1,2]").
+  NodeId cell_symbol(const std::string& name, const std::vector<Ix>& cell) {
+    if (relative_) return pool_.symbol(relative_name(name, cell));
+    if (static_nesting_ == 0 && grid_only_.count(name))
+      throw NotRelative{"'" + name + "' is read cell by cell outside an array equation"};
     auto d = st_.declared.find(name);
-    if (d != st_.declared.end() && !d->second.unknown) used_[name].insert(cell);
-    return pool_.symbol(cell_name(name, cell));
+    if (d != st_.declared.end() && !d->second.unknown) used_[name].insert(plain(cell));
+    return pool_.symbol(cell_name(name, plain(cell)));
   }
-  std::unordered_map<NodeId, bool> needs_memo_;
+  std::string relative_name(const std::string& name, const std::vector<Ix>& cell) const {
+    std::string out = name + "[";
+    for (std::size_t d = 0; d < cell.size(); ++d) {
+      if (d) out += ",";
+      if (cell[d].axis < 0) {
+        out += std::to_string(cell[d].v);
+        continue;
+      }
+      const std::int64_t off = cell[d].v - rep_[cell[d].axis];
+      out += "@" + std::to_string(cell[d].axis);
+      if (off > 0) out += "+" + std::to_string(off);
+      if (off < 0) out += std::to_string(off);
+    }
+    return out + "]";
+  }
+  std::vector<std::uint8_t> needs_memo_;  // by node: 0 unknown, 1 no, 2 yes
   std::string file_, pointer_;
   /// Index symbol bindings ('$'-prefixed names), innermost last.
-  std::vector<std::pair<expr::StrId, std::int64_t>> env_;
+  std::vector<std::pair<expr::StrId, Ix>> env_;
   /// Memo of one evaluation context (one cell under one set of index bindings).
   struct MemoHash {
     std::size_t operator()(const std::pair<NodeId, std::uint64_t>& k) const {
@@ -191,53 +346,117 @@ class Expander {
 
   // ---- static integers (indices, region bounds, filters) ----
 
-  std::optional<std::int64_t> bound(expr::StrId sym) const {
+  std::optional<Ix> bound(expr::StrId sym) const {
     for (auto it = env_.rbegin(); it != env_.rend(); ++it)
       if (it->first == sym) return it->second;
     return std::nullopt;
   }
 
-  /// Evaluates an index or filter expression, which must be known when the model is built.
-  double static_value(NodeId e) {
+  /// Evaluates an index or filter expression, which must be known when the model is built. In
+  /// relative mode a value may move with the output cell (offset arithmetic `i + 1`); anything
+  /// but a shift of one moving position is not a region program (NotRelative).
+  SVal static_value(NodeId e) {
     const expr::Node n = pool_.node(e);
     const std::vector<NodeId> args = args_of(e);
     auto a = [&](std::size_t i) { return static_value(args[i]); };
-    auto fold = [&](auto op) {
-      double v = a(0);
-      for (std::size_t i = 1; i < args.size(); ++i) v = op(v, a(i));
-      return v;
+    auto fixed = [](double v) { return SVal{v, -1}; };
+    auto moving_op = [&]() -> SVal {
+      throw NotRelative{"'" + std::string(expr::op_name(n.op)) +
+                        "' of a cell position in an index expression"};
     };
+    auto cmp = [&](Op op) { return fixed(test(a(0), op, a(1)) ? 1.0 : 0.0); };
+    auto truthy = [&](SVal x) { return test(x, Op::Ne, fixed(0.0)); };
     switch (n.op) {
-      case Op::Number: return n.number;
+      case Op::Number: return fixed(n.number);
       case Op::Symbol:
-        if (auto v = bound(n.name)) return static_cast<double>(*v);
-        return static_constant(e);
-      case Op::Add: return fold([](double x, double y) { return x + y; });
-      case Op::Mul: return fold([](double x, double y) { return x * y; });
-      case Op::Sub: return args.size() == 1 ? -a(0) : a(0) - a(1);
-      case Op::Neg: return -a(0);
-      case Op::Div: return a(0) / a(1);
-      case Op::Min: return fold([](double x, double y) { return std::min(x, y); });
-      case Op::Max: return fold([](double x, double y) { return std::max(x, y); });
-      case Op::Abs: return std::abs(a(0));
-      case Op::Floor: return std::floor(a(0));
-      case Op::Ceil: return std::ceil(a(0));
-      case Op::Lt: return a(0) < a(1);
-      case Op::Le: return a(0) <= a(1);
-      case Op::Gt: return a(0) > a(1);
-      case Op::Ge: return a(0) >= a(1);
-      case Op::Eq: return a(0) == a(1);
-      case Op::Ne: return a(0) != a(1);
-      case Op::And: return fold([](double x, double y) { return double(x != 0 && y != 0); });
-      case Op::Or: return fold([](double x, double y) { return double(x != 0 || y != 0); });
-      case Op::Not: return a(0) == 0;
-      case Op::True: return 1.0;
-      case Op::IfElse: return a(0) != 0 ? a(1) : a(2);
+        if (auto v = bound(n.name)) return SVal{static_cast<double>(v->v), v->axis};
+        return fixed(static_constant(e));
+      case Op::Add: {
+        SVal v = a(0);
+        for (std::size_t i = 1; i < args.size(); ++i) {
+          const SVal x = a(i);
+          if (v.axis >= 0 && x.axis >= 0) return moving_op();
+          v = SVal{v.v + x.v, std::max(v.axis, x.axis)};
+        }
+        return v;
+      }
+      case Op::Mul: {
+        SVal v = a(0);
+        for (std::size_t i = 1; i < args.size(); ++i) {
+          const SVal x = a(i);
+          if (v.axis >= 0 && x.axis >= 0) return moving_op();
+          const SVal& m = v.axis >= 0 ? v : x;
+          const SVal& c = v.axis >= 0 ? x : v;
+          if (m.axis >= 0 && c.v == 0) v = fixed(0.0);
+          else if (m.axis >= 0 && c.v != 1) return moving_op();
+          else v = SVal{v.v * x.v, m.axis};
+        }
+        return v;
+      }
+      case Op::Sub: {
+        if (args.size() == 1) {
+          const SVal x = a(0);
+          return x.axis >= 0 ? moving_op() : fixed(-x.v);
+        }
+        const SVal x = a(0), y = a(1);
+        if (y.axis >= 0 && x.axis != y.axis) return moving_op();
+        return SVal{x.v - y.v, x.axis == y.axis ? -1 : x.axis};
+      }
+      case Op::Neg: {
+        const SVal x = a(0);
+        return x.axis >= 0 ? moving_op() : fixed(-x.v);
+      }
+      case Op::Div: {
+        const SVal x = a(0), y = a(1);
+        if (y.axis >= 0 || (x.axis >= 0 && y.v != 1)) return moving_op();
+        return SVal{x.v / y.v, x.axis};
+      }
+      case Op::Min: case Op::Max: {
+        SVal v = a(0);
+        for (std::size_t i = 1; i < args.size(); ++i) {
+          const SVal x = a(i);
+          const bool keep = test(v, n.op == Op::Min ? Op::Le : Op::Ge, x);
+          if (!keep) v = x;
+        }
+        return v;
+      }
+      case Op::Abs: {
+        const SVal x = a(0);
+        if (x.axis < 0) return fixed(std::abs(x.v));
+        if (!test(x, Op::Ge, fixed(0.0))) return moving_op();
+        return x;
+      }
+      case Op::Floor: case Op::Ceil: {
+        const SVal x = a(0);
+        if (x.axis >= 0) return x;  // positions are integers
+        return fixed(n.op == Op::Floor ? std::floor(x.v) : std::ceil(x.v));
+      }
+      case Op::Lt: return cmp(Op::Lt);
+      case Op::Le: return cmp(Op::Le);
+      case Op::Gt: return cmp(Op::Gt);
+      case Op::Ge: return cmp(Op::Ge);
+      case Op::Eq: return cmp(Op::Eq);
+      case Op::Ne: return cmp(Op::Ne);
+      case Op::And: {
+        bool v = true;
+        for (std::size_t i = 0; i < args.size() && v; ++i) v = truthy(a(i));
+        return fixed(v);
+      }
+      case Op::Or: {
+        bool v = false;
+        for (std::size_t i = 0; i < args.size() && !v; ++i) v = truthy(a(i));
+        return fixed(v);
+      }
+      case Op::Not: return fixed(!truthy(a(0)));
+      case Op::True: return fixed(1.0);
+      case Op::IfElse: return truthy(a(0)) ? a(1) : a(2);
       case Op::Index: {
         // A gather from literal data (connectivity, enum tables) is static too.
+        ++static_nesting_;
         const NodeId v = gather(e, Frame{});
-        if (pool_.node(v).op == Op::Number) return pool_.node(v).number;
-        return static_constant(v);
+        --static_nesting_;
+        if (pool_.node(v).op == Op::Number) return fixed(pool_.node(v).number);
+        return fixed(static_constant(v));
       }
       default:
         fail("unsupported_array_feature",
@@ -252,6 +471,8 @@ class Expander {
   /// as an equation). Anything that changes while the model runs is not static.
   double static_constant(NodeId symbol) {
     const std::string name = name_of(symbol);
+    if (name.find('@') != std::string::npos)
+      throw NotRelative{"an index reads '" + name + "', a cell-dependent table entry"};
     std::string array = name;
     std::vector<std::int64_t> cell;
     if (const auto open = name.find('['); open != std::string::npos && name.back() == ']') {
@@ -280,28 +501,34 @@ class Expander {
     auto saved_env = std::move(env_);
     auto saved_memo = std::move(memo_);
     const std::uint64_t saved_context = context_;
+    const bool saved_relative = relative_;
+    relative_ = false;
+    ++static_nesting_;
     ++static_depth_;
     env_.clear();
     memo_.clear();
     context_ = next_context_++;
     const auto a = st_.arrays.find(array);
     Frame f;
-    if (a != st_.arrays.end()) f = Frame{a->second.axes, cell};
+    if (a != st_.arrays.end()) f = Frame{a->second.axes, absolute(cell)};
     const NodeId v = eval(o->second.rhs, f);
-    const double value = static_value(v);
+    const double value = static_value(v).v;
     --static_depth_;
+    --static_nesting_;
+    relative_ = saved_relative;
     env_ = std::move(saved_env);
     memo_ = std::move(saved_memo);
     context_ = saved_context;
     return value;
   }
 
-  std::int64_t static_int(NodeId e, const char* what) {
-    const double v = static_value(e);
+  Ix static_int(NodeId e, const char* what) {
+    const SVal s = static_value(e);
+    const double v = s.v;
     if (!std::isfinite(v) || v != std::floor(v) || std::abs(v) > 1e15)
       fail("array_index_not_integer", std::string(what) + " evaluates to " + json(v).dump() +
                                           ", which is not an integer");
-    return static_cast<std::int64_t>(v);
+    return Ix{static_cast<std::int64_t>(v), s.axis};
   }
 
   /// A region or range bound as it stands in the JSON (metaparameters already folded).
@@ -352,7 +579,11 @@ class Expander {
       case Op::Symbol: {
         const std::string_view s = pool_.str(n.name);
         if (s.starts_with("$")) {
-          if (auto v = bound(n.name)) return pool_.number(static_cast<double>(*v), true);
+          if (auto v = bound(n.name)) {
+            if (v->axis < 0) return pool_.number(static_cast<double>(v->v), true);
+            // An index used as a number in a region program: the cell's own position.
+            return pool_.symbol(relative_name("$index", {*v}));
+          }
           fail("array_index_unbound", "index symbol '" + std::string(s.substr(1)) +
                                           "' is used outside the aggregate that binds it");
         }
@@ -411,7 +642,7 @@ class Expander {
       fail("array_used_as_scalar", "'" + name + "' is an array over " + list_json(a.axes) +
                                        " but is used where one value is expected; index it or "
                                        "aggregate over it");
-    std::vector<std::int64_t> cell;
+    std::vector<Ix> cell;
     if (!f.axes.empty()) {
       for (const auto& axis : a.axes) {
         auto it = std::find(f.axes.begin(), f.axes.end(), axis);
@@ -430,23 +661,25 @@ class Expander {
       for (std::size_t d = 0; d < a.axes.size(); ++d) cell.push_back(f.pos[d]);
     }
     for (std::size_t d = 0; d < cell.size(); ++d)
-      if (cell[d] < 1 || cell[d] > a.extents[d])
+      if (!test(cell[d], Op::Ge, 1) || !test(cell[d], Op::Le, a.extents[d]))
         fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.extents[d]) +
                                          " entries along '" + a.axes[d] + "' but is read at " +
-                                         std::to_string(cell[d]));
+                                         std::to_string(cell[d].v));
     return cell_symbol(name, cell);
   }
 
-  NodeId const_cell(const json& value, const std::vector<std::int64_t>& pos, const char* what) {
+  NodeId const_cell(const json& value, const std::vector<Ix>& pos, const char* what) {
     const json* v = &value;
     for (std::size_t d = 0; d < pos.size(); ++d) {
-      if (!v->is_array() || pos[d] < 1 || pos[d] > static_cast<std::int64_t>(v->size()))
+      if (relative_ && pos[d].axis >= 0)
+        throw NotRelative{std::string("a ") + what + " read at a cell-dependent position"};
+      if (!v->is_array() || pos[d].v < 1 || pos[d].v > static_cast<std::int64_t>(v->size()))
         fail("const_array_out_of_range",
-             std::string("the ") + what + " is read at index " + std::to_string(pos[d]) +
+             std::string("the ") + what + " is read at index " + std::to_string(pos[d].v) +
                  " along axis " + std::to_string(d + 1) + ", outside its " +
                  std::to_string(v->is_array() ? v->size() : 0) +
                  " entries (constant data has no out-of-range value)");
-      v = &(*v)[static_cast<std::size_t>(pos[d] - 1)];
+      v = &(*v)[static_cast<std::size_t>(pos[d].v - 1)];
     }
     if (!v->is_number())
       fail("array_shape_mismatch", std::string("the ") + what + " has more axes than indices given");
@@ -457,7 +690,7 @@ class Expander {
   NodeId gather(NodeId e, const Frame& f) {
     const std::vector<NodeId> args = args_of(e);
     if (args.empty()) fail("invalid_index", "'index' needs an array operand");
-    std::vector<std::int64_t> idx;
+    std::vector<Ix> idx;
     for (std::size_t i = 1; i < args.size(); ++i) idx.push_back(static_int(args[i], "an index"));
     const NodeId src = args[0];
     const expr::Node& sn = pool_.node(src);
@@ -470,7 +703,8 @@ class Expander {
                                          " axes but is indexed with " + std::to_string(idx.size()) +
                                          " indices");
       for (std::size_t d = 0; d < idx.size(); ++d)
-        if (idx[d] < 1 || idx[d] > a->extents[d]) return out_of_range(name, *a, idx, d);
+        if (!test(idx[d], Op::Ge, 1) || !test(idx[d], Op::Le, a->extents[d]))
+          return out_of_range(name, *a, idx, d);
       return cell_symbol(name, idx);
     }
     if (sn.op == Op::Symbol) {
@@ -484,12 +718,12 @@ class Expander {
 
   /// Spec §4.3.3: a gather of a state or observed outside its extent reads 0; constant data
   /// (parameters) has no such value and is an error.
-  NodeId out_of_range(const std::string& name, const ArrayShape& a, const std::vector<std::int64_t>& idx,
+  NodeId out_of_range(const std::string& name, const ArrayShape& a, const std::vector<Ix>& idx,
                       std::size_t d) {
     auto decl = st_.declared.find(name);
     if (decl != st_.declared.end() && decl->second.unknown) return pool_.number(0.0, true);
     fail("const_array_out_of_range",
-         "'" + name + "' is read at " + cell_name(name, idx).substr(name.size()) + ", outside its " +
+         "'" + name + "' is read at " + cell_name(name, plain(idx)).substr(name.size()) + ", outside its " +
              std::to_string(a.extents[d]) + " entries along '" + a.axes[d] +
              "' (a parameter array has no out-of-range value)");
   }
@@ -516,14 +750,14 @@ class Expander {
           fail("array_shape_mismatch", "a makearray region bound must be a [start, stop] pair");
         lo.push_back(json_int(reg[d][0], "a makearray region bound"));
         hi.push_back(json_int(reg[d][1], "a makearray region bound"));
-        inside = inside && lo[d] <= f.pos[d] && f.pos[d] <= hi[d];
+        inside = inside && test(f.pos[d], Op::Ge, lo[d]) && test(f.pos[d], Op::Le, hi[d]);
       }
       if (!inside) continue;
       if (r >= values.size()) fail("array_shape_mismatch", "makearray has fewer values than regions");
       return in_context([&] { return region_value(values[r], f, lo, hi); });
     }
     fail("array_region_uncovered",
-         "no makearray region covers cell " + cell_name("", f.pos) +
+         "no makearray region covers cell " + cell_name("", plain(f.pos)) +
              " (later regions overwrite earlier ones, but every cell needs one)");
   }
 
@@ -539,7 +773,7 @@ class Expander {
       // Fewer output indices than the array has axes: they run along the region's axes that a
       // `from` range names, then along its non-singleton axes in order.
       std::vector<bool> used(f.pos.size(), false);
-      std::vector<std::int64_t> sub(out.size(), 1);
+      std::vector<Ix> sub(out.size(), Ix{1, -1});
       std::vector<int> dim(out.size(), -1);
       for (std::size_t k = 0; k < out.size(); ++k) {
         if (!out[k].is_string()) continue;
@@ -578,20 +812,20 @@ class Expander {
     const std::size_t mark = env_.size();
     bind_implicit_indices(value, f.pos);
     struct Restore {
-      std::vector<std::pair<expr::StrId, std::int64_t>>& env;
+      std::vector<std::pair<expr::StrId, Ix>>& env;
       std::size_t mark;
       ~Restore() { env.resize(mark); }
     } restore{env_, mark};
     if (!is_array_valued(value)) return eval(value, Frame{});
     if (!f.axes.empty()) return eval(value, f);
-    std::vector<std::int64_t> rel;
-    for (std::size_t d = 0; d < f.pos.size(); ++d) rel.push_back(f.pos[d] - lo[d] + 1);
+    std::vector<Ix> rel;
+    for (std::size_t d = 0; d < f.pos.size(); ++d) rel.push_back({f.pos[d].v - lo[d] + 1, f.pos[d].axis});
     return eval(value, Frame{{}, rel});
   }
 
   /// Binds each unbound index symbol of `value` used at position d of an `index` (bare or in
   /// offset arithmetic such as `i + 1`) to pos[d].
-  void bind_implicit_indices(NodeId value, const std::vector<std::int64_t>& pos) {
+  void bind_implicit_indices(NodeId value, const std::vector<Ix>& pos) {
     auto it = implicit_cache_.find(value);
     if (it == implicit_cache_.end()) {
       std::vector<std::pair<expr::StrId, std::size_t>> uses;
@@ -639,6 +873,14 @@ class Expander {
                       : v <= start && v >= stop && (start - v) % (-step) == 0;
     }
   };
+
+  /// Whether `v` is in `r`, narrowing the region in relative mode.
+  bool contains(const Range& r, Ix v) {
+    if (v.axis < 0 || !relative_) return r.contains(v.v);
+    if (r.step == 1) return test(v, Op::Ge, r.start) && test(v, Op::Le, r.stop);
+    if (r.step == -1) return test(v, Op::Le, r.start) && test(v, Op::Ge, r.stop);
+    throw NotRelative{"an output index with a strided range"};
+  }
 
   Range range_of(const json& r, const std::string& sym) {
     Range out;
@@ -745,18 +987,18 @@ class Expander {
     std::vector<expr::StrId> bound_here;
     for (std::size_t k = 0; k < out.size(); ++k) {
       if (!out[k].is_string()) {
-        if (f.pos[k] != 1)
-          fail("array_shape_mismatch", "a singleton output axis is read at " + std::to_string(f.pos[k]));
+        if (test(f.pos[k], Op::Ne, 1))
+          fail("array_shape_mismatch", "a singleton output axis is read at " + std::to_string(f.pos[k].v));
         continue;
       }
       const std::string sym = out[k].get<std::string>();
       const expr::StrId id = pool_.intern("$" + sym);
       if (auto r = ranges.find(sym); r != ranges.end()) {
         const Range range = range_of(*r, sym);
-        if (!range.contains(f.pos[k]))
+        if (!contains(range, f.pos[k]))
           fail("array_region_uncovered",
                "the aggregate defines '" + sym + "' over " + r->dump() + " but is asked for " +
-                   sym + " = " + std::to_string(f.pos[k]));
+                   sym + " = " + std::to_string(f.pos[k].v));
         if (!range.from.empty()) {
           body_frame.axes.push_back(range.from);
           body_frame.pos.push_back(f.pos[k]);
@@ -788,7 +1030,7 @@ class Expander {
     std::vector<std::int64_t> value(contracted.size());
     for (std::size_t i = 0; i < contracted.size(); ++i) {
       value[i] = contracted[i].second.start;
-      env_.emplace_back(contracted[i].first, value[i]);
+      env_.emplace_back(contracted[i].first, Ix{value[i], -1});
     }
     const std::size_t first = env_.size() - contracted.size();
     auto in_range = [&](std::size_t i) {
@@ -800,19 +1042,20 @@ class Expander {
     // Odometer over the contracted indices, the first one outermost (ascending order: the
     // normative accumulation order of §4.3.1).
     while (!empty) {
-      const bool admitted = filter == expr::kNoNode || static_value(filter) != 0.0;
+      const bool admitted =
+          filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
       if (admitted) terms.push_back(in_context([&] { return eval(body, body_frame); }));
       std::size_t d = contracted.size();
       bool done = true;
       while (d-- > 0) {
         value[d] += contracted[d].second.step;
         if (in_range(d)) {
-          env_[first + d].second = value[d];
+          env_[first + d].second = Ix{value[d], -1};
           done = false;
           break;
         }
         value[d] = contracted[d].second.start;
-        env_[first + d].second = value[d];
+        env_[first + d].second = Ix{value[d], -1};
       }
       if (done) break;
     }
@@ -834,14 +1077,14 @@ class Expander {
 /// in and the index symbols the left-hand side binds.
 struct LhsCell {
   Frame frame;
-  std::vector<std::pair<expr::StrId, std::int64_t>> bindings;
+  std::vector<std::pair<expr::StrId, Ix>> bindings;
 };
 
 /// The cell `cell` of the target of a left-hand side `aggregate(D(index(x, i, j)), ...)` or
 /// `index(D(x), i, j)`; nullopt when that left-hand side does not define the cell.
 std::optional<LhsCell> lhs_cell(Pool& pool, NodeId lhs, const ArrayShape& target,
-                                const std::vector<std::int64_t>& cell, const std::string& file,
-                                const std::string& pointer) {
+                                const std::vector<Ix>& cell, const std::string& file,
+                                const std::string& pointer, Expander& ex) {
   const bool aggregate = pool.node(lhs).op == Op::Aggregate;
   const json attrs = aggregate ? expr::attrs_json(pool, lhs) : json::object();
   const json out = attrs.value("output_idx", json::array());
@@ -854,12 +1097,13 @@ std::optional<LhsCell> lhs_cell(Pool& pool, NodeId lhs, const ArrayShape& target
                 "the left-hand side gives " + std::to_string(idx.size() - 1) + " indices to an array of " +
                     std::to_string(cell.size()) + " axes");
   LhsCell lc;
-  if (aggregate) lc.frame.pos.assign(out.size(), 1);
+  if (aggregate) lc.frame.pos.assign(out.size(), Ix{1, -1});
   else lc.frame = Frame{target.axes, cell};
   for (std::size_t d = 0; d < cell.size(); ++d) {
     const expr::Node& in = pool.node(idx[d + 1]);
     if (in.op == Op::Number) {
-      if (in.number != static_cast<double>(cell[d])) return std::nullopt;
+      if (!ex.test(SVal{static_cast<double>(cell[d].v), cell[d].axis}, Op::Eq, SVal{in.number, -1}))
+        return std::nullopt;
       continue;
     }
     const std::string sym = in.op == Op::Symbol ? std::string(pool.str(in.name)) : "";
@@ -876,7 +1120,8 @@ std::optional<LhsCell> lhs_cell(Pool& pool, NodeId lhs, const ArrayShape& target
     lc.frame.pos[static_cast<std::size_t>(it - out.begin())] = cell[d];
     if (auto r = ranges.find(plain); r != ranges.end() && r->is_array() && r->size() == 2 &&
                                      r->at(0).is_number_integer() && r->at(1).is_number_integer() &&
-                                     (cell[d] < r->at(0).get<std::int64_t>() || cell[d] > r->at(1).get<std::int64_t>()))
+                                     !(ex.test(cell[d], Op::Ge, r->at(0).get<std::int64_t>()) &&
+                                       ex.test(cell[d], Op::Le, r->at(1).get<std::int64_t>())))
       return std::nullopt;
   }
   return lc;
@@ -1065,6 +1310,320 @@ void lift_pointwise(FlattenState& st) {
   for (auto& [name, d] : st.declared) sub(d.var.initial);
 }
 
+/// A box of output cells, 1-based and inclusive.
+struct Box {
+  std::vector<std::int64_t> lo, hi;
+};
+
+/// Splits the extents into boxes on each of which `form(rep)` (the expressions of a group of
+/// equations at the box's lowest cell, formed in relative mode) holds unchanged. Each box is
+/// found by forming the expressions at the lowest cell of what is left and letting every
+/// build-time comparison narrow the box; the rest is split into at most one box per axis.
+template <class Form>
+std::vector<std::pair<Box, std::vector<NodeId>>> find_regions(Expander& ex,
+                                                              const std::vector<std::int64_t>& extents,
+                                                              Form&& form) {
+  constexpr std::size_t kMaxRegions = 20000;
+  std::vector<std::pair<Box, std::vector<NodeId>>> out;
+  std::vector<Box> work;
+  for (auto e : extents)
+    if (e <= 0) return out;
+  work.push_back(Box{std::vector<std::int64_t>(extents.size(), 1), extents});
+  while (!work.empty()) {
+    Box b = std::move(work.back());
+    work.pop_back();
+    ex.begin_region(b.lo, b.lo, b.hi);
+    std::vector<NodeId> rhs;
+    try {
+      rhs = form(b.lo);
+    } catch (...) {
+      ex.end_region();
+      throw;
+    }
+    Box v{ex.region_lo(), ex.region_hi()};
+    ex.end_region();
+    for (std::size_t d = 0; d < extents.size(); ++d) {
+      if (v.hi[d] < b.hi[d]) {
+        Box rest = b;
+        rest.lo[d] = v.hi[d] + 1;
+        work.push_back(std::move(rest));
+        b.hi[d] = v.hi[d];
+      }
+    }
+    out.emplace_back(std::move(v), std::move(rhs));
+    if (out.size() > kMaxRegions)
+      throw NotRelative{"more than " + std::to_string(kMaxRegions) + " distinct regions"};
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return std::lexicographical_compare(x.first.lo.rbegin(), x.first.lo.rend(), y.first.lo.rbegin(),
+                                        y.first.lo.rend());
+  });
+  return out;
+}
+
+/// The per-region form of every array equation (FlattenOptions::grid). Builds everything
+/// aside and commits to `st` only at the end, so a NotRelative leaves `st` as it was.
+void lower_to_regions(FlattenState& st) {
+  Expander ex(st);
+  Pool& pool = st.sys.pool;
+  std::set<std::string> observed_arrays, state_arrays;
+  for (const auto& [name, shape] : st.arrays) {
+    const Declared& d = st.declared.at(name);
+    if (!d.unknown) ex.grid_only_.insert(name);
+    else if (st.observed_eqs.count(name)) {
+      observed_arrays.insert(name);
+      ex.grid_only_.insert(name);
+    } else if (st.tendencies.count(name)) {
+      state_arrays.insert(name);
+    } else {
+      throw NotRelative{"'" + name + "' is an array unknown with neither a time derivative nor a "
+                        "defining equation"};
+    }
+  }
+  auto scalar = [&](NodeId e, const std::string& file, const std::string& pointer) {
+    if (e == expr::kNoNode || !ex.needs_cells(e)) return e;
+    ex.locate(file, pointer);
+    return ex.at(e, Frame{});
+  };
+  auto to_regions = [](std::vector<std::pair<Box, std::vector<NodeId>>> found) {
+    std::vector<System::GridRegion> out;
+    for (auto& [box, rhs] : found) out.push_back({std::move(box.lo), std::move(box.hi), std::move(rhs)});
+    return out;
+  };
+  std::vector<System::GridEquation> observed, tendencies, initial;
+
+  // Observed arrays, one equation each (their order is settled by the kernel's dependency
+  // sort of what each reads).
+  for (const auto& y : st.observed_order) {
+    if (!observed_arrays.count(y)) continue;
+    const FlatEquation& eq = st.observed_eqs.at(y);
+    const ArrayShape& shape = st.arrays.at(y);
+    ex.locate(eq.file, eq.pointer);
+    System::GridEquation g{System::GridEquation::Kind::Observed, {y}, shape.extents, {}, eq.file, eq.pointer};
+    g.regions = to_regions(find_regions(ex, shape.extents, [&](const std::vector<std::int64_t>& rep) {
+      LhsCell lc{Frame{shape.axes, ex.moving(rep)}, {}};
+      if (eq.lhs != expr::kNoNode && pool.node(eq.lhs).op == Op::Index) {
+        auto found = lhs_cell(pool, eq.lhs, shape, ex.moving(rep), eq.file, eq.pointer, ex);
+        if (!found)
+          throw Error("array_region_uncovered", eq.file, eq.pointer,
+                      "the equation defines only some cells of '" + y + "'; " +
+                          cell_name(y, rep) + " has no value");
+        lc = std::move(*found);
+      }
+      return std::vector<NodeId>{ex.at(eq.rhs, lc.frame, lc.bindings)};
+    }));
+    observed.push_back(std::move(g));
+  }
+
+  // State arrays: one equation per set of arrays with the same extents, so the arrays of one
+  // transport operator (air mass, tracer masses) share one program per box.
+  std::map<std::vector<std::int64_t>, std::vector<std::string>> by_extents;
+  for (const auto& x : st.tendency_order)
+    if (state_arrays.count(x)) by_extents[st.arrays.at(x).extents].push_back(x);
+  for (const auto& [extents, names] : by_extents) {
+    const auto& first = st.tendencies.at(names[0]);
+    System::GridEquation g{System::GridEquation::Kind::Tendency, names, extents, {}, first[0].file,
+                           first[0].pointer};
+    // Each term is formed once per box of cells on which it holds: a term's own box comes
+    // from the comparisons made while forming it (pointwise chemistry makes none and holds
+    // everywhere; a zonal flux holds along a zonal class of cells whatever the latitude).
+    // Sums and products are formed term by term for that (as eval forms them anyway).
+    struct Formed {
+      std::vector<std::int64_t> lo, hi;
+      NodeId value;
+    };
+    std::map<std::tuple<std::string, std::size_t, NodeId>, std::vector<Formed>> formed;
+    g.regions = to_regions(find_regions(ex, extents, [&](const std::vector<std::int64_t>& rep) {
+      std::vector<NodeId> out;
+      for (const auto& x : names) {
+        const ArrayShape& shape = st.arrays.at(x);
+        const auto& list = st.tendencies.at(x);
+        std::vector<NodeId> parts;
+        for (std::size_t ti = 0; ti < list.size(); ++ti) {
+          const Tendency& t = list[ti];
+          const std::uint64_t tests_before = ex.moving_tests();
+          ex.locate(t.file, t.pointer);
+          LhsCell lc{Frame{shape.axes, ex.moving(rep)}, {}};
+          if (t.lhs_aggregate != expr::kNoNode) {
+            auto found = lhs_cell(pool, t.lhs_aggregate, shape, ex.moving(rep), t.file, t.pointer, ex);
+            if (!found) continue;
+            lc = std::move(*found);
+          }
+          if (ex.moving_tests() != tests_before) {  // the left-hand side depends on the box
+            parts.push_back(ex.at(t.rhs, lc.frame, lc.bindings));
+            continue;
+          }
+          std::function<NodeId(NodeId)> form = [&](NodeId e) -> NodeId {
+            const auto key = std::make_tuple(x, ti, e);
+            std::vector<Formed>& known = formed[key];
+            for (const Formed& f : known) {
+              bool inside = true;
+              for (std::size_t d = 0; d < rep.size() && inside; ++d)
+                inside = f.lo[d] <= rep[d] && rep[d] <= f.hi[d];
+              if (!inside) continue;
+              ex.narrow(f.lo, f.hi);
+              return f.value;
+            }
+            const expr::Node n = pool.node(e);
+            const bool arithmetic = n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Mul ||
+                                    n.op == Op::Div || n.op == Op::Pow || n.op == Op::Max || n.op == Op::Min ||
+                                    n.op == Op::Exp || n.op == Op::Log || n.op == Op::Abs || n.op == Op::Sqrt ||
+                                    n.op == Op::IfElse;
+            if (arithmetic && ex.needs_cells(e)) {
+              const auto c = pool.children(e);
+              std::vector<NodeId> kids(c.begin(), c.end());
+              bool changed = false;
+              for (auto& k : kids) {
+                const NodeId v = form(k);
+                changed |= v != k;
+                k = v;
+              }
+              return changed ? pool.make(n.op, kids, n.arg_count, n.name, n.attrs) : e;
+            }
+            auto saved = ex.open_box();
+            const NodeId v = ex.at(e, lc.frame, lc.bindings);
+            auto own = ex.close_box(std::move(saved));
+            formed[key].push_back({std::move(own.first), std::move(own.second), v});
+            return v;
+          };
+          parts.push_back(form(t.rhs));
+        }
+        if (parts.empty())
+          throw Error("array_region_uncovered", list[0].file, list[0].pointer,
+                      "no equation gives the time derivative of " + cell_name(x, rep) +
+                          " (the left-hand sides cover only part of '" + x + "')");
+        out.push_back(parts.size() == 1 ? parts[0] : pool.make(Op::Add, parts));
+      }
+      return out;
+    }));
+    tendencies.push_back(std::move(g));
+  }
+
+  // Initial values of state arrays given by an expression over the cells (ic equations, or a
+  // declared initial value that depends on the cell).
+  std::map<std::string, NodeId> cellwise_initial;
+  for (const auto& x : state_arrays) {
+    const ArrayShape& shape = st.arrays.at(x);
+    NodeId rhs = expr::kNoNode, lhs = expr::kNoNode;
+    std::string file, pointer;
+    if (auto ic = st.initial_eqs.find(x); ic != st.initial_eqs.end()) {
+      rhs = ic->second.rhs;
+      lhs = ic->second.lhs;
+      file = ic->second.file;
+      pointer = ic->second.pointer;
+    } else {
+      const Declared& d = st.declared.at(x);
+      if (d.var.initial == expr::kNoNode || !ex.needs_cells(d.var.initial)) continue;
+      rhs = d.var.initial;
+      file = d.var.file;
+      pointer = d.var.pointer;
+    }
+    cellwise_initial[x] = rhs;
+    ex.locate(file, pointer);
+    System::GridEquation g{System::GridEquation::Kind::Initial, {x}, shape.extents, {}, file, pointer};
+    g.regions = to_regions(find_regions(ex, shape.extents, [&](const std::vector<std::int64_t>& rep) {
+      LhsCell lc{Frame{shape.axes, ex.moving(rep)}, {}};
+      if (lhs != expr::kNoNode && pool.node(lhs).op == Op::Index) {
+        auto found = lhs_cell(pool, lhs, shape, ex.moving(rep), file, pointer, ex);
+        if (!found)
+          throw Error("array_region_uncovered", file, pointer,
+                      "the initial-value equation covers only some cells of '" + x + "'");
+        lc = std::move(*found);
+      }
+      return std::vector<NodeId>{ex.at(rhs, lc.frame, lc.bindings)};
+    }));
+    initial.push_back(std::move(g));
+  }
+
+  // Scalars: as without regions (they may read state cells by name, nothing else gridded).
+  std::map<std::string, std::vector<Tendency>> scalar_tendencies;
+  std::vector<std::string> tendency_order;
+  for (const auto& x : st.tendency_order) {
+    if (state_arrays.count(x)) continue;
+    tendency_order.push_back(x);
+    for (auto t : st.tendencies.at(x)) {
+      if (t.lhs_aggregate != expr::kNoNode)
+        throw Error("array_shape_mismatch", t.file, t.pointer,
+                    "the left-hand side indexes '" + x + "', which is not an array");
+      t.rhs = scalar(t.rhs, t.file, t.pointer);
+      scalar_tendencies[x].push_back(t);
+    }
+  }
+  std::map<std::string, FlatEquation> observed_eqs, initial_eqs;
+  std::vector<std::string> observed_order;
+  for (const auto& y : st.observed_order) {
+    if (observed_arrays.count(y)) continue;
+    FlatEquation e = st.observed_eqs.at(y);
+    e.rhs = scalar(e.rhs, e.file, e.pointer);
+    observed_eqs[y] = e;
+    observed_order.push_back(y);
+  }
+  for (const auto& [x, eq] : st.initial_eqs) {
+    if (state_arrays.count(x)) continue;
+    if (st.arrays.count(x))
+      throw NotRelative{"an initial-value equation for '" + x + "', which is not a state array"};
+    FlatEquation e = eq;
+    e.rhs = scalar(e.rhs, e.file, e.pointer);
+    initial_eqs[x] = e;
+  }
+  std::vector<FlatEquation> algebraic = st.algebraic_eqs;
+  for (auto& eq : algebraic) {
+    eq.lhs = scalar(eq.lhs, eq.file, eq.pointer);
+    eq.rhs = scalar(eq.rhs, eq.file, eq.pointer);
+  }
+
+  // Declarations: a state array's cells take its place (first index fastest); observed and
+  // parameter arrays have no cells.
+  std::map<std::string, Declared> declared;
+  std::vector<std::string> order;
+  std::vector<System::Array> arrays;
+  for (const auto& name : st.declaration_order) {
+    Declared d = st.declared.at(name);
+    auto a = st.arrays.find(name);
+    if (a == st.arrays.end()) {
+      d.var.initial = scalar(d.var.initial, d.var.file, d.var.pointer);
+      order.push_back(name);
+      declared[name] = d;
+      continue;
+    }
+    System::Array arr{name, a->second.axes, a->second.extents, !d.unknown, d.var.units, d.var.description};
+    if (!d.unknown) {
+      std::int64_t n = 1;
+      for (auto e : a->second.extents) n *= e;
+      arr.values.assign(static_cast<std::size_t>(n),
+                        d.var.default_value ? *d.var.default_value : std::numeric_limits<double>::quiet_NaN());
+    }
+    arrays.push_back(std::move(arr));
+    if (!state_arrays.count(name)) continue;
+    // The cells become states when the system is assembled (flatten), straight from here:
+    // a 72x46x72 grid has 10^5-10^6 of them.
+    if (cellwise_initial.count(name)) d.var.initial = expr::kNoNode;
+    d.grid_cell = true;
+    order.push_back(name);
+    declared[name] = std::move(d);
+  }
+  std::set<std::string> bound;
+  for (const auto& b : st.bound_parameters) {
+    if (st.arrays.count(b)) throw NotRelative{"an array parameter '" + b + "' bound by an equation"};
+    bound.insert(b);
+  }
+
+  // Commit.
+  st.sys.arrays = std::move(arrays);
+  st.sys.grid = std::move(observed);
+  for (auto& g : tendencies) st.sys.grid.push_back(std::move(g));
+  for (auto& g : initial) st.sys.grid.push_back(std::move(g));
+  st.bound_parameters = std::move(bound);
+  st.declared = std::move(declared);
+  st.declaration_order = std::move(order);
+  st.tendencies = std::move(scalar_tendencies);
+  st.tendency_order = std::move(tendency_order);
+  st.observed_eqs = std::move(observed_eqs);
+  st.observed_order = std::move(observed_order);
+  st.initial_eqs = std::move(initial_eqs);
+  st.algebraic_eqs = std::move(algebraic);
+}
+
 void expand_arrays(FlattenState& st) {
   lift_pointwise(st);
   if (st.arrays.empty()) {
@@ -1076,9 +1635,17 @@ void expand_arrays(FlattenState& st) {
     for (const auto& [y, eq] : st.observed_eqs) any = any || probe.needs_cells(eq.rhs);
     if (!any) return;
   }
+  infer_extents(st);
+  if (st.grid && !st.arrays.empty()) {
+    try {
+      lower_to_regions(st);
+      return;
+    } catch (const NotRelative& why) {
+      st.sys.grid_fallback = why.why;
+    }
+  }
   Expander ex(st);
   Pool& pool = st.sys.pool;
-  infer_extents(st);
   auto scalar = [&](NodeId e, const std::string& file, const std::string& pointer) {
     if (e == expr::kNoNode || !ex.needs_cells(e)) return e;
     ex.locate(file, pointer);
@@ -1101,7 +1668,7 @@ void expand_arrays(FlattenState& st) {
     c.var.cell = cell;
     if (d.var.initial != expr::kNoNode) {
       ex.locate(d.var.file, d.var.pointer);
-      c.var.initial = ex.at(d.var.initial, Frame{shape.axes, cell});
+      c.var.initial = ex.at(d.var.initial, Frame{shape.axes, absolute(cell)});
     }
     declared[c.var.name] = std::move(c);
   };
@@ -1147,9 +1714,9 @@ void expand_arrays(FlattenState& st) {
       std::vector<Tendency> cell_list;
       for (const auto& t : list) {
         ex.locate(t.file, t.pointer);
-        LhsCell lc{Frame{a->second.axes, cell}, {}};
+        LhsCell lc{Frame{a->second.axes, absolute(cell)}, {}};
         if (t.lhs_aggregate != expr::kNoNode) {
-          auto found = lhs_cell(pool, t.lhs_aggregate, a->second, cell, t.file, t.pointer);
+          auto found = lhs_cell(pool, t.lhs_aggregate, a->second, absolute(cell), t.file, t.pointer, ex);
           if (!found) continue;
           lc = std::move(*found);
         }
@@ -1190,9 +1757,9 @@ void expand_arrays(FlattenState& st) {
       for (const auto& cell : all_cells(a->second.extents)) {
         const std::string name = cell_name(y, cell);
         FlatEquation e = eq;
-        LhsCell lc{Frame{a->second.axes, cell}, {}};
+        LhsCell lc{Frame{a->second.axes, absolute(cell)}, {}};
         if (eq.lhs != expr::kNoNode && pool.node(eq.lhs).op == Op::Index) {  // index(y, i) = rhs
-          auto found = lhs_cell(pool, eq.lhs, a->second, cell, eq.file, eq.pointer);
+          auto found = lhs_cell(pool, eq.lhs, a->second, absolute(cell), eq.file, eq.pointer, ex);
           if (!found)
             throw Error("array_region_uncovered", eq.file, eq.pointer,
                         "the equation defines only some cells of '" + y + "'; " + name + " has no value");

@@ -398,8 +398,9 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
   for (const auto& [k, v] : options.parameter_overrides) all[k] = v;
   for (const auto& [k, v] : options.initial_conditions) all[k] = v;
   std::unordered_map<std::string, FlatVariable*> by_name;
-  for (auto* list : {&sys.parameters, &sys.states})
-    for (auto& v : *list) by_name.emplace(v.name, &v);
+  if (!all.empty())
+    for (auto* list : {&sys.parameters, &sys.states})
+      for (auto& v : *list) by_name.emplace(v.name, &v);
   for (auto it = all.begin(); it != all.end(); ++it) {
     const std::string& key = it.key();
     // Errors about a value from an inputs file point at it there.
@@ -423,6 +424,14 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
     }
     std::int64_t cells = 1;
     for (auto e : a->extents) cells *= e;
+    // Per-region form: a parameter array keeps its values itself, an observed one takes none.
+    System::Array* dense = nullptr;
+    if (!sys.grid.empty() && a->first_state < 0) {
+      if (!a->parameter)
+        throw Error("unknown_override", where, at,
+                    "'" + a->name + "' is defined by an equation; only parameters and states take inputs");
+      dense = const_cast<System::Array*>(a);
+    }
     std::vector<std::int64_t> cell(a->extents.size(), 1);
     for (std::int64_t n = 0; n < cells; ++n) {
       const json* value = &*it;
@@ -438,6 +447,11 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
         throw Error("input_shape_mismatch", where, at,
                     "input '" + key + "' holds " + value->dump() + " at " + cell_name("", cell) +
                         " where a finite number is expected");
+      if (dense) {
+        dense->values[static_cast<std::size_t>(n)] = value->get<double>();
+        for (std::size_t d = 0; d < cell.size() && ++cell[d] > a->extents[d]; ++d) cell[d] = 1;
+        continue;
+      }
       auto v = by_name.find(cell_name(a->name, cell));
       if (v != by_name.end()) {
         v->second->default_value = value->get<double>();
@@ -517,7 +531,17 @@ void check_substituted_depth(const System& sys) {
   };
   for (std::size_t i = 0; i < sys.observed.size(); ++i)
     observed_depth[pool.find_string(sys.observed[i].name)] = check(sys.observed[i], sys.observed_rhs[i]);
-  for (std::size_t i = 0; i < sys.states.size(); ++i) check(sys.states[i], sys.state_rhs[i]);
+  for (std::size_t i = 0; i < sys.states.size(); ++i)
+    if (sys.state_rhs[i] != expr::kNoNode) check(sys.states[i], sys.state_rhs[i]);
+  for (const auto& g : sys.grid)
+    for (const auto& r : g.regions)
+      for (expr::NodeId e : r.rhs) {
+        const std::size_t d = depth_of(e);
+        if (d > kMaxExpressionDepth)
+          throw Error("nesting_too_deep", g.file, g.pointer,
+                      "an array equation of '" + g.targets[0] + "' nests " + std::to_string(d) +
+                          " levels deep once the observed quantities it reads are substituted");
+      }
 }
 
 }  // namespace
@@ -543,6 +567,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   }
   for (const auto& extra : options.extra_arrays) add_extra_array(st, extra);
   if (options.component.empty()) apply_coupling(st);
+  st.grid = options.grid;
   expand_arrays(st);
 
   // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).
@@ -629,6 +654,28 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   for (const auto& v : sys.observed) observed_names.insert(v.name);
   for (const auto& name : st.declaration_order) {
     const Declared& d = st.declared[name];
+    if (d.grid_cell) {  // a state array whose derivative is a region program (System::grid)
+      System::Array* a = nullptr;
+      for (auto& arr : sys.arrays)
+        if (arr.name == name) a = &arr;
+      a->first_state = static_cast<std::int64_t>(sys.states.size());
+      FlatVariable cell_var = d.var;
+      cell_var.shape.clear();
+      cell_var.description.clear();  // kept once, on System::Array
+      cell_var.array = name;
+      std::int64_t n = 1;
+      for (auto e : a->extents) n *= e;
+      sys.states.reserve(sys.states.size() + static_cast<std::size_t>(n));
+      sys.state_rhs.resize(sys.state_rhs.size() + static_cast<std::size_t>(n), expr::kNoNode);
+      std::vector<std::int64_t> cell(a->extents.size(), 1);
+      for (std::int64_t k = 0; k < n; ++k) {
+        cell_var.name = cell_name(name, cell);
+        cell_var.cell = cell;
+        sys.states.push_back(cell_var);
+        for (std::size_t ax = 0; ax < cell.size() && ++cell[ax] > a->extents[ax]; ++ax) cell[ax] = 1;
+      }
+      continue;
+    }
     if (d.unknown) {
       if (state_names.count(name) || observed_names.count(name)) continue;
       if (st.removed_parameters.count(name)) continue;  // bound by a variable_map
@@ -659,6 +706,9 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   }
 
   for (auto& v : sys.observed) v.initial = subst(v.initial);
+  for (auto& g : sys.grid)
+    for (auto& r : g.regions)
+      for (auto& e : r.rhs) e = subst(e);
   // Overrides by flat name or unique local name.
   apply_inputs(sys, options, doc.file);
   for (const auto& [key, value] : options.parameter_overrides) {

@@ -35,6 +35,7 @@ struct Declared {
   bool unknown = false;          ///< declared `unknown` (or a non-constant species)
   bool species = false;
   bool constant_species = false;
+  bool grid_cell = false;  ///< a cell of a state array whose equation is a region program
   std::size_t component = 0;
 };
 
@@ -75,6 +76,7 @@ struct FlattenState {
   std::set<std::string> removed_parameters;
   std::map<std::string, std::string> file_of_component_pointer;
   std::map<std::string, ArrayShape> arrays;  ///< flat name of each shaped variable -> its shape
+  bool grid = false;  ///< FlattenOptions::grid
 
   FlattenState(const ResolvedDocument& d, System& s) : doc(d), sys(s) {}
 };

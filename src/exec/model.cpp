@@ -217,6 +217,20 @@ void rhs_callback(void* context, double t, const double* u, double* du) {
   kernel::run(*m.rhs, *m.rhs_ws, args);
 }
 
+/// Per-region programs for the arrays, then the scalar states' program scattered into place.
+void grid_rhs_callback(void* context, double t, const double* u, double* du) {
+  Model& m = *static_cast<Model*>(context);
+  const std::size_t n = m.problem.size;
+  kernel::grid_rhs(*m.grid, *m.grid_ws, t, std::span<const double>(u, n), std::span<double>(du, n));
+  if (!m.rhs) return;
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, n);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(m.scalar_du.data(), m.scalar_du.size());
+  kernel::run(*m.rhs, *m.rhs_ws, args);
+  for (std::size_t k = 0; k < m.scalar_dofs.size(); ++k) du[m.scalar_dofs[k]] = m.scalar_du[k];
+}
+
 void jacobian_callback(void* context, double t, const double* u, double* values) {
   Model& m = *static_cast<Model*>(context);
   kernel::RunArgs<double> args;
@@ -287,6 +301,7 @@ std::span<const double> Evaluator::evaluate(double t, std::span<const double> u)
 
 void Model::prepare_all() {
   if (rhs) rhs->prepare(*rhs_ws, p);
+  if (grid) grid_ws = kernel::make_grid_workspace(*grid, system, p);
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
@@ -305,6 +320,7 @@ std::vector<double> Model::initial_state() {
       u[i] = *states[i].default_value;
     }
   }
+  if (grid) kernel::grid_initial(*grid, *grid_ws, u);
   if (!exprs.empty()) {
     // An initial expression may read parameters and other states' values: iterate so chains
     // of them settle (each pass fixes at least one more link).
@@ -335,7 +351,28 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
   m->problem.size = m->system.states.size();
   m->problem.context = m.get();
   for (const auto& s : m->system.states) m->problem.names.push_back(s.name);
-  if (!m->system.states.empty()) {
+  if (!m->system.grid.empty()) {
+    // Arrays as per-region programs; implicit methods difference the RHS for a Jacobian.
+    kernel::GridCompileOptions gco;
+    gco.native = native;
+    m->grid.emplace(kernel::compile_grid(m->system, gco));
+    for (std::size_t i = 0; i < m->system.states.size(); ++i)
+      if (m->system.state_rhs[i] != expr::kNoNode) m->scalar_dofs.push_back(static_cast<int>(i));
+    bool reads_time = false;
+    if (!m->scalar_dofs.empty()) {
+      kernel::CompileOptions co;
+      co.dofs = m->scalar_dofs;
+      m->rhs = kernel::compile(m->system, co);
+      if (native) m->rhs = kernel::with_native(*m->rhs);
+      m->rhs_ws = m->rhs->make_workspace(1);
+      m->scalar_du.resize(m->scalar_dofs.size());
+      reads_time = m->rhs->reads_time();
+    }
+    for (const auto& st : m->grid->stages)
+      for (const auto& b : st.blocks) reads_time = reads_time || b.program.reads_time();
+    m->problem.rhs = &grid_rhs_callback;
+    m->problem.autonomous = !reads_time;
+  } else if (!m->system.states.empty()) {
     m->rhs = kernel::compile(m->system);
     m->rhs_ws = m->rhs->make_workspace(1);
     m->problem.rhs = &rhs_callback;

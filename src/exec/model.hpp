@@ -11,6 +11,7 @@
 
 #include "esi/esm/load.hpp"
 #include "esi/esm/system.hpp"
+#include "esi/kernel/grid.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/program.hpp"
 #include "esi/method/problem.hpp"
@@ -75,6 +76,12 @@ struct Model {
   std::optional<kernel::Workspace> rhs_ws;
   std::optional<kernel::JacobianProgram> jacobian;
   std::optional<kernel::Workspace> jacobian_ws;
+  /// Per-region programs of the state arrays (System::grid non-empty); `rhs` then holds the
+  /// scalar states' equations only (rows `scalar_dofs`), and there is no analytic Jacobian.
+  std::optional<kernel::GridProgram> grid;
+  std::optional<kernel::GridWorkspace> grid_ws;
+  std::vector<int> scalar_dofs;
+  std::vector<double> scalar_du;
   std::optional<Evaluator> observed;    ///< observed_rhs
   std::optional<Evaluator> conditions;  ///< events.conditions
   std::optional<Evaluator> affects;     ///< events.affects

@@ -253,7 +253,7 @@ struct Lowering {
     return v;
   }
 
-  void bind_names(const std::vector<std::string>& forcing);
+  void bind_names(const std::vector<std::string>& forcing, const std::vector<std::string>& cell_inputs);
 
   /// Observed chains can be 10^4 links long, and lowering them by recursion from the outputs
   /// nests a few C++ frames per link (a stack overflow at that length). So the observeds the
@@ -338,7 +338,8 @@ Value Lowering::operation(NodeId id) {
        "'" + op_spelling(id) + "' cannot be compiled (only scalar operators and closed functions)");
 }
 
-void Lowering::bind_names(const std::vector<std::string>& forcing) {
+void Lowering::bind_names(const std::vector<std::string>& forcing,
+                          const std::vector<std::string>& cell_inputs) {
   auto bind = [&](const std::string& name, Source s) { names[pool.find_string(name)] = s; };
   for (std::size_t i = 0; i < sys.states.size(); ++i)
     bind(sys.states[i].name, {SourceKind::State, static_cast<std::uint32_t>(i)});
@@ -354,6 +355,8 @@ void Lowering::bind_names(const std::vector<std::string>& forcing) {
       fail("undefined_variable", "forcing '" + forcing[k] + "' is not a parameter of the system");
     bind(forcing[k], {SourceKind::Forcing, static_cast<std::uint32_t>(k)});
   }
+  for (std::size_t k = 0; k < cell_inputs.size(); ++k)
+    bind(cell_inputs[k], {SourceKind::Forcing, static_cast<std::uint32_t>(forcing.size() + k)});
   names.erase(0);  // names never interned (never referenced) map to the empty string
 }
 
@@ -399,9 +402,10 @@ Program lower(const esm::System& system, std::span<const NodeId> outputs,
   tape->parameters = system.parameters.size();
   tape->outputs = outputs.size();
   tape->forcing = options.forcing;
+  tape->forcing.insert(tape->forcing.end(), options.cell_inputs.begin(), options.cell_inputs.end());
   tape->dofs = std::move(dofs);
   Lowering low{system, system.pool, *tape, {}, {}, {}, {}, {}, {}};
-  low.bind_names(options.forcing);
+  low.bind_names(options.forcing, options.cell_inputs);
   low.lower_reachable_observeds(outputs);
   // Each output is stored as soon as it is computed, which ends its register's life early.
   for (std::size_t k = 0; k < outputs.size(); ++k) {
@@ -428,6 +432,10 @@ Program compile(const esm::System& system, const CompileOptions& options) {
   for (int i : dofs) {
     if (i < 0 || static_cast<std::size_t>(i) >= system.states.size())
       throw Error("invalid_dof", "", "", "state index " + std::to_string(i) + " is out of range");
+    if (system.state_rhs[i] == expr::kNoNode)
+      throw Error("region_program_state", system.states[i].file, system.states[i].pointer,
+                  "'" + system.states[i].name + "' is a cell of an array whose equation is a "
+                  "per-region program (FlattenOptions::grid); compile it with compile_grid");
     roots.push_back(system.state_rhs[i]);
   }
   return lower(system, roots, options, std::move(dofs));

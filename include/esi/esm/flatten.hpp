@@ -50,6 +50,14 @@ struct FlattenOptions {
     std::string file, pointer;
   };
   std::vector<ExtraArray> extra_arrays;
+
+  /// Lower array equations to per-region programs (System::grid) instead of one scalar
+  /// equation per cell: state arrays still get one state per cell (no right-hand side:
+  /// state_rhs is kNoNode for those), observed arrays and parameter arrays get none
+  /// (System::Array::values holds a parameter array). A document whose arrays cannot be
+  /// written as box programs becomes cells as without this flag (System::grid_fallback says
+  /// why).
+  bool grid = false;
 };
 
 /// Throws esi::Error with the code, file and pointer of the first problem.

@@ -73,8 +73,39 @@ struct System {
     /// over a global grid read on a regional slice keeps only that slice).
     bool parameter = false;
     std::string units, description;
+    /// Per-region form only (`grid` non-empty): where a state array's cells start in
+    /// `states` (contiguous, first index fastest), -1 otherwise; a parameter array's values
+    /// (first index fastest; NaN where nothing gave one), since its cells are not declared.
+    std::int64_t first_state = -1;
+    std::vector<double> values;
   };
   std::vector<Array> arrays;
+
+  /// Per-region programs (FlattenOptions::grid, spec §4.3 without cells): each array equation
+  /// is a list of boxes of output cells and, per box, one expression that holds at every cell
+  /// of it. Reads of arrays in those expressions are relative symbols: "C.x[@0+1,@1,3]" is
+  /// C.x at (output axis 0 plus one, output axis 1, 3); "$index[@2-1]" is the cell's own
+  /// position along output axis 2, minus one, as a number. Out-of-range gathers were already
+  /// replaced by 0 in the boxes where they fall outside, so the expressions never read
+  /// outside an array. Boxes do not overlap and cover the extents; the number of boxes and
+  /// their expressions do not depend on the grid size, only their bounds do.
+  struct GridRegion {
+    std::vector<std::int64_t> lo, hi;  ///< 1-based, inclusive
+    std::vector<expr::NodeId> rhs;     ///< one per target
+  };
+  struct GridEquation {
+    enum class Kind { Observed, Tendency, Initial };
+    Kind kind = Kind::Tendency;
+    std::vector<std::string> targets;  ///< arrays it defines (same extents), flat names
+    std::vector<std::int64_t> extents;
+    std::vector<GridRegion> regions;
+    std::string file, pointer;
+  };
+  /// Observed arrays first (dependency order), then tendencies, then initial values. Empty
+  /// unless the per-region form was asked for and the document has one.
+  std::vector<GridEquation> grid;
+  /// Why the per-region form was asked for but the arrays became cells ("" otherwise).
+  std::string grid_fallback;
   nlohmann::json events = nlohmann::json::array();  ///< flattened events (run later)
 
   /// Index of a flat name in states / observed / parameters, or -1.

@@ -85,6 +85,9 @@ struct Trajectory {
   /// Only when native code was requested: "native <file>" or "tape (native code unavailable:
   /// <why>)" for the RHS program, so callers can say the run fell back to the tape.
   std::string native_status;
+  /// Arrays run as per-region programs (System::grid): "P programs over B boxes, I lane
+  /// instructions"; "" when the system has none.
+  std::string grid_summary;
   /// Parameters the document reads from data sources, held at their given values (see
   /// EventSet::held_data): a run that prints these used stated, not observed, forcing.
   std::vector<std::string> held_data;

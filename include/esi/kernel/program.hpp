@@ -42,6 +42,10 @@ struct CompileOptions {
   std::vector<int> dofs;
   /// Parameters (flat names) read per cell from forcing fields instead of from `p`.
   std::vector<std::string> forcing;
+  /// Further names read per lane from forcing fields (after `forcing`), declared in the
+  /// system or not: the relative reads of a per-region program ("C.x[@0+1,@1]") and the
+  /// states it reads, which the grid runner points at the right cells (see grid.hpp).
+  std::vector<std::string> cell_inputs;
 };
 
 /// Non-owning lane-major view: row s (a variable), column c (a cell or instance) at

@@ -1,0 +1,581 @@
+// Per-region programs: compile_grid, the grid workspace and the Whole and Tile runners.
+//
+// A region program is an ordinary Program (Whole target) whose inputs are all forcing fields:
+// for one row of a box (consecutive cells along output axis 0, the others fixed) input k of
+// lane l is field_k.data[l * field_k.column_stride], so the runner only has to point each
+// field at the cell the row's first lane reads and give the step along the row (1 for an array
+// read that moves with axis 0, 0 for one that does not). Nothing is gathered or copied; the
+// tape (or its native code) reads the arrays in place.
+#include "esi/kernel/grid.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <set>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "esi/core/error.hpp"
+#include "esi/kernel/native.hpp"
+
+namespace esi::kernel {
+
+namespace {
+
+using esm::System;
+using expr::NodeId;
+using Kind = System::GridEquation::Kind;
+
+constexpr std::int64_t kIotaMargin = 64;  // |offset| allowed on an index used as a number
+
+std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& extents) {
+  std::vector<std::int64_t> s(extents.size(), 1);
+  for (std::size_t d = 1; d < extents.size(); ++d) s[d] = s[d - 1] * extents[d - 1];
+  return s;
+}
+
+std::int64_t cells_of(const std::vector<std::int64_t>& lo, const std::vector<std::int64_t>& hi) {
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < lo.size(); ++d) n *= std::max<std::int64_t>(0, hi[d] - lo[d] + 1);
+  return n;
+}
+
+/// "C.x[@0+1,@1,3]" -> ("C.x", [(0, 1), (1, 0), (-1, 3)]); false when not of that form.
+bool parse_relative(std::string_view name, std::string& base, std::vector<int>& axis,
+                    std::vector<std::int64_t>& offset) {
+  const auto open = name.find('[');
+  if (open == std::string_view::npos || name.back() != ']') return false;
+  base = std::string(name.substr(0, open));
+  axis.clear();
+  offset.clear();
+  std::string_view rest = name.substr(open + 1, name.size() - open - 2);
+  while (true) {
+    const auto comma = rest.find(',');
+    std::string_view c = rest.substr(0, comma);
+    int ax = -1;
+    std::int64_t off = 0;
+    if (!c.empty() && c[0] == '@') {
+      std::size_t k = 1;
+      while (k < c.size() && c[k] >= '0' && c[k] <= '9') ++k;
+      if (std::from_chars(c.data() + 1, c.data() + k, ax).ec != std::errc()) return false;
+      c = c.substr(k);
+      if (!c.empty() && c[0] == '+') c = c.substr(1);
+    }
+    if (!c.empty()) {
+      const auto r = std::from_chars(c.data(), c.data() + c.size(), off);
+      if (r.ec != std::errc() || r.ptr != c.data() + c.size()) return false;
+    } else if (ax < 0) {
+      return false;
+    }
+    axis.push_back(ax);
+    offset.push_back(off);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return true;
+}
+
+/// Symbols a set of expressions reads, through the scalar observeds it reads.
+std::vector<NodeId> symbols_read(const System& sys, std::span<const NodeId> roots,
+                                 const std::unordered_map<std::string, int>& observed_index) {
+  std::vector<NodeId> out;
+  std::unordered_set<NodeId> seen;
+  std::vector<NodeId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    const expr::Node& n = sys.pool.node(id);
+    if (n.op == expr::Op::Symbol) {
+      const std::string name(sys.pool.str(n.name));
+      if (auto o = observed_index.find(name); o != observed_index.end())
+        stack.push_back(sys.observed_rhs[static_cast<std::size_t>(o->second)]);
+      else
+        out.push_back(id);
+      continue;
+    }
+    for (NodeId k : sys.pool.children(id)) stack.push_back(k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+GridProgram::Stats GridProgram::stats() const {
+  Stats s;
+  for (const auto& st : stages)
+    for (const auto& b : st.blocks) {
+      ++s.programs;
+      s.boxes += b.boxes.size();
+      const auto ps = b.program.stats();
+      s.lane_instructions += ps.lane_instructions + ps.time_instructions;
+      s.setup_instructions += ps.setup_instructions;
+    }
+  return s;
+}
+
+GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
+  GridProgram gp;
+  gp.state_count = sys.states.size();
+  gp.parameter_count = sys.parameters.size();
+  std::unordered_map<std::string, std::size_t> array_index;
+  std::unordered_map<std::string, std::size_t> observed_stage_of;
+  std::size_t buffers = 0;
+  for (std::size_t k = 0; k < sys.arrays.size(); ++k) {
+    const auto& a = sys.arrays[k];
+    GridArray g{a.name, GridArray::Kind::State, a.extents, strides_of(a.extents), a.first_state, 0};
+    if (a.parameter) {
+      g.kind = GridArray::Kind::Parameter;
+      g.slot = k;
+    } else if (a.first_state < 0) {
+      g.kind = GridArray::Kind::Observed;
+      g.slot = buffers++;
+    }
+    array_index.emplace(a.name, gp.arrays.size());
+    gp.arrays.push_back(std::move(g));
+  }
+  std::unordered_map<std::string, int> state_index, observed_index;
+  for (std::size_t i = 0; i < sys.states.size(); ++i)
+    if (sys.states[i].array.empty()) state_index.emplace(sys.states[i].name, static_cast<int>(i));
+  for (std::size_t i = 0; i < sys.observed.size(); ++i)
+    observed_index.emplace(sys.observed[i].name, static_cast<int>(i));
+
+  std::vector<GridStage> stages;
+  std::vector<std::vector<std::size_t>> reads_observed;  // per stage: observed arrays read
+  std::vector<bool> reads_state_direct;
+  for (const auto& eq : sys.grid) {
+    GridStage stage;
+    stage.kind = eq.kind;
+    stage.extents = eq.extents;
+    stage.radius.assign(eq.extents.size(), 0);
+    for (const auto& t : eq.targets) stage.targets.push_back(array_index.at(t));
+    std::map<std::vector<NodeId>, std::size_t> block_of;
+    std::set<std::size_t> observed_reads;
+    bool state_direct = false;
+    for (const auto& region : eq.regions) {
+      auto [it, fresh] = block_of.emplace(region.rhs, stage.blocks.size());
+      if (!fresh) {
+        stage.blocks[it->second].boxes.push_back({region.lo, region.hi});
+        continue;
+      }
+      std::vector<GridInput> inputs;
+      CompileOptions co;
+      for (NodeId sym : symbols_read(sys, region.rhs, observed_index)) {
+        const std::string name(sys.pool.str(sys.pool.node(sym).name));
+        GridInput in;
+        std::string base;
+        if (auto s = state_index.find(name); s != state_index.end()) {
+          in.kind = GridInput::Kind::ScalarState;
+          in.state = s->second;
+          state_direct = true;
+        } else if (parse_relative(name, base, in.axis, in.offset)) {
+          if (base == "$index") {
+            in.kind = GridInput::Kind::Index;
+            if (in.axis.size() != 1 || in.axis[0] < 0 || std::abs(in.offset[0]) > kIotaMargin)
+              throw Error("grid_input_unknown", eq.file, eq.pointer,
+                          "'" + name + "' is not a position this runtime can read");
+          } else {
+            auto a = array_index.find(base);
+            if (a == array_index.end() || in.axis.size() != gp.arrays[a->second].extents.size())
+              throw Error("grid_input_unknown", eq.file, eq.pointer,
+                          "'" + name + "' is read by an array equation but is not an array of the system");
+            in.array = a->second;
+            const GridArray& ga = gp.arrays[a->second];
+            if (ga.kind == GridArray::Kind::State) state_direct = true;
+            if (ga.kind == GridArray::Kind::Observed) observed_reads.insert(a->second);
+            for (std::size_t d = 0; d < in.axis.size(); ++d)
+              if (in.axis[d] >= 0 && static_cast<std::size_t>(in.axis[d]) < stage.radius.size())
+                stage.radius[in.axis[d]] = std::max(stage.radius[in.axis[d]], std::abs(in.offset[d]));
+          }
+        } else if (name == "t" || sys.pool.node(sym).op != expr::Op::Symbol) {
+          continue;
+        } else {
+          continue;  // a scalar parameter (or t): the program reads it itself
+        }
+        co.cell_inputs.push_back(name);
+        inputs.push_back(std::move(in));
+      }
+      Program program = compile_outputs(sys, region.rhs, co);
+      if (program.reads_time()) state_direct = true;  // recomputed every call
+      if (options.native) program = with_native(program);
+      stage.blocks.push_back(GridBlock{std::move(program), std::move(inputs), {GridBox{region.lo, region.hi}}});
+    }
+    if (eq.kind == Kind::Observed) observed_stage_of.emplace(eq.targets[0], stages.size());
+    reads_observed.emplace_back(observed_reads.begin(), observed_reads.end());
+    reads_state_direct.push_back(state_direct);
+    stages.push_back(std::move(stage));
+  }
+
+  // Observed stages in dependency order (a stable topological sort), then the others.
+  std::vector<int> done(stages.size(), 0);  // 0 new, 1 in progress, 2 placed
+  std::vector<std::size_t> order;
+  std::function<void(std::size_t)> place = [&](std::size_t s) {
+    if (done[s] == 2) return;
+    if (done[s] == 1)
+      throw Error("observed_cycle", sys.grid[s].file, sys.grid[s].pointer,
+                  "array '" + sys.grid[s].targets[0] + "' depends on itself");
+    done[s] = 1;
+    for (std::size_t a : reads_observed[s]) {
+      auto o = observed_stage_of.find(gp.arrays[a].name);
+      if (o != observed_stage_of.end()) place(o->second);
+    }
+    done[s] = 2;
+    if (stages[s].kind == Kind::Observed) {
+      bool dynamic = reads_state_direct[s];
+      for (std::size_t a : reads_observed[s])
+        if (auto o = observed_stage_of.find(gp.arrays[a].name); o != observed_stage_of.end())
+          dynamic = dynamic || stages[o->second].reads_state;
+      stages[s].reads_state = dynamic;
+      order.push_back(s);
+    }
+  };
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    if (stages[s].kind == Kind::Observed) place(s);
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    if (stages[s].kind != Kind::Observed) {
+      for (std::size_t a : reads_observed[s])
+        if (auto o = observed_stage_of.find(gp.arrays[a].name); o != observed_stage_of.end()) place(o->second);
+      order.push_back(s);
+    }
+  for (std::size_t s : order) gp.stages.push_back(std::move(stages[s]));
+  return gp;
+}
+
+// ---- workspace and runners ----
+
+/// Where an array is read from or written to: cell c (1-based) at data[sum (c_d - origin_d) *
+/// stride_d].
+struct View {
+  double* data = nullptr;
+  std::vector<std::int64_t> origin, stride;
+};
+
+struct GridWorkspace::Impl {
+  std::vector<std::vector<Workspace>> ws;          // [stage][block]
+  std::vector<std::vector<double>> observed;       // observed array buffers (whole grid)
+  std::vector<std::vector<double>> parameters;     // by GridArray index (Parameter kind)
+  std::vector<double> iota;                        // iota[k] = k + iota_first
+  std::int64_t iota_first = 0;
+  std::vector<ForcingField<double>> fields;
+  std::vector<double> staging;
+  std::vector<View> views;                         // by GridArray index, for the current call
+  std::vector<View> outputs;                       // by GridArray index
+  const double* y = nullptr;                       // scalar states of the current call
+  std::vector<std::vector<double>> tile_observed;  // observed buffers of the current tile
+};
+
+GridWorkspace::GridWorkspace() = default;
+GridWorkspace::GridWorkspace(GridWorkspace&&) noexcept = default;
+GridWorkspace& GridWorkspace::operator=(GridWorkspace&&) noexcept = default;
+GridWorkspace::~GridWorkspace() = default;
+
+namespace {
+
+constexpr std::size_t kRowLanes = 64;
+
+View whole_view(double* data, const GridArray& a) {
+  return View{data, std::vector<std::int64_t>(a.extents.size(), 1), a.strides};
+}
+
+/// Runs `block` on the cells of box ∩ `within`, row by row.
+void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, GridWorkspace::Impl& im,
+               double t, const GridBox& box, const GridBox& within) {
+  const std::size_t dims = box.lo.size();
+  std::vector<std::int64_t> lo(dims), hi(dims);
+  for (std::size_t d = 0; d < dims; ++d) {
+    lo[d] = std::max(box.lo[d], within.lo[d]);
+    hi[d] = std::min(box.hi[d], within.hi[d]);
+    if (lo[d] > hi[d]) return;
+  }
+  const std::size_t n = static_cast<std::size_t>(hi[0] - lo[0] + 1);
+  const std::size_t targets = stage.targets.size();
+  if (im.staging.size() < targets * n) im.staging.resize(targets * n);
+  if (im.fields.size() < block.inputs.size()) im.fields.resize(block.inputs.size());
+  std::vector<std::int64_t> x = lo;
+  const double time[1] = {t};
+  while (true) {
+    for (std::size_t k = 0; k < block.inputs.size(); ++k) {
+      const GridInput& in = block.inputs[k];
+      ForcingField<double>& f = im.fields[k];
+      switch (in.kind) {
+        case GridInput::Kind::ScalarState:
+          f = {im.y + in.state, 0};
+          break;
+        case GridInput::Kind::Index:
+          f = {im.iota.data() + (x[in.axis[0]] + in.offset[0] - im.iota_first),
+               in.axis[0] == 0 ? std::size_t{1} : std::size_t{0}};
+          break;
+        case GridInput::Kind::Array: {
+          const View& v = im.views[in.array];
+          std::int64_t at = 0, step = 0;
+          for (std::size_t a = 0; a < in.axis.size(); ++a) {
+            const std::int64_t pos = in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
+            at += (pos - v.origin[a]) * v.stride[a];
+            if (in.axis[a] == 0) step += v.stride[a];
+          }
+          f = {v.data + at, static_cast<std::size_t>(step)};
+          break;
+        }
+      }
+    }
+    RunArgs<double> args;
+    args.u = LaneView<const double>{nullptr, block.program.state_count(), n, n};
+    args.t = std::span<const double>(time, 1);
+    args.forcing = std::span<const ForcingField<double>>(im.fields.data(), block.inputs.size());
+    args.du = LaneView<double>{im.staging.data(), targets, n, n};
+    run(block.program, ws, args);
+    for (std::size_t k = 0; k < targets; ++k) {
+      const View& o = im.outputs[stage.targets[k]];
+      std::int64_t at = 0;
+      for (std::size_t d = 0; d < dims; ++d) at += (x[d] - o.origin[d]) * o.stride[d];
+      double* dst = o.data + at;
+      const double* src = im.staging.data() + k * n;
+      if (o.stride[0] == 1) std::copy(src, src + n, dst);
+      else
+        for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * o.stride[0]] = src[l];
+    }
+    std::size_t d = 1;
+    while (d < dims && x[d] == hi[d]) x[d] = lo[d], ++d;
+    if (d >= dims) break;
+    ++x[d];
+  }
+}
+
+void run_stage(const GridStage& stage, std::vector<Workspace>& ws, GridWorkspace::Impl& im, double t,
+               const GridBox& within) {
+  for (std::size_t b = 0; b < stage.blocks.size(); ++b)
+    for (const GridBox& box : stage.blocks[b].boxes) run_block(stage, stage.blocks[b], ws[b], im, t, box, within);
+}
+
+GridBox whole_box(const std::vector<std::int64_t>& extents) {
+  return GridBox{std::vector<std::int64_t>(extents.size(), 1), extents};
+}
+
+}  // namespace
+
+GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std::span<const double> p) {
+  ESI_ASSERT(p.size() == gp.parameter_count);
+  GridWorkspace out;
+  out.impl = std::make_unique<GridWorkspace::Impl>();
+  auto& im = *out.impl;
+  std::int64_t longest = 1;
+  for (const auto& a : gp.arrays) {
+    for (auto e : a.extents) longest = std::max(longest, e);
+    if (a.kind == GridArray::Kind::Observed) {
+      if (im.observed.size() <= a.slot) im.observed.resize(a.slot + 1);
+      im.observed[a.slot].assign(static_cast<std::size_t>(cells_of(std::vector<std::int64_t>(a.extents.size(), 1), a.extents)),
+                                 std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  im.parameters.resize(gp.arrays.size());
+  im.views.resize(gp.arrays.size());
+  im.outputs.resize(gp.arrays.size());
+  // Parameter arrays a program reads must have every value.
+  std::vector<bool> read(gp.arrays.size(), false);
+  for (const auto& st : gp.stages)
+    for (const auto& b : st.blocks)
+      for (const auto& in : b.inputs)
+        if (in.kind == GridInput::Kind::Array) read[in.array] = true;
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
+    const GridArray& a = gp.arrays[k];
+    if (a.kind != GridArray::Kind::Parameter) continue;
+    im.parameters[k] = sys.arrays[a.slot].values;
+    if (!read[k]) continue;
+    for (double v : im.parameters[k])
+      if (std::isnan(v))
+        throw Error("grid_parameter_missing", "", "",
+                    "parameter array '" + a.name + "' has cells without a value; give it a default or "
+                    "set it with --inputs");
+  }
+  im.iota_first = -kIotaMargin;
+  for (std::int64_t v = -kIotaMargin; v <= longest + kIotaMargin; ++v) im.iota.push_back(static_cast<double>(v));
+  im.ws.resize(gp.stages.size());
+  for (std::size_t s = 0; s < gp.stages.size(); ++s)
+    for (const auto& b : gp.stages[s].blocks) {
+      im.ws[s].push_back(b.program.make_workspace(kRowLanes));
+      b.program.prepare(im.ws[s].back(), p);
+    }
+  // Observed arrays that read no state: once, now.
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
+    const GridArray& a = gp.arrays[k];
+    if (a.kind == GridArray::Kind::Parameter) im.views[k] = whole_view(im.parameters[k].data(), a);
+    if (a.kind == GridArray::Kind::Observed) {
+      im.views[k] = whole_view(im.observed[a.slot].data(), a);
+      im.outputs[k] = im.views[k];
+    }
+  }
+  for (std::size_t s = 0; s < gp.stages.size(); ++s)
+    if (gp.stages[s].kind == Kind::Observed && !gp.stages[s].reads_state)
+      run_stage(gp.stages[s], im.ws[s], im, 0.0, whole_box(gp.stages[s].extents));
+  return out;
+}
+
+namespace {
+
+/// Points the state arrays' views at `y` and their outputs at `dy` (whole grid).
+void bind_whole(const GridProgram& gp, GridWorkspace::Impl& im, const double* y, double* dy) {
+  im.y = y;
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
+    const GridArray& a = gp.arrays[k];
+    if (a.kind == GridArray::Kind::State) {
+      im.views[k] = whole_view(const_cast<double*>(y) + a.first_state, a);
+      im.outputs[k] = whole_view(dy + a.first_state, a);
+    } else if (a.kind == GridArray::Kind::Observed) {
+      im.views[k] = whole_view(im.observed[a.slot].data(), a);
+      im.outputs[k] = im.views[k];
+    }
+  }
+}
+
+}  // namespace
+
+void grid_initial(const GridProgram& gp, GridWorkspace& ws, std::span<double> y) {
+  auto& im = *ws.impl;
+  ESI_ASSERT(y.size() == gp.state_count);
+  bind_whole(gp, im, y.data(), y.data());
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    if (st.kind == Kind::Observed && st.reads_state) run_stage(st, im.ws[s], im, 0.0, whole_box(st.extents));
+    if (st.kind == Kind::Initial) run_stage(st, im.ws[s], im, 0.0, whole_box(st.extents));
+  }
+}
+
+void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<const double> y,
+              std::span<double> dy) {
+  auto& im = *ws.impl;
+  ESI_ASSERT(y.size() == gp.state_count && dy.size() == gp.state_count);
+  bind_whole(gp, im, y.data(), dy.data());
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency)
+      run_stage(st, im.ws[s], im, t, whole_box(st.extents));
+  }
+}
+
+std::vector<std::int64_t> grid_tile_halo(const GridProgram& gp) {
+  std::vector<std::int64_t> halo;
+  for (const auto& st : gp.stages) {
+    if (st.kind == Kind::Initial || (st.kind == Kind::Observed && !st.reads_state)) continue;
+    if (halo.size() < st.radius.size()) halo.resize(st.radius.size(), 0);
+    for (std::size_t d = 0; d < st.radius.size(); ++d) halo[d] += st.radius[d];
+  }
+  return halo;
+}
+
+namespace {
+
+/// The box `tile` widened by `halo` and clipped to `extents`.
+GridBox widen(const GridBox& tile, const std::vector<std::int64_t>& halo, const std::vector<std::int64_t>& extents) {
+  GridBox b = tile;
+  for (std::size_t d = 0; d < b.lo.size(); ++d) {
+    const std::int64_t h = d < halo.size() ? halo[d] : 0;
+    b.lo[d] = std::max<std::int64_t>(1, b.lo[d] - h);
+    b.hi[d] = std::min<std::int64_t>(extents[d], b.hi[d] + h);
+  }
+  return b;
+}
+
+View box_view(double* data, const GridBox& b) {
+  View v{data, b.lo, std::vector<std::int64_t>(b.lo.size(), 1)};
+  for (std::size_t d = 1; d < b.lo.size(); ++d) v.stride[d] = v.stride[d - 1] * (b.hi[d - 1] - b.lo[d - 1] + 1);
+  return v;
+}
+
+/// Calls f(cell, k) for every cell of box b, first index fastest (k counts from 0).
+template <class F>
+void for_cells(const GridBox& b, F&& f) {
+  if (cells_of(b.lo, b.hi) == 0) return;
+  std::vector<std::int64_t> x = b.lo;
+  for (std::int64_t k = 0;; ++k) {
+    f(x, k);
+    std::size_t d = 0;
+    while (d < x.size() && x[d] == b.hi[d]) x[d] = b.lo[d], ++d;
+    if (d == x.size()) break;
+    ++x[d];
+  }
+}
+
+}  // namespace
+
+std::vector<double> grid_tile_states(const GridProgram& gp, const GridBox& tile, std::span<const double> y) {
+  const auto halo = grid_tile_halo(gp);
+  std::vector<double> out;
+  for (const auto& a : gp.arrays) {
+    if (a.kind != GridArray::Kind::State) continue;
+    const GridBox b = widen(tile, halo, a.extents);
+    for_cells(b, [&](const std::vector<std::int64_t>& x, std::int64_t) {
+      std::int64_t at = a.first_state;
+      for (std::size_t d = 0; d < x.size(); ++d) at += (x[d] - 1) * a.strides[d];
+      out.push_back(y[static_cast<std::size_t>(at)]);
+    });
+  }
+  return out;
+}
+
+void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const GridBox& tile,
+                   std::span<const double> tile_states, std::span<double> tile_dy) {
+  auto& im = *ws.impl;
+  const auto halo = grid_tile_halo(gp);
+  for (const auto& st : gp.stages)
+    for (const auto& b : st.blocks)
+      for (const auto& in : b.inputs)
+        if (in.kind == GridInput::Kind::ScalarState)
+          throw Error("grid_tile_scalar_state", "", "",
+                      "an array equation reads a scalar state; the Tile target does not hold scalars yet");
+  im.y = nullptr;
+  // States: the tile plus halo; outputs: the tile.
+  std::size_t in_at = 0, out_at = 0;
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
+    const GridArray& a = gp.arrays[k];
+    if (a.kind != GridArray::Kind::State) continue;
+    const GridBox b = widen(tile, halo, a.extents);
+    im.views[k] = box_view(const_cast<double*>(tile_states.data()) + in_at, b);
+    in_at += static_cast<std::size_t>(cells_of(b.lo, b.hi));
+    im.outputs[k] = box_view(tile_dy.data() + out_at, tile);
+    out_at += static_cast<std::size_t>(cells_of(tile.lo, tile.hi));
+  }
+  if (in_at != tile_states.size() || out_at != tile_dy.size())
+    throw Error("grid_tile_shape", "", "",
+                "tile storage holds " + std::to_string(tile_states.size()) + " state values and " +
+                    std::to_string(tile_dy.size()) + " derivatives; the tile needs " +
+                    std::to_string(in_at) + " and " + std::to_string(out_at));
+  // Observed arrays that read states: over the cells their readers need, in tile buffers.
+  if (im.tile_observed.size() < gp.arrays.size()) im.tile_observed.resize(gp.arrays.size());
+  std::vector<std::int64_t> need(tile.lo.size(), 0);  // margin the stages after this one read
+  for (const auto& st : gp.stages)
+    if (st.kind == Kind::Tendency)
+      for (std::size_t d = 0; d < need.size() && d < st.radius.size(); ++d) need[d] += st.radius[d];
+  std::vector<std::vector<std::int64_t>> margin(gp.stages.size(), need);
+  for (std::size_t s = gp.stages.size(); s-- > 0;) {
+    const GridStage& st = gp.stages[s];
+    if (st.kind != Kind::Observed || !st.reads_state) continue;
+    margin[s] = need;
+    for (std::size_t d = 0; d < need.size() && d < st.radius.size(); ++d) need[d] += st.radius[d];
+  }
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    if (st.kind == Kind::Observed && st.reads_state) {
+      const GridBox b = widen(tile, margin[s], st.extents);
+      const std::size_t target = st.targets[0];
+      auto& buf = im.tile_observed[target];
+      buf.assign(static_cast<std::size_t>(cells_of(b.lo, b.hi)), std::numeric_limits<double>::quiet_NaN());
+      im.views[target] = box_view(buf.data(), b);
+      im.outputs[target] = im.views[target];
+      run_stage(st, im.ws[s], im, t, b);
+    } else if (st.kind == Kind::Tendency) {
+      run_stage(st, im.ws[s], im, t, tile);
+    }
+  }
+  // Observed views back to the whole-grid buffers (static ones never moved).
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k)
+    if (gp.arrays[k].kind == GridArray::Kind::Observed) {
+      im.views[k] = whole_view(im.observed[gp.arrays[k].slot].data(), gp.arrays[k]);
+      im.outputs[k] = im.views[k];
+    }
+}
+
+}  // namespace esi::kernel

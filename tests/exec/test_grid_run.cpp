@@ -1,0 +1,72 @@
+// Whole runs of a gridded document as per-region programs (FlattenOptions::grid) against the
+// same run with one equation per cell: the same explicit method takes the same steps on the
+// same bits, so trajectories are compared with ==. And the transport gate of the reseact
+// prototype (q = mq/m exactly 1, dev exactly 0) holds for an hour of SSPRK43.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
+#include "esi/exec/simulate.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(GridRun, Transport3dHourOfSsprk43EqualsCellsAndKeepsItsGate) {
+  const fs::path corpus = esi::testing::corpus_dir();
+  const fs::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
+  const fs::path inputs = fs::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !fs::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto doc = esi::esm::load_resolved(file.string());
+  esi::esm::FlattenOptions cells;
+  std::ifstream(inputs) >> cells.inputs;
+  esi::esm::FlattenOptions grid = cells;
+  grid.grid = true;
+  const esi::esm::System sc = esi::esm::flatten(doc, cells), sg = esi::esm::flatten(doc, grid);
+  ASSERT_FALSE(sg.grid.empty());
+  ASSERT_TRUE(sc.grid.empty());
+
+  esi::exec::SimulateOptions o;
+  o.t0 = 0;
+  o.t1 = 3600;
+  o.saveat = 1200;
+  o.integrator.method = esi::method::MethodId::SSPRK43;
+  o.document = &doc;
+  const auto tc = esi::exec::simulate(sc, o);
+  const auto tg = esi::exec::simulate(sg, o);
+  ASSERT_EQ(tc.code, esi::method::ReturnCode::Success) << tc.message;
+  ASSERT_EQ(tg.code, esi::method::ReturnCode::Success) << tg.message;
+  EXPECT_FALSE(tg.grid_summary.empty());
+  EXPECT_EQ(tc.stats.accepted, tg.stats.accepted);
+  EXPECT_EQ(tc.stats.rejected, tg.stats.rejected);
+  ASSERT_EQ(tc.times, tg.times);
+  ASSERT_EQ(tc.state_count, tg.state_count);
+  // Same states, possibly in another order: compare by name.
+  std::map<std::string, std::size_t> at;
+  for (std::size_t j = 0; j < tg.state_count; ++j) at[tg.names[j]] = j;
+  const std::size_t nc = tc.names.size(), ng = tg.names.size();
+  std::size_t gate_cells = 0;
+  for (std::size_t k = 0; k < tc.times.size(); ++k)
+    for (std::size_t j = 0; j < tc.state_count; ++j) {
+      const double c = tc.values[k * nc + j], g = tg.values[k * ng + at.at(tc.names[j])];
+      ASSERT_EQ(c, g) << tc.names[j] << " at t = " << tc.times[k];
+      const std::string& name = tc.names[j];
+      if (name.rfind("Transport3D.dev[", 0) == 0) {
+        ASSERT_EQ(g, 0.0) << name;
+      } else if (name.rfind("Transport3D.mq[", 0) == 0) {
+        const std::string m = "Transport3D.m" + name.substr(std::string("Transport3D.mq").size());
+        ASSERT_EQ(g, tg.values[k * ng + at.at(m)]) << name << " (q = mq/m must stay exactly 1)";
+        ++gate_cells;
+      }
+    }
+  EXPECT_EQ(gate_cells, tc.times.size() * 343);
+}
+
+}  // namespace
