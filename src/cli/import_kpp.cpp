@@ -149,8 +149,11 @@ int run_import_kpp(Args args) {
       if (d.file.empty()) d.file = output;
       std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
     }
-    std::fprintf(stderr, "%s: written, but refused by the checks above (a translation esi "
-                         "should not have made: please report it)\n", output.c_str());
+    std::fprintf(stderr,
+                 "%s: written, but the checks every command runs refuse it (above): change the "
+                 "rate in the KPP file (e.g. LOG(TEMP) takes a logarithm of kelvins), or report "
+                 "it if the translation is at fault\n",
+                 output.c_str());
     return kExitInvalid;
   }
   for (Diagnostic d : report.notes) {
