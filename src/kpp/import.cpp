@@ -46,7 +46,7 @@ const std::set<std::string>& ignored_directives() {
       "TRANSPORT", "TRANSPORTALL", "INTEGRATOR", "INTFILE",  "LANGUAGE",   "DRIVER",
       "DOUBLE",   "REORDER",   "JACOBIAN",   "HESSIAN",    "STOICMAT",   "FUNCTION",
       "MEX",      "DUMMYINDEX", "EQNTAGS",   "USE",        "USES",       "DECLARE",
-      "MINVERSION", "AUTOREDUCE", "UPPERCASEF90", "SETVAR", "SETFIX",     "XGRID",
+      "MINVERSION", "AUTOREDUCE", "UPPERCASEF90", "XGRID",
       "YGRID",    "ZGRID",     "WRITE_ATM",  "WRITE_SPC",  "WRITE_MAT",  "WRITE_OPT",
       "FLUX",     "MECHANISM", "ENDINLINE"};
   return names;
@@ -90,6 +90,11 @@ class Importer {
 
   ImportResult run(const std::vector<std::filesystem::path>& files) {
     split_sections();
+    for (const Section& s : sections_)
+      if (s.name == "SETVAR" || s.name == "SETFIX")
+        src_.fail(s.at, "kpp_unsupported_directive",
+                  "#" + s.name + " changes which species are fixed; esi does not read it: declare "
+                  "the species in #DEFVAR or #DEFFIX instead");
     for (const Section& s : sections_)
       if (s.name == "DEFVAR" || s.name == "DEFRAD" || s.name == "DEFFIX")
         read_species(s, s.name == "DEFFIX");

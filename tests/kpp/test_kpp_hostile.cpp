@@ -85,6 +85,14 @@ TEST(KppHostile, CommentsAndSections) {
          "kpp_parse_error", "m.def", "line 3");  // #INLINE without #ENDINLINE
   expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n A = B : 1.0 ;\n#\n"}}, {"m.eqn"}),
          "kpp_parse_error", "m.eqn", "line 5");
+  // #SETFIX would change the mechanism: refused, not ignored.
+  expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n A = B : 1.0 ;\n#SETFIX A ;\n"}}, {"m.eqn"}),
+         "kpp_unsupported_directive", "m.eqn", "line 5");
+  // --param may not shadow a species.
+  esi::kpp::ImportOptions clash;
+  clash.extra_parameters["A"] = 1.0;
+  expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n A = B : 1.0 ;\n"}}, {"m.eqn"}, clash),
+         "kpp_invalid_parameter", "m.eqn", "line 2");
 }
 
 TEST(KppHostile, Files) {

@@ -23,7 +23,8 @@
 // location as the pointer ("line 42"): `kpp_parse_error` (malformed line, unbalanced braces,
 // unterminated statement), `kpp_unsupported_rate` (a function or symbol esi does not know,
 // e.g. one defined in `#INLINE` code), `kpp_undefined_species`, `kpp_duplicate_species`,
-// `kpp_duplicate_tag`, `kpp_unsupported_stoichiometry`, `kpp_no_equations`, and for files
+// `kpp_duplicate_tag`, `kpp_unsupported_stoichiometry`, `kpp_unsupported_directive` (#SETVAR,
+// #SETFIX), `kpp_no_equations`, `kpp_invalid_parameter` (a bad --param name), and for files
 // `file_not_found`, `not_a_regular_file`, `file_too_large`, `kpp_include_too_deep`.
 #pragma once
 
