@@ -48,7 +48,8 @@ const std::set<std::string>& ignored_directives() {
       "MEX",      "DUMMYINDEX", "EQNTAGS",   "USE",        "USES",       "DECLARE",
       "MINVERSION", "AUTOREDUCE", "UPPERCASEF90", "XGRID",
       "YGRID",    "ZGRID",     "WRITE_ATM",  "WRITE_SPC",  "WRITE_MAT",  "WRITE_OPT",
-      "FLUX",     "MECHANISM", "ENDINLINE"};
+      "FLUX",     "MECHANISM", "ENDINLINE", "FAMILIES", "STOCHASTIC", "INITIALIZE",
+      "RUN",      "SPARSEDATA", "RETURNRATES"};
   return names;
 }
 
@@ -91,10 +92,14 @@ class Importer {
   ImportResult run(const std::vector<std::filesystem::path>& files) {
     split_sections();
     for (const Section& s : sections_)
-      if (s.name == "SETVAR" || s.name == "SETFIX")
+      if (s.name == "SETVAR" || s.name == "SETRAD" || s.name == "SETFIX")
         src_.fail(s.at, "kpp_unsupported_directive",
                   "#" + s.name + " changes which species are fixed; esi does not read it: declare "
                   "the species in #DEFVAR or #DEFFIX instead");
+      else if (s.name == "LUMP")
+        src_.fail(s.at, "kpp_unsupported_directive",
+                  "#LUMP lumps species together; esi does not read it: write the lumped species "
+                  "into the equations instead");
     for (const Section& s : sections_)
       if (s.name == "DEFVAR" || s.name == "DEFRAD" || s.name == "DEFFIX")
         read_species(s, s.name == "DEFFIX");
@@ -295,6 +300,11 @@ class Importer {
           fail_at(i - 1, "kpp_unsupported_stoichiometry",
                   "the coefficient " + toks[i - 1].text + " is not positive");
       }
+      if (i + 1 < last && toks[i].kind == Tok::Ident && toks[i + 1].kind == Tok::Punct &&
+          toks[i + 1].text == "*")
+        fail_at(i, "kpp_unsupported_stoichiometry",
+                "the coefficient '" + toks[i].text + "*' is a name; esi reads numeric "
+                "stoichiometric coefficients only");
       if (i >= last || toks[i].kind != Tok::Ident)
         fail_at(i, "kpp_parse_error",
                 std::string("expected a species name among the ") + side + (i < last ? ", found '" + toks[i].text + "'" : ""));

@@ -22,10 +22,17 @@ struct Location {
 };
 
 /// All input files as one text with comments replaced by a blank, `#INCLUDE` / `#MODEL`
-/// expanded in place and `#INLINE ... #ENDINLINE` removed. `where[i]` locates `text[i]`.
+/// expanded in place and `#INLINE ... #ENDINLINE` removed. `text[i]` is at location(i): one
+/// run per stretch of text from one line (memory by lines, not by characters).
 struct Source {
+  struct Run {
+    std::size_t offset = 0;  ///< first index into text of the run
+    Location at;
+  };
   std::string text;
-  std::vector<Location> where;
+  std::vector<Run> runs;
+
+  Location location(std::size_t i) const;
   std::vector<std::string> files;  ///< display names (paths as given or as included)
   std::vector<Diagnostic> notes;
 

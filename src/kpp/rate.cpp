@@ -21,6 +21,9 @@
 //     ARR2(a0,b0,temp) = a0 exp(-b0/temp) (three arguments: note the sign differs from KPP's
 //     two-argument ARR2), TROE(k0_300K,n,kinf_300K,m,temp,cair) with Fc = 0.6,
 //     ARR(a0,b0,c0,temp) (four arguments, the temperature passed explicitly).
+//   GEOS-Chem KPP/fullchem rateLawUtilFuncs.F90 (K300_OVER_TEMP = 300/TEMP):
+//     GCARR_ab(a0,b0) = a0 (300/T)^b0, GCARR_ac(a0,c0) = a0 exp(c0/T),
+//     GCARR_abc(a0,b0,c0) = a0 exp(c0/T) (300/T)^b0.
 // KPP 2.x passes the literal arguments as single precision (REAL); esi keeps them double, as
 // KPP 3.x's _dp overloads do.
 #include <cmath>
@@ -170,17 +173,21 @@ class RateParser {
   json product() {
     json acc = unary();
     bool acc_is_chain = false;  // acc is a '*' node this loop built (so appending is exact)
+    int wraps = 0;              // each '/' (and '*' after it) nests acc one level deeper
     while (at_punct("*") || at_punct("/")) {
       const bool times = toks_[i_].text == "*";
       ++i_;
       json rhs = unary();
+      if (times && acc_is_chain) {
+        acc["args"].push_back(std::move(rhs));
+        continue;
+      }
+      if (++wraps > kMaxNesting)
+        fail_here("kpp_parse_error", "the rate alternates '*' and '/' more than " +
+                                         std::to_string(kMaxNesting) + " times");
       if (times) {
-        if (acc_is_chain) {
-          acc["args"].push_back(std::move(rhs));
-        } else {
-          acc = mul({std::move(acc), std::move(rhs)});
-          acc_is_chain = true;
-        }
+        acc = mul({std::move(acc), std::move(rhs)});
+        acc_is_chain = true;
       } else {
         acc = divide(std::move(acc), std::move(rhs));
         acc_is_chain = false;
@@ -329,6 +336,15 @@ class RateParser {
       arity(t, a, 2, "a0, c0");
       return arrhenius(a[0], json(0.0), a[1], temperature());
     }
+    if (f == "GCARR_AB" || f == "GCARR_AC" || f == "GCARR_ABC") {
+      const bool has_b = f != "GCARR_AC", has_c = f != "GCARR_AB";
+      arity(t, a, f == "GCARR_ABC" ? 3 : 2, f == "GCARR_AB" ? "a0, b0" : f == "GCARR_AC" ? "a0, c0" : "a0, b0, c0");
+      const json T = temperature();
+      std::vector<json> fs{a[0]};
+      if (has_c) push_arrhenius(fs, a[has_b ? 2 : 1], T, /*negate=*/false);
+      if (has_b && !is_zero(a[1])) fs.push_back(power(divide(json(300.0), T), a[1]));
+      return product_or_single(std::move(fs));
+    }
     if (f == "EP2") {
       // k0 = a0 exp(-c0/T); k2 = a2 exp(-c2/T); k3 = a3 exp(-c3/T) CFACTOR 1e6;
       // k = k0 + k3 / (1 + k3/k2)
@@ -378,7 +394,7 @@ class RateParser {
     }
     fail_at(t.pos, "kpp_unsupported_rate",
             "the function '" + t.text + "' is not one esi can translate (known: ARR, ARR2, "
-            "ARR_ab, ARR_ac, ARR_abc, EP2, EP3, FALL, TROE, k_3rd, k_3rd_iupac, k3rd_jpl, "
+            "ARR_ab, ARR_ac, ARR_abc, GCARR_ab, GCARR_ac, GCARR_abc, EP2, EP3, FALL, TROE, k_3rd, k_3rd_iupac, k3rd_jpl, "
             "k3rd_iupac, k_arr, EXP, LOG, LOG10, SQRT, ABS, MIN, MAX); a rate law defined in "
             "#INLINE code has to be written out in the equation");
   }

@@ -89,8 +89,9 @@ class Preprocessor {
   std::set<std::string> seen_;
 
   void emit(char c, std::uint32_t file, std::uint32_t line) {
+    if (src.runs.empty() || src.runs.back().at.file != file || src.runs.back().at.line != line)
+      src.runs.push_back(Source::Run{src.text.size(), Location{file, line}});
     src.text.push_back(c);
-    src.where.push_back(Location{file, line});
   }
 
   [[noreturn]] void fail_at(std::uint32_t file, std::uint32_t line, const std::string& code,
@@ -133,9 +134,11 @@ class Preprocessor {
         continue;
       }
       if (c == '#') {
-        std::size_t j = i + 1;
+        std::size_t w = i + 1;
+        while (w < n && (text[w] == ' ' || text[w] == '\t')) ++w;  // KPP reads "# INCLUDE" too
+        std::size_t j = w;
         while (j < n && is_ident_char(text[j])) ++j;
-        const std::string word = upper(text.substr(i + 1, j - i - 1));
+        const std::string word = upper(text.substr(w, j - w));
         if (word == "INCLUDE" || word == "MODEL") {
           std::size_t e = j;
           while (e < n && text[e] != '\n') ++e;
@@ -197,14 +200,21 @@ std::string upper(std::string s) {
   return s;
 }
 
+Location Source::location(std::size_t i) const {
+  // The last run starting at or before i.
+  auto it = std::upper_bound(runs.begin(), runs.end(), i,
+                             [](std::size_t pos, const Run& r) { return pos < r.offset; });
+  return it == runs.begin() ? Location{} : std::prev(it)->at;
+}
+
 std::string Source::file_of(std::size_t i) const {
-  if (where.empty()) return files.empty() ? std::string() : files.front();
-  return files[where[std::min(i, where.size() - 1)].file];
+  if (runs.empty()) return files.empty() ? std::string() : files.front();
+  return files[location(i).file];
 }
 
 std::string Source::pointer_of(std::size_t i) const {
-  if (where.empty()) return "";
-  return "line " + std::to_string(where[std::min(i, where.size() - 1)].line);
+  if (runs.empty()) return "";
+  return "line " + std::to_string(location(i).line);
 }
 
 void Source::fail(std::size_t i, const std::string& code, const std::string& message) const {

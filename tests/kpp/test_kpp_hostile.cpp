@@ -41,6 +41,9 @@ TEST(KppHostile, MalformedEquations) {
   expect(equation_error("A = B : ;\n"), "kpp_parse_error", "m.eqn", "line 4");
   const std::string deep = std::string(100, '(') + "1.0" + std::string(100, ')');
   expect(equation_error("A = B : " + deep + " ;\n"), "kpp_parse_error", "m.eqn", "line 4");
+  std::string divisions = "1.0";
+  for (int k = 0; k < 100000; ++k) divisions += "/2.0";
+  expect(equation_error("A = B : " + divisions + " ;\n"), "kpp_parse_error", "m.eqn", "line 4");
 }
 
 TEST(KppHostile, UntranslatableRates) {
@@ -61,6 +64,8 @@ TEST(KppHostile, SpeciesProblems) {
   expect(equation_error("A + C = B : 1.0 ;\n"), "kpp_undefined_species", "m.eqn", "line 4");
   expect(equation_error("A = -1 B : 1.0 ;\n"), "kpp_unsupported_stoichiometry", "m.eqn", "line 4");
   expect(equation_error("A = 0 B : 1.0 ;\n"), "kpp_unsupported_stoichiometry", "m.eqn", "line 4");
+  expect(equation_error("A = alpha*B : 1.0 ;\n"), "kpp_unsupported_stoichiometry", "m.eqn",
+         "line 4");
   expect(import_error({{"m.spc", "#DEFVAR\n A = IGNORE ;\n#DEFFIX\n A = IGNORE ;\n"}}, {"m.spc"}),
          "kpp_duplicate_species", "m.spc", "line 4");
   expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n<R1> A = B : 1.0 ;\n<R1> B = A : 2.0 ;\n"}},
@@ -88,6 +93,9 @@ TEST(KppHostile, CommentsAndSections) {
   // #SETFIX would change the mechanism: refused, not ignored.
   expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n A = B : 1.0 ;\n#SETFIX A ;\n"}}, {"m.eqn"}),
          "kpp_unsupported_directive", "m.eqn", "line 5");
+  expect(import_error({{"m.eqn", kSpecies + "#EQUATIONS\n A = B : 1.0 ;\n\n#LUMP A + B : C\n"}},
+                      {"m.eqn"}),
+         "kpp_unsupported_directive", "m.eqn", "line 6");
   // --param may not shadow a species.
   esi::kpp::ImportOptions clash;
   clash.extra_parameters["A"] = 1.0;

@@ -53,6 +53,16 @@ TEST(KppRates, Arrhenius) {
   expect_rate("ARR_ac(3.0d-31, -3.3)", [](double T) { return 3.0e-31 * std::pow(T / 300.0, -3.3); });
 }
 
+TEST(KppRates, GeosChemArrhenius) {
+  // GEOS-Chem rateLawUtilFuncs.F90: GCARR_ab = a0 (300/T)^b0, GCARR_ac = a0 exp(c0/T),
+  // GCARR_abc = a0 exp(c0/T) (300/T)^b0 (note: +c0, and 300/T rather than T/300).
+  expect_rate("GCARR_ab(3.0E-31, 3.3)", [](double T) { return 3.0e-31 * std::pow(300.0 / T, 3.3); });
+  expect_rate("GCARR_ac(2.6E-12, 365.0)", [](double T) { return 2.6e-12 * std::exp(365.0 / T); });
+  expect_rate("GCARR_abc(9.1E-15, 1.5, -2580.0)", [](double T) {
+    return 9.1e-15 * std::exp(-2580.0 / T) * std::pow(300.0 / T, 1.5);
+  });
+}
+
 TEST(KppRates, Arr2SignFollowsTheArgumentCount) {
   // KPP's ARR2(a0, b0) = a0 exp(+b0/T) ("B0 has a changed sign when compared to ARR").
   expect_rate("ARR2(3.0E-12, -1500.0)", [](double T) { return 3.0e-12 * std::exp(-1500.0 / T); });

@@ -11,8 +11,8 @@
 //     every variable or every fixed species first;
 //   - every equation of `#EQUATIONS` becomes a reaction (`<TAG>` its id, else `R<n>` by
 //     position); its rate is translated into an ESM expression, KPP's standard rate functions
-//     (ARR, ARR2, ARR_ab/ac/abc, EP2, EP3, FALL, TROE, k_3rd, k_3rd_iupac, k3rd_jpl,
-//     k3rd_iupac, k_arr) expanded inline; `TEMP` becomes the parameter `T` (K), `M` / `C_M` /
+//     (ARR, ARR2, ARR_ab/ac/abc, GEOS-Chem's GCARR_ab/ac/abc, EP2, EP3, FALL, TROE, k_3rd,
+//     k_3rd_iupac, k3rd_jpl, k3rd_iupac, k_arr) expanded inline; `TEMP` becomes the parameter `T` (K), `M` / `C_M` /
 //     `CAIR` the air number density `M` (molec/cm^3; the fixed species `M` when the mechanism
 //     declares one), `CFACTOR` a dimensionless parameter;
 //   - `#INLINE` blocks (code in the target language) and directives about code generation
