@@ -315,8 +315,12 @@ class Importer {
                   "'" + name + "' is not declared in #DEFVAR or #DEFFIX");
         auto it = std::find_if(terms.begin(), terms.end(),
                                [&](const auto& t) { return t.first == name; });
-        if (it == terms.end()) terms.emplace_back(name, coef);
-        else it->second += coef;  // O + O = O2: one substrate with stoichiometry 2
+        const double total = it == terms.end() ? coef : it->second + coef;
+        if (!std::isfinite(total))
+          fail_at(i, "kpp_unsupported_stoichiometry",
+                  "the coefficient of '" + name + "' is not a finite number");
+        if (it == terms.end()) terms.emplace_back(name, total);
+        else it->second = total;  // O + O = O2: one substrate with stoichiometry 2
       }
       ++i;
       if (i < last) {
@@ -431,6 +435,9 @@ class Importer {
 
     json species = json::object();
     for (const SpeciesDecl& sp : species_) {
+      if (!std::isfinite(sp.initial * cfactor_))
+        src_.fail(sp.at, "kpp_parse_error",
+                  "the initial value of '" + sp.name + "' times CFACTOR is not a finite number");
       json s = {{"units", options_.species_units},
                 {"default", sp.initial * cfactor_},
                 {"description", std::string(sp.fixed ? "KPP fixed species (#DEFFIX), held constant"

@@ -73,6 +73,11 @@ TEST(KppHostile, SpeciesProblems) {
          "kpp_duplicate_tag", "m.eqn", "line 5");
   expect(import_error({{"m.def", kSpecies + "#INITVALUES\n A = 1.0 ;\n C = 2.0 ;\n"}}, {"m.def"}),
          "kpp_undefined_species", "m.def", "line 5");
+  expect(import_error({{"m.def", kSpecies + "#EQUATIONS A = B : 1.0 ;\n#INITVALUES\n CFACTOR = 1e300 ;"
+                                            " A = 1e300 ;\n"}}, {"m.def"}),
+         "kpp_parse_error", "m.def", "line 2");  // 1e600 molec/cm^3, located at A's declaration
+  expect(equation_error("A = 1e308 B + 1e308 B : 1.0 ;\n"), "kpp_unsupported_stoichiometry",
+         "m.eqn", "line 4");
   expect(import_error({{"m.def", kSpecies + "#INITVALUES\n A = TEMP ;\n"}}, {"m.def"}),
          "kpp_parse_error", "m.def", "line 4");
   expect(import_error({{"m.spc", "#DEFVAR\n 1A = IGNORE ;\n"}}, {"m.spc"}), "kpp_parse_error",
