@@ -37,6 +37,9 @@ int run_inspect(Args args);
 
 void print_validate_help(std::FILE* out);
 void print_inspect_help(std::FILE* out);
+/// `esi import-kpp MECH.eqn [MECH.spc] [MECH.def] -o OUT.esm`
+int run_import_kpp(Args args);
+void print_import_kpp_help(std::FILE* out);
 
 #ifdef ESI_HAVE_EXEC
 /// `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] ... --output OUT.csv`

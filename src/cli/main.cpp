@@ -27,6 +27,7 @@ void print_help(std::FILE* out) {
       "  validate [--json] FILE...                  check documents (parse, schema, references,\n"
       "                                             structure, units, trial flatten)\n"
       "  inspect [--json] [--component NAME] FILE   load, flatten and summarize a model\n"
+      "  import-kpp MECH.eqn [.spc] [.def] -o OUT   a KPP mechanism as an ESM reaction system\n"
 #ifdef ESI_HAVE_EXEC
       "  simulate FILE --tspan T0 T1 --output CSV   integrate a model (see 'esi help simulate')\n"
       "  check [--json] [--jobs N] FILE_OR_DIR...   run the inline tests of documents\n"
@@ -55,6 +56,10 @@ int run_help(Args args) {
   }
   if (args[0] == "inspect") {
     print_inspect_help(stdout);
+    return kExitOk;
+  }
+  if (args[0] == "import-kpp") {
+    print_import_kpp_help(stdout);
     return kExitOk;
   }
 #ifdef ESI_HAVE_EXEC
@@ -89,6 +94,7 @@ int dispatch(const std::vector<std::string>& argv) {
   const Args rest(argv.data() + 1, argv.size() - 1);
   if (command == "validate") return run_validate(rest);
   if (command == "inspect") return run_inspect(rest);
+  if (command == "import-kpp") return run_import_kpp(rest);
 #ifdef ESI_HAVE_EXEC
   if (command == "simulate") return run_simulate(rest);
   if (command == "check") return run_check(rest);
