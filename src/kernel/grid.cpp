@@ -201,8 +201,17 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
       }
       Program program = compile_outputs(sys, region.rhs, co);
       if (program.reads_time()) state_direct = true;  // recomputed every call
-      if (options.native) program = with_native(program);
       stage.blocks.push_back(GridBlock{std::move(program), std::move(inputs), {GridBox{region.lo, region.hi}}});
+    }
+    if (options.native) {
+      // Native code where the cells are: a compiler run per program costs about a second,
+      // and most programs are boundary cases of a few cells each.
+      const std::int64_t all = cells_of(std::vector<std::int64_t>(eq.extents.size(), 1), eq.extents);
+      for (auto& b : stage.blocks) {
+        std::int64_t cells = 0;
+        for (const auto& box : b.boxes) cells += cells_of(box.lo, box.hi);
+        if (cells * options.native_share >= all) b.program = with_native(b.program);
+      }
     }
     if (eq.kind == Kind::Observed) observed_stage_of.emplace(eq.targets[0], stages.size());
     reads_observed.emplace_back(observed_reads.begin(), observed_reads.end());

@@ -89,8 +89,11 @@ struct GridProgram {
 };
 
 struct GridCompileOptions {
-  /// Compile every program to native code (native.hpp); the tape otherwise.
+  /// Compile to native code (native.hpp) the programs that cover at least 1/native_share of
+  /// their equation's cells (a compiler run per program costs about a second; boundary
+  /// programs of a few cells stay tapes). The same bits either way.
   bool native = false;
+  std::int64_t native_share = 10;
 };
 
 /// Lowers System::grid (empty for a system flattened without FlattenOptions::grid). Throws
