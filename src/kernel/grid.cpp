@@ -290,7 +290,8 @@ View whole_view(double* data, const GridArray& a) {
   return View{data, std::vector<std::int64_t>(a.extents.size(), 1), a.strides};
 }
 
-/// Runs `block` on the cells of box ∩ `within`, row by row.
+/// Runs `block` on the cells of box ∩ `within`, row by row along the box's longest axis (a
+/// boundary box of a 7-cell zonal class is one cell wide along lon but 66 along lev).
 void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, GridWorkspace::Impl& im,
                double t, const GridBox& box, const GridBox& within) {
   const std::size_t dims = box.lo.size();
@@ -300,7 +301,10 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
     hi[d] = std::min(box.hi[d], within.hi[d]);
     if (lo[d] > hi[d]) return;
   }
-  const std::size_t n = static_cast<std::size_t>(hi[0] - lo[0] + 1);
+  std::size_t r = 0;  // the row axis
+  for (std::size_t d = 1; d < dims; ++d)
+    if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
+  const std::size_t n = static_cast<std::size_t>(hi[r] - lo[r] + 1);
   const std::size_t targets = stage.targets.size();
   if (im.staging.size() < targets * n) im.staging.resize(targets * n);
   if (im.fields.size() < block.inputs.size()) im.fields.resize(block.inputs.size());
@@ -316,7 +320,7 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
           break;
         case GridInput::Kind::Index:
           f = {im.iota.data() + (x[in.axis[0]] + in.offset[0] - im.iota_first),
-               in.axis[0] == 0 ? std::size_t{1} : std::size_t{0}};
+               in.axis[0] == static_cast<int>(r) ? std::size_t{1} : std::size_t{0}};
           break;
         case GridInput::Kind::Array: {
           const View& v = im.views[in.array];
@@ -324,7 +328,7 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
           for (std::size_t a = 0; a < in.axis.size(); ++a) {
             const std::int64_t pos = in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
             at += (pos - v.origin[a]) * v.stride[a];
-            if (in.axis[a] == 0) step += v.stride[a];
+            if (in.axis[a] == static_cast<int>(r)) step += v.stride[a];
           }
           f = {v.data + at, static_cast<std::size_t>(step)};
           break;
@@ -343,12 +347,16 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
       for (std::size_t d = 0; d < dims; ++d) at += (x[d] - o.origin[d]) * o.stride[d];
       double* dst = o.data + at;
       const double* src = im.staging.data() + k * n;
-      if (o.stride[0] == 1) std::copy(src, src + n, dst);
+      if (o.stride[r] == 1) std::copy(src, src + n, dst);
       else
-        for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * o.stride[0]] = src[l];
+        for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * o.stride[r]] = src[l];
     }
-    std::size_t d = 1;
-    while (d < dims && x[d] == hi[d]) x[d] = lo[d], ++d;
+    // Next row: every axis but r, first fastest.
+    std::size_t d = 0;
+    while (d < dims && (d == r || x[d] == hi[d])) {
+      if (d != r) x[d] = lo[d];
+      ++d;
+    }
     if (d >= dims) break;
     ++x[d];
   }
