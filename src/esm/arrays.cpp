@@ -1420,8 +1420,74 @@ void lower_to_regions(FlattenState& st) {
   std::map<std::vector<std::int64_t>, std::vector<std::string>> by_extents;
   for (const auto& x : st.tendency_order)
     if (state_arrays.count(x)) by_extents[st.arrays.at(x).extents].push_back(x);
+  std::vector<System::Array> term_arrays;  // the split-off terms below, as observed arrays
   for (const auto& [extents, names] : by_extents) {
     const auto& first = st.tendencies.at(names[0]);
+    bool cellwise_lhs = false;
+    for (const auto& x : names)
+      for (const auto& t : st.tendencies.at(x)) cellwise_lhs = cellwise_lhs || t.lhs_aggregate != expr::kNoNode;
+    if (!cellwise_lhs) {
+      // Operator terms: the tendency is arithmetic (sums, products, quotients) over terms such
+      // as one flux divergence per direction. Each term that is not the same everywhere gets
+      // its own boxes (a zonal flux: seven zonal classes) and becomes an observed array; the
+      // tendency is then one program over the whole grid that reads them. Without this the
+      // boxes of all directions multiply (7^3 programs, each with every direction in it).
+      std::map<std::pair<NodeId, std::vector<std::string>>, NodeId> leaf_value;
+      std::function<NodeId(NodeId, const std::string&, const ArrayShape&, const Tendency&)> split =
+          [&](NodeId e, const std::string& x, const ArrayShape& shape, const Tendency& t) -> NodeId {
+        if (!ex.needs_cells(e)) return e;
+        const expr::Node n = pool.node(e);
+        const bool arithmetic = n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Mul ||
+                                n.op == Op::Div || n.op == Op::Pow || n.op == Op::Max || n.op == Op::Min ||
+                                n.op == Op::Exp || n.op == Op::Log || n.op == Op::Abs || n.op == Op::Sqrt;
+        if (arithmetic) {
+          const auto c = pool.children(e);
+          std::vector<NodeId> kids(c.begin(), c.end());
+          bool changed = false;
+          for (auto& k : kids) {
+            const NodeId v = split(k, x, shape, t);
+            changed |= v != k;
+            k = v;
+          }
+          return changed ? pool.make(n.op, kids, n.arg_count, n.name, n.attrs) : e;
+        }
+        const auto key = std::make_pair(e, shape.axes);
+        if (auto hit = leaf_value.find(key); hit != leaf_value.end()) return hit->second;
+        ex.locate(t.file, t.pointer);
+        auto found = find_regions(ex, extents, [&](const std::vector<std::int64_t>& rep) {
+          return std::vector<NodeId>{ex.at(e, Frame{shape.axes, ex.moving(rep)}, {})};
+        });
+        NodeId v;
+        if (found.size() == 1) {
+          v = found[0].second[0];
+        } else {
+          const std::string name = x + "~term" + std::to_string(term_arrays.size() + 1);
+          System::Array a;
+          a.name = name;
+          a.axes = shape.axes;
+          a.extents = extents;
+          a.description = "a term of the time derivative of " + x;
+          term_arrays.push_back(std::move(a));
+          observed.push_back(System::GridEquation{System::GridEquation::Kind::Observed, {name}, extents,
+                                                   to_regions(std::move(found)), t.file, t.pointer});
+          std::string read = name + "[";
+          for (std::size_t d = 0; d < extents.size(); ++d) read += (d ? ",@" : "@") + std::to_string(d);
+          v = pool.symbol(read + "]");
+        }
+        leaf_value.emplace(key, v);
+        return v;
+      };
+      System::GridRegion whole{std::vector<std::int64_t>(extents.size(), 1), extents, {}};
+      for (const auto& x : names) {
+        const ArrayShape& shape = st.arrays.at(x);
+        std::vector<NodeId> parts;
+        for (const auto& t : st.tendencies.at(x)) parts.push_back(split(t.rhs, x, shape, t));
+        whole.rhs.push_back(parts.size() == 1 ? parts[0] : pool.make(Op::Add, parts));
+      }
+      tendencies.push_back(System::GridEquation{System::GridEquation::Kind::Tendency, names, extents,
+                                                {std::move(whole)}, first[0].file, first[0].pointer});
+      continue;
+    }
     System::GridEquation g{System::GridEquation::Kind::Tendency, names, extents, {}, first[0].file,
                            first[0].pointer};
     // Each term is formed once per box of cells on which it holds: a term's own box comes
@@ -1609,6 +1675,7 @@ void lower_to_regions(FlattenState& st) {
   }
 
   // Commit.
+  for (auto& a : term_arrays) arrays.push_back(std::move(a));
   st.sys.arrays = std::move(arrays);
   st.sys.grid = std::move(observed);
   for (auto& g : tendencies) st.sys.grid.push_back(std::move(g));

@@ -253,7 +253,8 @@ struct Lowering {
     return v;
   }
 
-  void bind_names(const std::vector<std::string>& forcing, const std::vector<std::string>& cell_inputs);
+  void bind_names(const std::vector<std::string>& forcing, const std::vector<std::string>& cell_inputs,
+                  bool bind_states);
 
   /// Observed chains can be 10^4 links long, and lowering them by recursion from the outputs
   /// nests a few C++ frames per link (a stack overflow at that length). So the observeds the
@@ -339,9 +340,9 @@ Value Lowering::operation(NodeId id) {
 }
 
 void Lowering::bind_names(const std::vector<std::string>& forcing,
-                          const std::vector<std::string>& cell_inputs) {
+                          const std::vector<std::string>& cell_inputs, bool bind_states) {
   auto bind = [&](const std::string& name, Source s) { names[pool.find_string(name)] = s; };
-  for (std::size_t i = 0; i < sys.states.size(); ++i)
+  for (std::size_t i = 0; bind_states && i < sys.states.size(); ++i)
     bind(sys.states[i].name, {SourceKind::State, static_cast<std::uint32_t>(i)});
   for (std::size_t i = 0; i < sys.parameters.size(); ++i)
     bind(sys.parameters[i].name, {SourceKind::Param, static_cast<std::uint32_t>(i)});
@@ -405,7 +406,7 @@ Program lower(const esm::System& system, std::span<const NodeId> outputs,
   tape->forcing.insert(tape->forcing.end(), options.cell_inputs.begin(), options.cell_inputs.end());
   tape->dofs = std::move(dofs);
   Lowering low{system, system.pool, *tape, {}, {}, {}, {}, {}, {}};
-  low.bind_names(options.forcing, options.cell_inputs);
+  low.bind_names(options.forcing, options.cell_inputs, !options.states_through_cell_inputs);
   low.lower_reachable_observeds(outputs);
   // Each output is stored as soon as it is computed, which ends its register's life early.
   for (std::size_t k = 0; k < outputs.size(); ++k) {

@@ -164,6 +164,7 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
       }
       std::vector<GridInput> inputs;
       CompileOptions co;
+      co.states_through_cell_inputs = true;
       for (NodeId sym : symbols_read(sys, region.rhs, observed_index)) {
         const std::string name(sys.pool.str(sys.pool.node(sym).name));
         GridInput in;
@@ -473,12 +474,53 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
   }
 }
 
+namespace {
+
+/// Per array (per axis of the array), how far beyond a tile it is read by the stages that
+/// run every call, following them backwards from the tendencies (which write the tile
+/// itself); -1 where the array is not read per call.
+std::vector<std::vector<std::int64_t>> tile_margins(const GridProgram& gp) {
+  std::vector<std::vector<std::int64_t>> m(gp.arrays.size());
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) m[k].assign(gp.arrays[k].extents.size(), -1);
+  std::vector<bool> per_call_observed(gp.arrays.size(), false);
+  for (const auto& st : gp.stages)
+    if (st.kind == Kind::Observed && st.reads_state) per_call_observed[st.targets[0]] = true;
+  for (std::size_t s = gp.stages.size(); s-- > 0;) {
+    const GridStage& st = gp.stages[s];
+    std::vector<std::int64_t> out(st.extents.size(), 0);
+    if (st.kind == Kind::Observed && st.reads_state) {
+      out = m[st.targets[0]];
+      if (std::all_of(out.begin(), out.end(), [](std::int64_t v) { return v < 0; })) continue;
+      for (auto& v : out) v = std::max<std::int64_t>(v, 0);
+    } else if (st.kind != Kind::Tendency) {
+      continue;
+    }
+    for (const auto& b : st.blocks)
+      for (const auto& in : b.inputs) {
+        if (in.kind != GridInput::Kind::Array) continue;
+        const GridArray& a = gp.arrays[in.array];
+        if (a.kind != GridArray::Kind::State && !per_call_observed[in.array]) continue;
+        for (std::size_t ax = 0; ax < in.axis.size(); ++ax) {
+          const std::int64_t reach =
+              in.axis[ax] >= 0 && static_cast<std::size_t>(in.axis[ax]) < out.size()
+                  ? out[static_cast<std::size_t>(in.axis[ax])] + std::abs(in.offset[ax])
+                  : 0;
+          m[in.array][ax] = std::max(m[in.array][ax], reach);
+        }
+      }
+  }
+  return m;
+}
+
+}  // namespace
+
 std::vector<std::int64_t> grid_tile_halo(const GridProgram& gp) {
+  const auto m = tile_margins(gp);
   std::vector<std::int64_t> halo;
-  for (const auto& st : gp.stages) {
-    if (st.kind == Kind::Initial || (st.kind == Kind::Observed && !st.reads_state)) continue;
-    if (halo.size() < st.radius.size()) halo.resize(st.radius.size(), 0);
-    for (std::size_t d = 0; d < st.radius.size(); ++d) halo[d] += st.radius[d];
+  for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
+    if (gp.arrays[k].kind != GridArray::Kind::State) continue;
+    if (halo.size() < m[k].size()) halo.resize(m[k].size(), 0);
+    for (std::size_t d = 0; d < m[k].size(); ++d) halo[d] = std::max(halo[d], m[k][d]);
   }
   return halo;
 }
@@ -562,21 +604,15 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
                     std::to_string(in_at) + " and " + std::to_string(out_at));
   // Observed arrays that read states: over the cells their readers need, in tile buffers.
   if (im.tile_observed.size() < gp.arrays.size()) im.tile_observed.resize(gp.arrays.size());
-  std::vector<std::int64_t> need(tile.lo.size(), 0);  // margin the stages after this one read
-  for (const auto& st : gp.stages)
-    if (st.kind == Kind::Tendency)
-      for (std::size_t d = 0; d < need.size() && d < st.radius.size(); ++d) need[d] += st.radius[d];
-  std::vector<std::vector<std::int64_t>> margin(gp.stages.size(), need);
-  for (std::size_t s = gp.stages.size(); s-- > 0;) {
-    const GridStage& st = gp.stages[s];
-    if (st.kind != Kind::Observed || !st.reads_state) continue;
-    margin[s] = need;
-    for (std::size_t d = 0; d < need.size() && d < st.radius.size(); ++d) need[d] += st.radius[d];
-  }
+  const auto margin = tile_margins(gp);
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
     if (st.kind == Kind::Observed && st.reads_state) {
-      const GridBox b = widen(tile, margin[s], st.extents);
+      const auto& need = margin[st.targets[0]];
+      if (std::all_of(need.begin(), need.end(), [](std::int64_t v) { return v < 0; })) continue;
+      std::vector<std::int64_t> grow(need.size());
+      for (std::size_t d = 0; d < need.size(); ++d) grow[d] = std::max<std::int64_t>(need[d], 0);
+      const GridBox b = widen(tile, grow, st.extents);
       const std::size_t target = st.targets[0];
       auto& buf = im.tile_observed[target];
       buf.assign(static_cast<std::size_t>(cells_of(b.lo, b.hi)), std::numeric_limits<double>::quiet_NaN());

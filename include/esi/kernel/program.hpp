@@ -46,6 +46,9 @@ struct CompileOptions {
   /// system or not: the relative reads of a per-region program ("C.x[@0+1,@1]") and the
   /// states it reads, which the grid runner points at the right cells (see grid.hpp).
   std::vector<std::string> cell_inputs;
+  /// Bind no state names (a per-region program reads states only through `cell_inputs`; a
+  /// grid has 10^5-10^6 state cells, and binding them all per program would cost seconds).
+  bool states_through_cell_inputs = false;
 };
 
 /// Non-owning lane-major view: row s (a variable), column c (a cell or instance) at
