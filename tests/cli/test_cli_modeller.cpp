@@ -3,6 +3,7 @@
 // run metadata, and the default output grid.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -185,6 +186,170 @@ TEST_F(Modeller, InspectJsonCarriesTheSameContent) {
   EXPECT_FALSE(f.contains("states"));
   ASSERT_EQ(f["reactions"].size(), 1u);
   EXPECT_EQ(f["reactions"][0]["id"], "R2");
+}
+
+// ---- simulate --params ---------------------------------------------------------------------------
+
+/// dx/dt = -k x with an observed half = x / 2; units declared so the sidecar has some to report.
+const char* kDecay = R"({
+  "esm": "1.0.0",
+  "metadata": {"name": "Decay"},
+  "models": {
+    "Box": {
+      "variables": {
+        "x": {"type": "unknown", "units": "mol/mol", "default": 1.0},
+        "k": {"type": "parameter", "units": "1/s", "default": 0.1},
+        "half": {"type": "unknown", "units": "mol/mol"}
+      },
+      "equations": [
+        {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+         "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}},
+        {"lhs": "half", "rhs": {"op": "/", "args": ["x", 2]}}
+      ]
+    }
+  }
+})";
+
+/// The CSV rows of a run to standard output, header first.
+std::vector<std::string> rows_of(const Result& r) { return lines_of(r.out); }
+
+TEST_F(Modeller, ParamsJsonSetsParametersAndInitialValues) {
+  const std::string model = write("decay.esm", kDecay);
+  const std::string params = write("p.json", R"({"x": 4, "Box.k": 0.5})");
+  const Result r = run({"simulate", model, "--tspan", "0", "2", "--saveat", "2", "--params", params, "-o", "-", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = rows_of(r);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_EQ(rows[1], "0,4,2");  // the initial value from the file
+  // x(2) = 4 exp(-0.5 * 2): the rate from the file too.
+  const double x2 = std::stod(rows[2].substr(2, rows[2].find(',', 2) - 2));
+  EXPECT_NEAR(x2, 4 * std::exp(-1.0), 1e-5);
+}
+
+TEST_F(Modeller, ParamsCsvSetsValuesAndTheLaterOverrideWins) {
+  const std::string model = write("decay.esm", kDecay);
+  const std::string params = write("p.csv", "name,value\n# initial amount\n\"Box.x\", 3\nk,0.2\n");
+  Result r = run({"simulate", model, "--tspan", "0", "1", "--saveat", "1", "--params", params, "-o", "-", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(rows_of(r).at(1), "0,3,1.5");
+  // --set after --params wins, also when the two spell the name differently (x vs Box.x).
+  r = run({"simulate", model, "--tspan", "0", "1", "--saveat", "1", "--params", params, "--set", "x=7", "-o", "-", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(rows_of(r).at(1), "0,7,3.5");
+  // ... and --params after --set wins over it.
+  r = run({"simulate", model, "--tspan", "0", "1", "--saveat", "1", "--set", "x=7", "--params", params, "-o", "-", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(rows_of(r).at(1), "0,3,1.5");
+}
+
+TEST_F(Modeller, ParamsUnknownNameGetsSuggestionsWithItsPlace) {
+  const std::string model = write("decay.esm", kDecay);
+  const std::string json_params = write("p.json", R"({"x": 2, "kk": 1})");
+  Result r = run({"simulate", model, "--tspan", "0", "1", "--params", json_params, "-o", "-", "-q"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find(json_params + ":/kk: error[unknown_override]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'Box.k'?"), std::string::npos) << r.err;
+
+  const std::string csv_params = write("p.csv", "x,2\nBox.kk,1\n");
+  r = run({"simulate", model, "--tspan", "0", "1", "--params", csv_params, "-o", "-", "-q"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[unknown_override]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(csv_params + ":/: error[unknown_override]: --params line 2 ('Box.kk')"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("did you mean 'Box.k'"), std::string::npos) << r.err;
+}
+
+TEST_F(Modeller, ParamsMalformedFilesAreClearErrors) {
+  const std::string model = write("decay.esm", kDecay);
+  const auto expect_refused = [&](const std::string& name, const std::string& text, const std::string& code,
+                                  const std::string& where) {
+    const std::string file = write(name, text);
+    const Result r = run({"simulate", model, "--tspan", "0", "1", "--params", file, "-o", "-", "-q"});
+    EXPECT_EQ(r.status, 1) << name;
+    EXPECT_TRUE(r.out.empty()) << name << ": " << r.out;
+    EXPECT_NE(r.err.find(file), std::string::npos) << name << ": " << r.err;
+    EXPECT_NE(r.err.find("error[" + code + "]"), std::string::npos) << name << ": " << r.err;
+    EXPECT_NE(r.err.find(where), std::string::npos) << name << ": " << r.err;
+  };
+  expect_refused("semicolon.csv", "x,1\nk;0.5\n", "invalid_params", "line 2: expected two fields");
+  expect_refused("word.csv", "x,one\n", "invalid_params", "line 1: 'x': 'one' is not a finite number");
+  expect_refused("twice.csv", "x,1\nx,2\n", "invalid_params", "line 2: 'x' is given twice");
+  expect_refused("quote.csv", "\"x,1\n", "invalid_params", "line 1: unbalanced quotes");
+  expect_refused("string.json", R"({"k": "0.5"})", "invalid_params", ":/k: ");
+  expect_refused("array.json", R"([1, 2])", "invalid_params", "one object");
+  expect_refused("broken.json", R"({"k": 0.5,)", "json_parse_error", "not valid JSON");
+
+  const Result missing = run({"simulate", model, "--tspan", "0", "1", "--params", (dir_ / "none.csv").string(), "-o", "-"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("error[file_not_found]"), std::string::npos) << missing.err;
+  const Result no_value = run({"simulate", model, "--tspan", "0", "1", "-o", "-", "--params"});
+  EXPECT_EQ(no_value.status, 2) << no_value.err;
+}
+
+// ---- the sidecar and the default output grid --------------------------------------------------
+
+TEST_F(Modeller, SidecarNamesEveryColumnsUnitsAndTheRun) {
+  const std::string model = write("decay.esm", kDecay);
+  const std::string params = write("p.json", R"({"k": 0.2})");
+  const std::string out = (dir_ / "out.csv").string();
+  const Result r = run({"simulate", model, "--tspan", "0", "5", "--params", params, "--set", "x=2", "-o", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto csv = lines_of(esi::testing::read_all(out));
+  // Without --saveat: 101 rows, every twentieth of a second here, T1 exactly last.
+  ASSERT_EQ(csv.size(), 102u);
+  EXPECT_EQ(csv[0], "t,Box.x,Box.half");  // the header stays plain names
+  EXPECT_EQ(csv[2].substr(0, 5), "0.05,");
+  EXPECT_EQ(csv[101].substr(0, 2), "5,");
+
+  ASSERT_TRUE(fs::exists(out + ".json"));
+  const json side = json::parse(esi::testing::read_all(out + ".json"));
+  ASSERT_EQ(side["columns"].size(), 3u);
+  // One entry per CSV column, in order, with the units the document declares.
+  const std::vector<std::string> header{"t", "Box.x", "Box.half"};
+  const std::vector<std::string> units{"s", "mol/mol", "mol/mol"};
+  const std::vector<std::string> kinds{"time", "state", "observed"};
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(side["columns"][j]["name"], header[j]);
+    EXPECT_EQ(side["columns"][j]["units"], units[j]) << header[j];
+    EXPECT_EQ(side["columns"][j]["kind"], kinds[j]) << header[j];
+  }
+  const json& run_info = side["run"];
+  EXPECT_EQ(run_info["document"], model);
+  EXPECT_EQ(run_info["saveat"], 0.05);
+  EXPECT_EQ(run_info["saveat_default"], true);
+  EXPECT_EQ(run_info["output_rows"], 101);
+  EXPECT_EQ(run_info["rtol"], 1e-6);
+  EXPECT_EQ(run_info["method"], "Tsit5");
+  EXPECT_NE(run_info["method_choice"].get<std::string>().find("stiffness test"), std::string::npos);
+  ASSERT_EQ(run_info["overrides"].size(), 2u);
+  EXPECT_EQ(run_info["overrides"][0]["name"], "k");
+  EXPECT_EQ(run_info["overrides"][0]["value"], 0.2);
+  EXPECT_EQ(run_info["overrides"][0]["file"], params);
+  EXPECT_EQ(run_info["overrides"][1]["from"], "--set x");
+  EXPECT_EQ(run_info["params_files"], json::array({params}));
+  EXPECT_FALSE(run_info["esi_version"].get<std::string>().empty());
+  const std::string started = run_info["started_at"];
+  EXPECT_EQ(started.size(), 20u) << started;  // 2026-12-01T19:04:05Z
+  EXPECT_EQ(started.back(), 'Z') << started;
+}
+
+TEST_F(Modeller, AGivenSaveatKeepsItsGridAndStandardOutputHasNoSidecar) {
+  const std::string model = write("decay.esm", kDecay);
+  const std::string out = (dir_ / "out.csv").string();
+  Result r = run({"simulate", model, "--tspan", "0", "1", "--saveat", "0.5", "-o", out, "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines_of(esi::testing::read_all(out)).size(), 4u);  // header, 0, 0.5, 1
+  EXPECT_EQ(json::parse(esi::testing::read_all(out + ".json"))["run"]["saveat_default"], false);
+
+  const auto before = std::distance(fs::directory_iterator(dir_), fs::directory_iterator());
+  r = run({"simulate", model, "--tspan", "0", "1", "-o", "-", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 102u);
+  // Nothing new besides the captured stderr file: no "-.json" anywhere we can see.
+  EXPECT_FALSE(fs::exists("-.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "-.json"));
+  EXPECT_LE(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), before + 1);
 }
 
 }  // namespace
