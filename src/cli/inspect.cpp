@@ -34,7 +34,8 @@ struct InspectOptions {
   std::string component;
   std::string file;
   esm::DescribeOptions describe;
-  bool filtered = false;  ///< a group option or --grep was given: print only what was asked
+  bool filtered = false;      ///< a group option or --grep was given: print only what was asked
+  bool groups_named = false;  ///< a group option was given
   std::string grep;
 };
 
@@ -125,7 +126,7 @@ void print_human(const json& d, const InspectOptions& o) {
                   shape_suffix(v).c_str(), cadence == "constant" ? "" : ("  (" + cadence + ")").c_str());
     }
   }
-  if (d.contains("reactions") && (counts["reactions"] != 0 || o.filtered)) {
+  if (d.contains("reactions") && (counts["reactions"] != 0 || o.groups_named)) {
     heading(o, "reactions", d["reactions"].size(), counts["reactions"]);
     for (const json& r : d["reactions"]) {
       const std::string id = str(r, "id");
@@ -200,7 +201,7 @@ int parse_args(Args args, InspectOptions& opts) {
       if (!group_given) {  // the first group option narrows the output to the groups named
         opts.describe.states = opts.describe.observed = opts.describe.parameters = false;
         opts.describe.reactions = opts.describe.equations = false;
-        group_given = true;
+        group_given = opts.groups_named = true;
       }
       if (a == "--species" || a == "--states") opts.describe.states = true;
       else if (a == "--reactions") opts.describe.reactions = true;
