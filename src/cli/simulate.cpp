@@ -237,6 +237,29 @@ double default_saveat(double t0, double t1) {
   return dt;
 }
 
+/// The preset times (discrete events with a `preset_times` trigger) inside [t0, t1]: without
+/// --saveat they join the output grid, so a dose or an emission pulse shows at its own time
+/// (the row holds the value after the event) instead of somewhere between two grid rows.
+/// At most kMaxPresetRows are added; a longer schedule is left to --saveat.
+constexpr std::size_t kMaxPresetRows = 100000;
+std::vector<double> preset_event_times(const esm::System& sys, double t0, double t1) {
+  std::vector<double> out;
+  for (const nlohmann::json& e : sys.events) {
+    if (!e.is_object()) continue;
+    const auto trigger = e.find("trigger");
+    if (trigger == e.end() || !trigger->is_object() || trigger->value("type", nlohmann::json()) != "preset_times")
+      continue;
+    const auto times = trigger->find("times");
+    if (times == trigger->end() || !times->is_array()) continue;
+    for (const nlohmann::json& t : *times)
+      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 && out.size() < kMaxPresetRows)
+        out.push_back(t.get<double>());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 /// Returns kExitOk with `s` filled, -1 after printing help, or the usage exit status.
 int parse_args(Args args, SimulateArgs& s) {
   std::vector<std::string> files;
@@ -584,6 +607,7 @@ nlohmann::json run_metadata(const SimulateArgs& s, const std::string& started_at
                         {"tspan", {s.options.t0, s.options.t1}},
                         {"saveat", s.options.saveat},
                         {"saveat_default", s.default_saveat},
+                        {"event_times_added", s.options.sample_times.size()},
                         {"rtol", s.options.integrator.rtol},
                         {"atol", s.options.integrator.atol},
                         {"overrides", std::move(overrides)},
@@ -749,7 +773,9 @@ void print_simulate_help(std::FILE* out) {
       "  --output F   the CSV file, or - for standard output (then no sidecar is written: the\n"
       "               units and metadata go nowhere); numbers in their shortest round-trip form\n"
       "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run.\n"
-      "               Default: (T1 - T0) / 100, i.e. 101 evenly spaced rows including T0 and T1\n"
+      "               Default: (T1 - T0) / 100, i.e. 101 evenly spaced rows including T0 and\n"
+      "               T1, plus a row at each preset event time (discrete events with\n"
+      "               preset_times) inside the span, showing the value after the event\n"
       "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
       "               finite, >= 0, not both 0\n"
@@ -820,6 +846,7 @@ int run_simulate(Args args) {
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
     if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);
+    if (s.default_saveat) s.options.sample_times = preset_event_times(system, s.options.t0, s.options.t1);
     if ((s.ensemble > 0 || s.members || s.sde_method) && !s.quiet)
       std::fprintf(stderr, "esi simulate: the model has no random parameters; --ensemble, --members and "
                            "SDE methods do not apply and are ignored\n");

@@ -352,4 +352,23 @@ TEST_F(Modeller, AGivenSaveatKeepsItsGridAndStandardOutputHasNoSidecar) {
   EXPECT_LE(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), before + 1);
 }
 
+TEST_F(Modeller, DefaultGridAddsARowAtEachPresetEventTime) {
+  // x stays 1 until a dose at t = 0.333 adds 1: a time between two grid rows (0.33, 0.34).
+  const std::string model = write("dose.esm", R"({"esm": "1.0.0", "metadata": {"name": "Dose"},
+    "models": {"Box": {
+      "variables": {"x": {"type": "unknown", "units": "1", "default": 1.0}},
+      "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": 0}],
+      "discrete_events": [{"name": "dose", "trigger": {"type": "preset_times", "times": [0.333, 5]},
+        "affects": [{"lhs": "x", "rhs": {"op": "+", "args": [{"op": "Pre", "args": ["x"]}, 1]}}]}]}}})");
+  const std::string out = (dir_ / "out.csv").string();
+  const Result r = run({"simulate", model, "--tspan", "0", "1", "-o", out, "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto csv = lines_of(esi::testing::read_all(out));
+  ASSERT_EQ(csv.size(), 103u);  // header, 101 grid rows, the event at 0.333 (5 is past T1)
+  EXPECT_EQ(csv[34], "0.33,1");
+  EXPECT_EQ(csv[35], "0.333,2");  // the value after the event, at the event's own time
+  EXPECT_EQ(csv[36], "0.34,2");
+  EXPECT_EQ(json::parse(esi::testing::read_all(out + ".json"))["run"]["event_times_added"], 1);
+}
+
 }  // namespace
