@@ -288,6 +288,15 @@ int parse_args(Args args, SimulateArgs& s) {
   std::error_code ec;
   if (std::filesystem::equivalent(s.file, s.output, ec))
     return usage_error("simulate", "--output " + s.output + " is the model file itself; choose another path");
+  if (s.output != "-") {  // the sidecar OUT.csv.json must not overwrite the model or the --stats file
+    const std::string sidecar = s.output + ".json";
+    if (std::filesystem::equivalent(s.file, sidecar, ec))
+      return usage_error("simulate", "the sidecar " + sidecar + " of --output " + s.output +
+                                         " would overwrite the model file; choose another --output");
+    if (!s.stats.empty() && (s.stats == sidecar || std::filesystem::equivalent(s.stats, sidecar, ec)))
+      return usage_error("simulate", "--stats " + s.stats + " is the sidecar of --output " + s.output +
+                                         " (OUT.csv.json holds the units and run metadata); choose another path");
+  }
   return kExitOk;
 }
 

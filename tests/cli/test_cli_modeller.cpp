@@ -346,6 +346,10 @@ TEST_F(Modeller, AGivenSaveatKeepsItsGridAndStandardOutputHasNoSidecar) {
   r = run({"simulate", model, "--tspan", "0", "1", "-o", "-", "-q"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 102u);
+  // The sidecar may not take the --stats file's place (nor the other way round).
+  const Result clash = run({"simulate", model, "--tspan", "0", "1", "-o", out, "--stats", out + ".json"});
+  EXPECT_EQ(clash.status, 2);
+  EXPECT_NE(clash.err.find("is the sidecar of --output"), std::string::npos) << clash.err;
   // Nothing new besides the captured stderr file: no "-.json" anywhere we can see.
   EXPECT_FALSE(fs::exists("-.json"));
   EXPECT_FALSE(fs::exists(dir_ / "-.json"));
