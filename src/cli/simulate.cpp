@@ -24,16 +24,16 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <unordered_map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -229,10 +229,11 @@ int check_options(const SimulateArgs& s) {
 /// The output interval without --saveat: a hundredth of the span, so a run writes 101 evenly
 /// spaced rows (T0, 99 inner times, T1) rather than only its ends. Rounded up to the next
 /// double where T0 + 100 * DT would fall just short of T1 (which would add a 102nd row a
-/// rounding error before T1). 0 (only T0) for an empty span.
+/// rounding error before T1). 0 (no grid: T0 and T1 only) for an empty or overflowing span.
 double default_saveat(double t0, double t1) {
   if (!(t1 > t0)) return 0;
   double dt = (t1 - t0) / 100;
+  if (!std::isfinite(dt)) return 0;  // a span beyond the double range: only T0 and T1
   while (dt > 0 && t0 + 100 * dt < t1) dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
   return dt;
 }
