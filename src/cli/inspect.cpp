@@ -1,11 +1,16 @@
-// `esi inspect [--json] [--component NAME] FILE`: load, flatten and summarize one document.
+// `esi inspect [--json] [--component NAME] [--species] [--reactions] [--equations] [--grep P]
+// FILE`: load, flatten and summarize one document for a modeller.
 //
-// Human output lists components, states (units, initial value), observed quantities as infix
-// equations, algebraic unknowns, parameters, equation counts and index sets. --json prints
-// esm::describe(system) as canonical JSON. Load and flatten errors go to stderr as
-// format_diagnostic lines, exit 1.
+// Both forms print esm::describe(system): --json as canonical JSON, the human form grouped by
+// kind (states, observed as infix equations with units, parameters, reactions written
+// `NO + O3 -> NO2 : k1 * exp(-1500 / T)`, equations in infix), names in natural order, each
+// array on one line. Group options narrow the output to the groups named; --grep keeps the
+// entries whose name or printed expression contains PATTERN or matches it as an ECMAScript
+// regular expression (an invalid one is a usage error, exit 2). Load and flatten errors go to
+// stderr as format_diagnostic lines, exit 1.
 #include <cstdio>
-#include <map>
+#include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -22,117 +27,168 @@
 namespace esi::cli {
 namespace {
 
+using nlohmann::json;
+
 struct InspectOptions {
   bool json = false;
   std::string component;
   std::string file;
+  esm::DescribeOptions describe;
+  bool filtered = false;      ///< a group option or --grep was given: print only what was asked
+  bool groups_named = false;  ///< a group option was given
+  std::string grep;
 };
 
-std::string units_suffix(const esm::FlatVariable& v) {
-  return v.units.empty() ? std::string() : "  [" + v.units + "]";
+std::string str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::string initial_value(const esm::System& sys, const esm::FlatVariable& v) {
-  if (v.initial != expr::kNoNode) return expr::to_infix(sys.pool, v.initial);
-  if (v.default_value) return format_number(*v.default_value);
-  return "-";
+std::string units_suffix(const json& v) {
+  const std::string u = str(v, "units");
+  return u.empty() ? std::string() : "  [" + u + "]";
 }
 
-const char* cadence_name(esm::Cadence c) {
-  switch (c) {
-    case esm::Cadence::Constant:
-      return "";
-    case esm::Cadence::Sampled:
-      return "  (sampled)";
-    case esm::Cadence::Discrete:
-      return "  (discrete)";
-    case esm::Cadence::Brownian:
-      return "  (brownian)";
-  }
-  return "";
-}
-
-std::string shape_suffix(const esm::FlatVariable& v) {
-  if (v.shape.empty()) return {};
+std::string shape_suffix(const json& v) {
+  if (!v.contains("shape")) return {};
   std::string s = "  shape(";
-  for (std::size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + v.shape[i];
+  bool first = true;
+  for (const auto& axis : v["shape"]) s += (first ? "" : ", ") + axis.get<std::string>(), first = false;
   return s + ")";
 }
 
-/// One line per array: its axes with their extents and how many of its cells the system holds
-/// (cells are not listed one by one: a grid has thousands).
-void print_arrays(const esm::System& sys, const std::vector<esm::FlatVariable>& list, const char* what) {
-  std::map<std::string, std::size_t> count;
-  for (const esm::FlatVariable& v : list)
-    if (!v.array.empty()) ++count[v.array];
-  for (const auto& a : sys.arrays) {
-    auto c = count.find(a.name);
-    if (c == count.end()) continue;
-    std::string axes;
-    std::int64_t cells = 1;
-    for (std::size_t d = 0; d < a.axes.size(); ++d) {
-      axes += (d ? ", " : "") + a.axes[d] + "=" + std::to_string(a.extents[d]);
-      cells *= a.extents[d];
-    }
-    std::printf("  %s[%s]%s  %zu of %lld cells%s%s\n", a.name.c_str(), axes.c_str(),
-                a.units.empty() ? "" : ("  [" + a.units + "]").c_str(), c->second,
-                static_cast<long long>(cells), *what ? " " : "", what);
-  }
+std::string value_text(const json& v) {
+  if (v.contains("initial")) return str(v, "initial");
+  const auto d = v.find("default");
+  return d != v.end() && d->is_number() ? format_number(d->get<double>()) : std::string("-");
 }
 
-void print_human(const esm::System& sys, const std::string& file) {
-  std::printf("%s\n", file.c_str());
-  std::printf("components (%zu):", sys.components.size());
-  for (const std::string& c : sys.components) std::printf(" %s", c.c_str());
-  std::printf("\n\nstates (%zu):\n", sys.states.size());
-  print_arrays(sys, sys.states, "");
-  for (const esm::FlatVariable& v : sys.states) {
-    if (!v.array.empty()) continue;
-    std::printf("  %s%s%s  ic = %s\n", v.name.c_str(), units_suffix(v).c_str(),
-                shape_suffix(v).c_str(), initial_value(sys, v).c_str());
+/// The heading of one group: its size, or, under --grep, how many entries matched.
+void heading(const InspectOptions& o, const char* title, std::size_t shown, std::size_t total) {
+  if (o.grep.empty()) std::printf("\n%s (%zu):\n", title, total);
+  else std::printf("\n%s (%zu of %zu match):\n", title, shown, total);
+}
+
+/// One line per array of `kind`: its axes with their extents and how many of its cells the
+/// system holds (cells are not listed one by one: a grid has thousands).
+std::size_t print_arrays(const json& d, const std::string& kind, const char* what) {
+  std::size_t n = 0;
+  for (const json& a : d["arrays"]) {
+    if (str(a, "kind") != kind) continue;
+    std::string axes;
+    for (std::size_t k = 0; k < a["axes"].size(); ++k)
+      axes += (k ? ", " : "") + a["axes"][k].get<std::string>() + "=" + std::to_string(a["extents"][k].get<long long>());
+    const long long held = a.contains("cells_read") ? a["cells_read"].get<long long>() : a.value("cells_held", 0LL);
+    std::printf("  %s[%s]%s  %lld of %lld cells%s%s\n", str(a, "name").c_str(), axes.c_str(),
+                units_suffix(a).c_str(), held, a["cells"].get<long long>(), *what ? " " : "", what);
+    ++n;
   }
-  std::printf("\nobserved (%zu):\n", sys.observed.size());
-  print_arrays(sys, sys.observed, "");
-  for (std::size_t i = 0; i < sys.observed.size(); ++i) {
-    const esm::FlatVariable& v = sys.observed[i];
-    if (!v.array.empty()) continue;
-    const std::string rhs = i < sys.observed_rhs.size() && sys.observed_rhs[i] != expr::kNoNode
-                                ? expr::to_infix(sys.pool, sys.observed_rhs[i])
-                                : std::string("?");
-    std::printf("  %s = %s%s\n", v.name.c_str(), rhs.c_str(), units_suffix(v).c_str());
-  }
-  if (!sys.algebraic.empty()) {
-    std::printf("\nalgebraic unknowns (%zu):\n", sys.algebraic.size());
-    for (const esm::FlatVariable& v : sys.algebraic) {
-      std::printf("  %s%s  guess = %s\n", v.name.c_str(), units_suffix(v).c_str(),
-                  initial_value(sys, v).c_str());
+  return n;
+}
+
+std::size_t count_arrays(const json& d, const std::string& kind) {
+  std::size_t n = 0;
+  for (const json& a : d["arrays"]) n += str(a, "kind") == kind;
+  return n;
+}
+
+/// The human form of esm::describe's JSON: the same entries, grouped by kind.
+void print_human(const json& d, const InspectOptions& o) {
+  const json& counts = d["counts"];
+  std::printf("%s\n", o.file.c_str());
+  std::printf("components (%zu):", d["components"].size());
+  for (const auto& c : d["components"]) std::printf(" %s", c.get<std::string>().c_str());
+  std::printf("\n");
+  if (d.contains("states")) {
+    heading(o, "states", d["states"].size() + count_arrays(d, "state"), counts["states"]);
+    print_arrays(d, "state", "");
+    for (const json& v : d["states"])
+      std::printf("  %s%s%s  ic = %s\n", str(v, "name").c_str(), units_suffix(v).c_str(), shape_suffix(v).c_str(),
+                  value_text(v).c_str());
+    if (!d["algebraic"].empty() || counts["algebraic"] != 0) {
+      heading(o, "algebraic unknowns", d["algebraic"].size(), counts["algebraic"]);
+      for (const json& v : d["algebraic"])
+        std::printf("  %s%s  guess = %s\n", str(v, "name").c_str(), units_suffix(v).c_str(), value_text(v).c_str());
     }
   }
-  std::printf("\nparameters (%zu):\n", sys.parameters.size());
-  print_arrays(sys, sys.parameters, "read by the equations");
-  for (const esm::FlatVariable& v : sys.parameters) {
-    if (!v.array.empty()) continue;
-    std::printf("  %s = %s%s%s%s\n", v.name.c_str(),
-                v.default_value ? format_number(*v.default_value).c_str() : "-",
-                units_suffix(v).c_str(), shape_suffix(v).c_str(), cadence_name(v.cadence));
+  if (d.contains("observed")) {
+    heading(o, "observed", d["observed"].size() + count_arrays(d, "observed"), counts["observed"]);
+    print_arrays(d, "observed", "");
+    for (const json& v : d["observed"])
+      std::printf("  %s = %s%s\n", str(v, "name").c_str(), str(v, "rhs").c_str(), units_suffix(v).c_str());
   }
-  std::printf("\nequations: %zu ODE, %zu observed, %zu algebraic; events: %zu\n",
-              sys.state_rhs.size(), sys.observed_rhs.size(), sys.algebraic_equations.size(),
-              sys.events.is_array() ? sys.events.size() : std::size_t{0});
-  if (sys.index_sets.empty()) {
+  if (d.contains("parameters")) {
+    heading(o, "parameters", d["parameters"].size() + count_arrays(d, "parameter"), counts["parameters"]);
+    print_arrays(d, "parameter", "read by the equations");
+    for (const json& v : d["parameters"]) {
+      const std::string cadence = str(v, "cadence");
+      std::printf("  %s = %s%s%s%s\n", str(v, "name").c_str(), value_text(v).c_str(), units_suffix(v).c_str(),
+                  shape_suffix(v).c_str(), cadence == "constant" ? "" : ("  (" + cadence + ")").c_str());
+    }
+  }
+  if (d.contains("reactions") && (counts["reactions"] != 0 || o.groups_named)) {
+    heading(o, "reactions", d["reactions"].size(), counts["reactions"]);
+    for (const json& r : d["reactions"]) {
+      const std::string id = str(r, "id");
+      std::printf("  %s%s%s  %s\n", str(r, "component").c_str(), id.empty() ? "" : ".", id.c_str(),
+                  str(r, "text").c_str());
+    }
+  }
+  if (d.contains("equations")) {
+    std::size_t state_arrays = 0;
+    for (const json& a : d["arrays"]) state_arrays += str(a, "kind") == "state";
+    heading(o, "equations", d["equations"].size() + state_arrays,
+            counts["states"].get<std::size_t>() + counts["algebraic_equations"].get<std::size_t>());
+    for (const json& a : d["arrays"])
+      if (str(a, "kind") == "state")
+        std::printf("  D(%s, t)  one equation per cell, %lld cells (not listed)%s\n", str(a, "name").c_str(),
+                    a.value("cells_held", 0LL), units_suffix(a).c_str());
+    for (const json& e : d["equations"]) {
+      const std::string u = str(e, "units");
+      std::printf("  %s%s\n", str(e, "text").c_str(),
+                  u.empty() ? "" : ("  [" + str(e, "variable") + ": " + u + "]").c_str());
+    }
+  }
+  if (o.filtered) return;
+  std::printf("\nequations: %zu ODE, %zu observed, %zu algebraic; reactions: %zu; events: %zu\n",
+              counts["states"].get<std::size_t>(), counts["observed"].get<std::size_t>(),
+              counts["algebraic_equations"].get<std::size_t>(), counts["reactions"].get<std::size_t>(),
+              d["events"].get<std::size_t>());
+  if (d["index_sets"].empty()) {
     std::printf("index sets: none\n");
   } else {
-    std::printf("index sets (%zu):", sys.index_sets.size());
-    for (const auto& [name, size] : sys.index_sets) {
-      std::printf(" %s=%lld", name.c_str(), static_cast<long long>(size));
-    }
+    std::printf("index sets (%zu):", d["index_sets"].size());
+    for (auto it = d["index_sets"].begin(); it != d["index_sets"].end(); ++it)
+      std::printf(" %s=%lld", it.key().c_str(), it.value().get<long long>());
     std::printf("\n");
   }
 }
 
+/// The --grep test: PATTERN as a plain substring, or as an ECMAScript regular expression.
+/// libstdc++'s default regex engine recurses once per character and overflows the stack on the
+/// long right-hand sides of big mechanisms; its polynomial (Thompson) mode does not.
+int make_grep(const std::string& pattern, esm::DescribeOptions& d) {
+#ifdef __GLIBCXX__
+  const auto flags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+#else
+  const auto flags = std::regex::ECMAScript;
+#endif
+  std::shared_ptr<std::regex> re;
+  try {
+    re = std::make_shared<std::regex>(pattern, flags);
+  } catch (const std::regex_error& e) {
+    return usage_error("inspect", "--grep '" + pattern + "' is not a valid regular expression (" + e.what() +
+                                      "); back-references are not supported");
+  }
+  d.keep = [pattern, re](const std::string& text) {
+    return text.find(pattern) != std::string::npos || std::regex_search(text, *re);
+  };
+  return kExitOk;
+}
+
 /// Returns kExitOk with `opts` filled, or the exit status to stop with.
 int parse_args(Args args, InspectOptions& opts) {
-  bool options_done = false;
+  bool options_done = false, group_given = false;
   std::vector<std::string> files;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -140,6 +196,25 @@ int parse_args(Args args, InspectOptions& opts) {
       files.push_back(a);
     } else if (a == "--json") {
       opts.json = true;
+    } else if (a == "--species" || a == "--states" || a == "--reactions" || a == "--equations" ||
+               a == "--parameters" || a == "--observed") {
+      if (!group_given) {  // the first group option narrows the output to the groups named
+        opts.describe.states = opts.describe.observed = opts.describe.parameters = false;
+        opts.describe.reactions = opts.describe.equations = false;
+        group_given = opts.groups_named = true;
+      }
+      if (a == "--species" || a == "--states") opts.describe.states = true;
+      else if (a == "--reactions") opts.describe.reactions = true;
+      else if (a == "--equations") opts.describe.equations = true;
+      else if (a == "--parameters") opts.describe.parameters = true;
+      else opts.describe.observed = true;
+      opts.filtered = true;
+    } else if (a == "--grep" || a.rfind("--grep=", 0) == 0) {
+      if (a == "--grep" && i + 1 >= args.size()) return usage_error("inspect", "--grep needs a PATTERN");
+      opts.grep = a == "--grep" ? args[++i] : a.substr(std::string("--grep=").size());
+      if (opts.grep.empty()) return usage_error("inspect", "--grep needs a non-empty PATTERN");
+      if (const int rc = make_grep(opts.grep, opts.describe); rc != kExitOk) return rc;
+      opts.filtered = true;
     } else if (a == "--component" || a == "-c") {
       if (i + 1 >= args.size()) return usage_error("inspect", a + " needs a NAME");
       opts.component = args[++i];
@@ -167,16 +242,26 @@ int parse_args(Args args, InspectOptions& opts) {
 
 void print_inspect_help(std::FILE* out) {
   std::fputs(
-      "usage: esi inspect [--json] [--component NAME] FILE\n"
+      "usage: esi inspect [--json] [--component NAME] [--species] [--observed] [--parameters]\n"
+      "                   [--reactions] [--equations] [--grep PATTERN] FILE\n"
       "\n"
       "Loads FILE (resolving refs and imports), flattens it with its coupling and prints a\n"
-      "summary: components, states, observed quantities, parameters, equation counts and index\n"
-      "sets.\n"
+      "summary grouped by kind: states (species) with units and initial values, observed\n"
+      "quantities as infix equations with units, parameters, reactions as people write them\n"
+      "(R1  NO + O3 -> NO2 : k1 * exp(-1500 / T), coefficients before their species, names of\n"
+      "the reaction's own system local), equations (D(x, t) = ...) in infix, then counts and\n"
+      "index sets. Names are in natural order (j_2 before j_10); reactions in document order;\n"
+      "an array is one line (its axes and cell count), its cells are not listed.\n"
       "\n"
-      "  --json             print the summary as canonical JSON\n"
+      "  --json             print the same content as canonical JSON\n"
       "  --component NAME   flatten only component NAME (and what it contains)\n"
+      "  --species          only states (species) and algebraic unknowns; --observed,\n"
+      "                     --parameters, --reactions, --equations likewise; several combine\n"
+      "  --grep PATTERN     only entries whose name or printed expression contains PATTERN\n"
+      "                     or matches it as an ECMAScript regular expression\n"
       "\n"
-      "exit status: 0 ok, 1 the file cannot be loaded or flattened, 2 usage error\n",
+      "exit status: 0 ok, 1 the file cannot be loaded or flattened, 2 usage error (also an\n"
+      "invalid --grep regular expression)\n",
       out);
 }
 
@@ -199,10 +284,11 @@ int run_inspect(Args args) {
     esm::FlattenOptions fopts;
     fopts.component = opts.component;
     const esm::System system = esm::flatten(doc, fopts);
+    const json description = esm::describe(system, opts.describe);
     if (opts.json) {
-      std::printf("%s\n", canonical_json(esm::describe(system)).c_str());
+      std::printf("%s\n", canonical_json(description).c_str());
     } else {
-      print_human(system, opts.file);
+      print_human(description, opts);
     }
     return kExitOk;
   } catch (const Error& e) {

@@ -1,13 +1,19 @@
 // `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M] [--rtol R]
-// [--atol A] [--set name=value ...] --output OUT.csv`: one run written as CSV.
+// [--atol A] [--set name=value ...] [--params FILE] --output OUT.csv`: one run written as CSV,
+// with OUT.csv.json beside it (each column's units and kind, the run's metadata).
 //
 // The CSV header is `t` then one column per state and observed (flattened names, quoted per
 // RFC 4180 when they hold a comma, quote or line break); one row per output time (t0, each
-// saveat multiple, T1), numbers in their shortest round-trip form (std::to_chars). Rows are written as the run
-// reaches them; the output file is opened before the solve and every write is checked.
+// saveat multiple, T1; without --saveat every hundredth of the span), numbers in their
+// shortest round-trip form (std::to_chars). Rows are written as the run reaches them; the
+// output file is opened before the solve and every write is checked. OUT.csv.json, written
+// after the run (also after a failed solve; not for --output -), gives each column's units
+// and kind and the run's metadata, so the header stays plain names for existing readers.
 // `--set` overrides a parameter, or the initial value of a state, by flat or unique local
-// name (an unknown name gets near-match suggestions). A failed solve, or a state, observed or
-// derivative that is not finite, writes the rows it reached, says why and exits 1.
+// name (an unknown name gets near-match suggestions); `--params FILE` gives many at once
+// (cli/params.hpp), applied in command-line order with the --set options. A failed solve, or
+// a state, observed or derivative that is not finite, writes the rows it reached, says why
+// and exits 1.
 //
 // Stochastic models (a Wiener parameter, or a `distribution` parameter drawn at setup) run
 // through exec::simulate_ensemble: `--seed S` keys every random number, `--ensemble N` runs N
@@ -21,15 +27,19 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/params.hpp"
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/core/text.hpp"
@@ -53,9 +63,12 @@ struct SimulateArgs {
   std::string file, component, output, stats, inputs;
   bool quiet = false;
   bool cells = false;  ///< --cells: arrays as one equation per cell even for explicit methods
+  bool default_saveat = false;  ///< no --saveat: (T1 - T0) / 100
   bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
-  std::vector<std::pair<std::string, double>> sets;
+  /// --set and --params entries in command-line order (a later one for the same name wins).
+  std::vector<Override> sets;
+  std::vector<std::string> params_files;
   // Stochastic models only.
   std::optional<method::SdeMethod> sde_method;
   std::uint64_t seed = 0;
@@ -150,6 +163,18 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.inputs = *v;
     return kExitOk;
   }
+  if (a == "--params") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty()) return usage_error("simulate", "--params needs a FILE (.json or .csv)");
+    try {
+      for (Override& o : read_params_file(*v)) s.sets.push_back(std::move(o));
+    } catch (const Error& e) {  // a malformed file is bad input (exit 1), like a bad --inputs
+      std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
+      return kExitInvalid;
+    }
+    s.params_files.push_back(*v);
+    return kExitOk;
+  }
   if (a == "--stats") {
     const std::string* v = value_of(args, i);
     if (v == nullptr || v->empty()) return usage_error("simulate", "--stats needs a FILE.json");
@@ -177,7 +202,7 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
       if (!parse_finite(v->substr(eq + 1), value))
         return usage_error("simulate", "--set " + v->substr(0, eq) + ": '" + v->substr(eq + 1) +
                                            "' is not a finite number");
-      s.sets.emplace_back(v->substr(0, eq), value);
+      s.sets.push_back({v->substr(0, eq), value, "--set " + v->substr(0, eq), "", ""});
     }
     return kExitOk;
   }
@@ -206,6 +231,41 @@ int check_options(const SimulateArgs& s) {
   return kExitOk;
 }
 
+/// The output interval without --saveat: a hundredth of the span, so a run writes 101 evenly
+/// spaced rows (T0, 99 inner times, T1) rather than only its ends. Rounded up to the next
+/// double where T0 + 100 * DT would fall just short of T1 (which would add a 102nd row a
+/// rounding error before T1). 0 (no grid: T0 and T1 only) for an empty or overflowing span.
+double default_saveat(double t0, double t1) {
+  if (!(t1 > t0)) return 0;
+  double dt = (t1 - t0) / 100;
+  if (!std::isfinite(dt)) return 0;  // a span beyond the double range: only T0 and T1
+  while (dt > 0 && t0 + 100 * dt < t1) dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
+  return dt;
+}
+
+/// The preset times (discrete events with a `preset_times` trigger) inside [t0, t1]: without
+/// --saveat they join the output grid, so a dose or an emission pulse shows at its own time
+/// (the row holds the value after the event) instead of somewhere between two grid rows.
+/// At most kMaxPresetRows are added; a longer schedule is left to --saveat.
+constexpr std::size_t kMaxPresetRows = 100000;
+std::vector<double> preset_event_times(const esm::System& sys, double t0, double t1) {
+  std::vector<double> out;
+  for (const nlohmann::json& e : sys.events) {
+    if (!e.is_object()) continue;
+    const auto trigger = e.find("trigger");
+    if (trigger == e.end() || !trigger->is_object() || trigger->value("type", nlohmann::json()) != "preset_times")
+      continue;
+    const auto times = trigger->find("times");
+    if (times == trigger->end() || !times->is_array()) continue;
+    for (const nlohmann::json& t : *times)
+      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 && out.size() < kMaxPresetRows)
+        out.push_back(t.get<double>());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 /// Returns kExitOk with `s` filled, -1 after printing help, or the usage exit status.
 int parse_args(Args args, SimulateArgs& s) {
   std::vector<std::string> files;
@@ -226,7 +286,7 @@ int parse_args(Args args, SimulateArgs& s) {
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
   if (s.output.empty()) return usage_error("simulate", "--output OUT.csv is required");
-  if (!saveat_given) s.options.saveat = 0;
+  if (!saveat_given) s.options.saveat = default_saveat(s.options.t0, s.options.t1), s.default_saveat = true;
   else if (s.options.saveat <= 0)
     return usage_error("simulate", "--saveat must be positive, got " + format_number(s.options.saveat));
   if (const int rc = check_options(s); rc != kExitOk) return rc;
@@ -234,6 +294,15 @@ int parse_args(Args args, SimulateArgs& s) {
   std::error_code ec;
   if (std::filesystem::equivalent(s.file, s.output, ec))
     return usage_error("simulate", "--output " + s.output + " is the model file itself; choose another path");
+  if (s.output != "-") {  // the sidecar OUT.csv.json must not overwrite the model or the --stats file
+    const std::string sidecar = s.output + ".json";
+    if (std::filesystem::equivalent(s.file, sidecar, ec))
+      return usage_error("simulate", "the sidecar " + sidecar + " of --output " + s.output +
+                                         " would overwrite the model file; choose another --output");
+    if (!s.stats.empty() && (s.stats == sidecar || std::filesystem::equivalent(s.stats, sidecar, ec)))
+      return usage_error("simulate", "--stats " + s.stats + " is the sidecar of --output " + s.output +
+                                         " (OUT.csv.json holds the units and run metadata); choose another path");
+  }
   return kExitOk;
 }
 
@@ -287,8 +356,12 @@ std::string replacing_variable_map(const nlohmann::json& doc, const std::string&
 }
 
 /// Refuses a --set name that names no state or parameter, with the reason and near matches.
-void check_set_name(const esm::System& sys, const nlohmann::json& doc, const std::string& name) {
+void check_set_name(const esm::System& sys, const nlohmann::json& doc, const Override& o) {
+  const std::string& name = o.name;
   if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return;
+  const auto refuse = [&](const char* code, const std::string& why) {
+    throw Error(code, o.file, o.pointer, o.origin + ": " + why);
+  };
   std::vector<std::string> hits;
   for (const auto* list : {&sys.states, &sys.parameters})
     for (const esm::FlatVariable& v : *list)
@@ -297,22 +370,19 @@ void check_set_name(const esm::System& sys, const nlohmann::json& doc, const std
   if (hits.size() > 1) {
     std::string list;
     for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
-    throw Error("ambiguous_override", "", "", "--set " + name + ": the name matches several variables (" +
-                                                  list + "); use the full name");
+    refuse("ambiguous_override", "the name matches several variables (" + list + "); use the full name");
   }
   for (const esm::FlatVariable& v : sys.observed)
     if (v.name == name || ends_with_segment(v.name, name))
-      throw Error("unknown_override", "", "", "--set " + name + ": '" + v.name +
-                                                  "' is an observed quantity (defined by an equation); "
-                                                  "--set takes a parameter or a state");
-  if (const std::string why = replacing_variable_map(doc, name); !why.empty())
-    throw Error("unknown_override", "", "", "--set " + name + ": " + why);
-  std::string message = "--set " + name + ": no state or parameter of the system has this name";
+      refuse("unknown_override", "'" + v.name + "' is an observed quantity (defined by an equation); "
+                                 "--set and --params take a parameter or a state");
+  if (const std::string why = replacing_variable_map(doc, name); !why.empty()) refuse("unknown_override", why);
+  std::string message = "no state or parameter of the system has this name";
   const std::vector<std::string> near = near_names(sys, name);
   for (std::size_t k = 0; k < near.size(); ++k)
     message += (k == 0 ? "; did you mean " : ", ") + ("'" + near[k] + "'");
   if (!near.empty()) message += "?";
-  throw Error("unknown_override", "", "", message);
+  refuse("unknown_override", message);
 }
 
 /// Whether --set NAME targets a state: its flat name, or a local name that ends a state's
@@ -323,6 +393,16 @@ bool names_state(const esm::System& sys, const std::string& name) {
   const auto ends_with = [&](const esm::FlatVariable& v) { return ends_with_segment(v.name, name); };
   return std::any_of(sys.states.begin(), sys.states.end(), ends_with) &&
          std::none_of(sys.parameters.begin(), sys.parameters.end(), ends_with);
+}
+
+/// The flat name an override targets (check_set_name found exactly one), so that "k" and
+/// "Box.k" are one key and the override given last wins whichever way each was spelled.
+std::string flat_target(const esm::System& sys, const std::string& name) {
+  if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return name;
+  for (const auto* list : {&sys.states, &sys.parameters})
+    for (const esm::FlatVariable& v : *list)
+      if (ends_with_segment(v.name, name)) return v.name;
+  return name;
 }
 
 // ---- CSV output ----
@@ -472,16 +552,94 @@ void print_summary(const nlohmann::json& r) {
                r["wall_seconds"].get<double>());
 }
 
-void write_stats(const std::string& path, const nlohmann::json& report) {
+/// Writes `value` as indented JSON to `path` (`what` names the file in messages).
+void write_json_output(const std::string& path, const nlohmann::json& value, const char* what) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr)
     throw Error("output_not_writable", path, "",
-                std::string("cannot open the --stats file for writing: ") + std::strerror(errno));
-  const std::string text = report.dump(1) + "\n";
+                std::string("cannot open the ") + what + " for writing: " + std::strerror(errno));
+  const std::string text = value.dump(1) + "\n";
   const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !wrote)
-    throw Error("output_write_failed", path, "",
-                std::string("writing the --stats file failed: ") + std::strerror(errno));
+    throw Error("output_write_failed", path, "", std::string("writing the ") + what + " failed: " + std::strerror(errno));
+}
+
+void write_stats(const std::string& path, const nlohmann::json& report) {
+  write_json_output(path, report, "--stats file");
+}
+
+// ---- the sidecar: OUT.csv.json ----
+
+/// "2026-12-01T19:04:05Z": when the run started, for the record.
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+/// Kind ("state", "observed") and units of every output column, by name; a cell without
+/// units of its own takes its array's.
+struct ColumnCatalog {
+  std::unordered_map<std::string, std::pair<const char*, std::string>> by_name;
+  explicit ColumnCatalog(const esm::System& sys) {
+    std::unordered_map<std::string, std::string> array_units;
+    for (const auto& a : sys.arrays) array_units[a.name] = a.units;
+    const auto add = [&](const std::vector<esm::FlatVariable>& list, const char* kind) {
+      for (const esm::FlatVariable& v : list)
+        by_name.emplace(v.name, std::make_pair(kind, v.units.empty() && !v.array.empty() ? array_units[v.array] : v.units));
+    };
+    add(sys.states, "state");
+    add(sys.observed, "observed");
+  }
+  /// One column's entry; `statistic` "mean" / "var" for an ensemble's columns (a variance is
+  /// in the square of the units).
+  nlohmann::json column(const std::string& name, const std::string& statistic = "") const {
+    const auto it = by_name.find(name);
+    const std::string kind = it == by_name.end() ? "unknown" : it->second.first;
+    std::string units = it == by_name.end() ? "" : it->second.second;
+    nlohmann::json c = {{"name", statistic.empty() ? name : name + "." + statistic}, {"kind", kind}};
+    if (statistic == "var" && !units.empty() && units != "1") units = "(" + units + ")^2";
+    c["units"] = units;
+    if (!statistic.empty()) c["statistic"] = statistic, c["variable"] = name;
+    return c;
+  }
+};
+
+/// What the sidecar says about the run whatever its kind: the document, span, grid, tolerances,
+/// every override in command-line order, the inputs, the version and the start time.
+nlohmann::json run_metadata(const SimulateArgs& s, const std::string& started_at) {
+  nlohmann::json overrides = nlohmann::json::array();
+  for (const Override& o : s.sets) {
+    nlohmann::json entry = {{"name", o.name}, {"value", o.value}, {"from", o.origin}};
+    if (!o.file.empty()) entry["file"] = o.file;
+    overrides.push_back(std::move(entry));
+  }
+  nlohmann::json run = {{"document", s.file},
+                        {"component", s.component.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.component)},
+                        {"tspan", {s.options.t0, s.options.t1}},
+                        {"saveat", s.options.saveat},
+                        {"saveat_default", s.default_saveat},
+                        {"event_times_added", s.options.sample_times.size()},
+                        {"rtol", s.options.integrator.rtol},
+                        {"atol", s.options.integrator.atol},
+                        {"overrides", std::move(overrides)},
+                        {"params_files", s.params_files},
+                        {"inputs_file", s.inputs.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.inputs)},
+                        {"native", s.options.native},
+                        {"esi_version", ESI_VERSION},
+                        {"started_at", started_at}};
+  if (s.have_dt) run["dt"] = s.options.integrator.dt_initial;
+  return run;
+}
+
+/// Writes OUT.csv.json next to OUT.csv (never for --output -: there is no file to sit next to).
+void write_sidecar(const SimulateArgs& s, nlohmann::json columns, nlohmann::json run) {
+  if (s.output == "-") return;
+  write_json_output(s.output + ".json", {{"csv", s.output}, {"columns", std::move(columns)}, {"run", std::move(run)}},
+                    "sidecar file");
 }
 
 /// The CSV of a stochastic run: one path (member 0) like a deterministic run, `X.mean` /
@@ -548,6 +706,7 @@ int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::Resolv
     std::fprintf(stderr, "esi simulate: the model is stochastic; using --seed 0 (give --seed S to choose)\n");
   CsvWriter csv(s.output);
   exec::EnsembleResult r;
+  const std::string started_at = utc_now();
   const auto started = std::chrono::steady_clock::now();
   try {
     r = exec::simulate_ensemble(system, o);
@@ -572,6 +731,29 @@ int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::Resolv
       {"failure", r.failure},
       {"wall_seconds", wall},
       {"version", ESI_VERSION}};
+  {
+    const ColumnCatalog catalog(system);
+    nlohmann::json columns = nlohmann::json::array();
+    if (s.members) columns.push_back({{"name", "member"}, {"kind", "member"}, {"units", ""}});
+    columns.push_back({{"name", "t"}, {"kind", "time"}, {"units", "s"}});
+    for (const std::string& n : r.names) {
+      if (s.ensemble > 0 && !s.members) {
+        columns.push_back(catalog.column(n, "mean"));
+        columns.push_back(catalog.column(n, "var"));
+      } else {
+        columns.push_back(catalog.column(n));
+      }
+    }
+    nlohmann::json run = run_metadata(s, started_at);
+    for (const char* key : {"kind", "method", "seed", "members", "output_rows", "failure"}) run[key] = report[key];
+    const bool given = r.sde ? s.sde_method.has_value() : s.options.integrator.method != method::MethodId::Auto;
+    run["method_choice"] = given ? "given with --method"
+                           : r.sde ? "chosen from the noise's structure (SRA1 additive, Milstein diagonal, else "
+                                     "EulerMaruyama)"
+                                   : "each member is an ODE; auto: the stiffness test picks Tsit5 or Rodas5P";
+    run["wall_seconds"] = wall;
+    write_sidecar(s, std::move(columns), std::move(run));
+  }
   if (!s.stats.empty()) write_stats(s.stats, report);
   if (!s.quiet)
     std::fprintf(stderr, "esi simulate: %s %s, seed %s, %zu member%s, %llu steps each, %u thread%s, %.3g s\n",
@@ -591,16 +773,24 @@ void print_simulate_help(std::FILE* out) {
   std::fputs(
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--cells] [--set name=value ...]\n"
-      "                    [--inputs FILE.json] [--stats FILE.json] [--quiet] --output OUT.csv\n"
+      "                    [--params FILE] [--inputs FILE.json] [--stats FILE.json] [--quiet]\n"
+      "                    --output OUT.csv\n"
       "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
-      "CSV: a `t` column, then one column per state and observed quantity; one row per output\n"
-      "time (T0, every multiple of DT, T1), written as the run reaches it.\n"
+      "CSV: a `t` column, then one column per state and observed quantity (plain names); one\n"
+      "row per output time (T0, every multiple of DT, T1), written as the run reaches it.\n"
+      "Next to OUT.csv goes OUT.csv.json: per column its units (as the document declares them;\n"
+      "t in s) and kind (time, state, observed), and the run: document, component, method and\n"
+      "how it was chosen, rtol / atol, span and output interval, every --set / --params override\n"
+      "in command-line order, the --inputs file, esi version, start time (UTC), return code.\n"
       "\n"
-      "  --output F   the CSV file, or - for standard output; numbers in their shortest\n"
-      "               round-trip form\n"
-      "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run\n"
+      "  --output F   the CSV file, or - for standard output (then no sidecar is written: the\n"
+      "               units and metadata go nowhere); numbers in their shortest round-trip form\n"
+      "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run.\n"
+      "               Default: (T1 - T0) / 100, i.e. 101 evenly spaced rows including T0 and\n"
+      "               T1, plus a row at each preset event time (discrete events with\n"
+      "               preset_times) inside the span, showing the value after the event\n"
       "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
       "               finite, >= 0, not both 0\n"
@@ -614,6 +804,12 @@ void print_simulate_help(std::FILE* out) {
       "               compiler the run uses the interpreter and says so on stderr\n"
       "  --set n=v    override parameter n, or the initial value of state n (repeatable); for\n"
       "               an array, every cell (one cell: --set 'C.x[2,1]=v')\n"
+      "  --params F   many --set at once: a JSON object {\"name\": number, ...} or CSV rows\n"
+      "               name,value (an optional header row name,value; blank lines and # comments\n"
+      "               skipped; quote a name holding a comma: \"C.x[2,1]\",0.5); JSON when F ends\n"
+      "               in .json or starts with {. Repeatable; with --set, the override given\n"
+      "               later on the command line wins. A malformed file is an error naming the\n"
+      "               file and the JSON pointer or CSV line (exit 1)\n"
       "  --inputs F   a JSON object of values by name: a number, or for an array a nested\n"
       "               array in its shape (first axis outermost); constant data and forcing\n"
       "               fields the document reads from files it cannot open yet\n"
@@ -661,17 +857,19 @@ int run_simulate(Args args) {
                     "an inputs file holds one JSON object: variable name -> number or nested array");
     }
     const esm::System probe = esm::flatten(doc, fo);
-    for (const auto& [name, value] : s.sets) {
-      if (esm::names_array(probe, name)) {  // every cell of an array
-        fo.inputs[name] = value;
+    for (const Override& o : s.sets) {
+      if (esm::names_array(probe, o.name)) {  // every cell of an array
+        fo.inputs[o.name] = o.value;
         continue;
       }
-      check_set_name(probe, doc.doc, name);
-      (names_state(probe, name) ? fo.initial_conditions : fo.parameter_overrides)[name] = value;
+      check_set_name(probe, doc.doc, o);
+      (names_state(probe, o.name) ? fo.initial_conditions : fo.parameter_overrides)[flat_target(probe, o.name)] =
+          o.value;
     }
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
     if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);
+    if (s.default_saveat) s.options.sample_times = preset_event_times(system, s.options.t0, s.options.t1);
     if ((s.ensemble > 0 || s.members || s.sde_method) && !s.quiet)
       std::fprintf(stderr, "esi simulate: the model has no random parameters; --ensemble, --members and "
                            "SDE methods do not apply and are ignored\n");
@@ -679,12 +877,17 @@ int run_simulate(Args args) {
     // Opened before the solve, so an unwritable path fails now rather than after a long run.
     CsvWriter csv(s.output);
     NegativeWatch negatives{system.states.size(), {}, {}};
-    s.options.on_columns = [&](const std::vector<std::string>& names) { csv.header(names); };
+    std::vector<std::string> column_names;
+    s.options.on_columns = [&](const std::vector<std::string>& names) {
+      csv.header(names);
+      column_names = names;
+    };
     s.options.on_row = [&](double t, std::span<const double> row) {
       csv.row(t, row);
       negatives.see(t, row);
     };
     exec::Trajectory traj;
+    const std::string started_at = utc_now();
     const auto started = std::chrono::steady_clock::now();
     try {
       traj = exec::simulate(system, s.options);
@@ -695,6 +898,22 @@ int run_simulate(Args args) {
     csv.close();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const nlohmann::json report = run_report(s, traj, wall);
+    if (s.output != "-") {
+      const ColumnCatalog catalog(system);
+      nlohmann::json columns = nlohmann::json::array({{{"name", "t"}, {"kind", "time"}, {"units", "s"}}});
+      for (const std::string& n : column_names) columns.push_back(catalog.column(n));
+      nlohmann::json run = run_metadata(s, started_at);
+      run["method"] = report["method"];
+      run["method_choice"] = report["method_chosen_automatically"].get<bool>()
+                                 ? "chosen by the stiffness test at T0 (the Jacobian's spectral radius times "
+                                   "the span): Tsit5 when not stiff, Rodas5P when stiff"
+                                 : "given with --method";
+      for (const char* key : {"return_code", "output_rows", "steps_accepted", "steps_rejected", "events_fired",
+                              "wall_seconds"})
+        run[key] = report[key];
+      if (!traj.ok()) run["failure"] = traj.message;
+      write_sidecar(s, std::move(columns), std::move(run));
+    }
     if (!s.stats.empty()) write_stats(s.stats, report);
     if (!s.quiet) print_summary(report);
     if (!s.quiet && !traj.grid_summary.empty())

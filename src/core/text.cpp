@@ -24,4 +24,37 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[m];
 }
 
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      // Compare the two digit runs as numbers of any length: skip leading zeros, then the
+      // longer run is larger, then the first differing digit decides.
+      std::size_t ia = i, jb = j;
+      while (ia < a.size() && a[ia] == '0') ++ia;
+      while (jb < b.size() && b[jb] == '0') ++jb;
+      std::size_t ea = ia, eb = jb;
+      while (ea < a.size() && is_digit(a[ea])) ++ea;
+      while (eb < b.size() && is_digit(b[eb])) ++eb;
+      if (ea - ia != eb - jb) return ea - ia < eb - jb;
+      const int c = a.substr(ia, ea - ia).compare(b.substr(jb, eb - jb));
+      if (c != 0) return c < 0;
+      i = ea;
+      j = eb;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if (i < a.size() || j < b.size()) return i == a.size();  // a proper prefix sorts first
+  return a < b;  // equal up to leading zeros: byte order keeps the order strict
+}
+
 }  // namespace esi

@@ -31,6 +31,12 @@ std::vector<Term> read_terms(const json& list) {
   return out;
 }
 
+/// A string member, or "" when absent or not a string (the schema layer reports the latter).
+std::string string_member(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 NodeId coefficient_node(expr::Pool& pool, double c) {
   const bool integral = std::floor(c) == c && std::fabs(c) < 1e15;
   return pool.number(c, integral);
@@ -61,6 +67,11 @@ void add_reactions(FlattenState& st, std::size_t c) {
     if (!rx.contains("rate"))
       throw Error("missing_rate", comp.file, rp, "reaction has no 'rate'");
     NodeId law = localize(st, c, rx["rate"], pointer_join(rp, "rate"));
+    FlatReaction record{comp.path, string_member(rx, "id"), string_member(rx, "name"), {}, {}, law,
+                        comp.file, rp};
+    for (const auto& t : subs) record.substrates.emplace_back(t.species, t.coefficient);
+    for (const auto& t : prods) record.products.emplace_back(t.species, t.coefficient);
+    st.sys.reactions.push_back(std::move(record));
     // A rate written as x / S for a substrate S (GEOS-Chem's R12: k_cld6 / SO2) gets the §7.4
     // product S * ...; we cancel S symbolically so the law is x * ..., the continuous extension
     // at S = 0, where (x / S) * S would be 0/0 = NaN (as the reference runtimes' symbolic

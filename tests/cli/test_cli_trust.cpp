@@ -142,10 +142,12 @@ TEST(CliTrust, SimulateQuotesCsvNamesPerRfc4180) {
   const CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--output", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lines = lines_of(esi::testing::read_all(out));
-  ASSERT_EQ(lines.size(), 3u);
+  // The header, then without --saveat 101 rows: T0, every hundredth of the span, T1.
+  ASSERT_EQ(lines.size(), 102u);
   EXPECT_EQ(lines[0], "t,\"M.a,\"\"b\"");
   EXPECT_EQ(lines[1], "0,1");
-  EXPECT_EQ(lines[2], "1,1");
+  EXPECT_EQ(lines[2], "0.01,1");
+  EXPECT_EQ(lines[101], "1,1");
 }
 
 // ---- simulate: values that are not finite ----

@@ -10,4 +10,10 @@ namespace esi {
 /// of two adjacent characters each count one edit ("exp" ~ "epx" is 1).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
+/// "Natural" order for names people read: runs of digits compare as numbers, so j_2 < j_10 <
+/// j_100 and C.x[2,1] < C.x[10,1]. Leading zeros do not change a run's value ("j_01" and
+/// "j_1" are the same number); such ties fall back to plain byte order, so this is a strict
+/// weak ordering with equality only for identical strings.
+bool natural_less(std::string_view a, std::string_view b);
+
 }  // namespace esi

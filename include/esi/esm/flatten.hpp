@@ -9,6 +9,7 @@
 // that needs them is refused with `unsupported_array_feature` naming the feature.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -66,7 +67,25 @@ System flatten(const ResolvedDocument& doc, const FlattenOptions& options = {});
 /// Whether `key` names an array of the system (by flat or unique local name).
 bool names_array(const System& system, const std::string& key);
 
-/// A plain summary of a system (what `esi inspect --json` prints).
-nlohmann::json describe(const System& system);
+/// Which parts of a system `describe` reports (`esi inspect`'s filters).
+struct DescribeOptions {
+  bool states = true;      ///< species / states and algebraic unknowns
+  bool observed = true;
+  bool parameters = true;
+  bool reactions = true;
+  bool equations = true;   ///< D(x, t) = rhs and algebraic equations, in infix
+  /// When set, an entry is kept only if this returns true for its name or for one of its
+  /// printed expressions (`esi inspect --grep`); arrays are matched by their name.
+  std::function<bool(const std::string&)> keep;
+};
+
+/// A plain summary of a system (what `esi inspect --json` prints): each group in natural name
+/// order (j_2 before j_10), reactions in document order, each array once (never its cells).
+nlohmann::json describe(const System& system, const DescribeOptions& options = {});
+
+/// A reaction as people write it: "NO + O3 -> NO2 : k1 * exp(-1500 / T)", coefficients other
+/// than 1 before their species ("2 NO2"), an empty side as "∅", names of the reaction's own
+/// component local.
+std::string reaction_text(const System& system, const FlatReaction& reaction);
 
 }  // namespace esi::esm

@@ -47,6 +47,20 @@ struct FlatEquation {
   std::string pointer;
 };
 
+/// One reaction of a reaction system as authored (spec §7), kept for people (`esi inspect`):
+/// the mass-action ODEs in `state_rhs` are what runs.
+struct FlatReaction {
+  std::string component;  ///< the reaction system's path, e.g. "SuperFast"
+  std::string id;         ///< "R1" ("" when absent)
+  std::string name;       ///< optional descriptive name
+  /// Species by their local names with their stoichiometric coefficients, in authored order.
+  std::vector<std::pair<std::string, double>> substrates, products;
+  /// The rate law with templates expanded and names flat ("SuperFast.k1"), before the §7.4
+  /// substrate factors are multiplied in and before coupling substitutions.
+  expr::NodeId rate = expr::kNoNode;
+  std::string file, pointer;
+};
+
 /// The name of one cell of array `name`: "C.x[2,1,7]" (1-based, as the format indexes).
 std::string cell_name(const std::string& name, const std::vector<std::int64_t>& cell);
 
@@ -61,6 +75,7 @@ struct System {
   std::vector<FlatVariable> algebraic;   ///< constrained by algebraic_equations
   std::vector<FlatEquation> algebraic_equations;
   std::vector<FlatVariable> parameters;
+  std::vector<FlatReaction> reactions;  ///< every reaction, document order (for inspection)
 
   std::map<std::string, std::int64_t> index_sets;  ///< name -> folded size
   /// Every shaped variable, before it became cells: its flat name, its axes (index-set names)

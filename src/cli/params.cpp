@@ -1,0 +1,136 @@
+// Reading `--params FILE` (see params.hpp).
+#include "cli/params.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/core/error.hpp"
+#include "esi/core/json.hpp"
+
+namespace esi::cli {
+namespace {
+
+constexpr std::uintmax_t kMaxParamsBytes = 64u << 20;  // the same bound as JSON files
+
+[[noreturn]] void invalid(const std::string& file, const std::string& pointer, const std::string& message) {
+  throw Error("invalid_params", file, pointer, message);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+std::vector<Override> from_json(const std::string& path, const nlohmann::json& j) {
+  if (!j.is_object())
+    invalid(path, "", "a --params JSON file holds one object: {\"name\": number, ...}");
+  std::vector<Override> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string pointer = pointer_join("", it.key());
+    if (it.key().empty()) invalid(path, pointer, "an empty name");
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      invalid(path, pointer, "'" + it.key() + "': the value must be a finite number, got " + it->dump() +
+                                 (it->is_array() ? " (for an array cell by cell use --inputs)" : ""));
+    out.push_back({it.key(), it->get<double>(), "--params entry '" + it.key() + "'", path, pointer});
+  }
+  return out;
+}
+
+/// Splits one CSV record into fields (RFC 4180 quoting: "a,b" and "" inside quotes).
+bool split_csv(const std::string& line, std::vector<std::string>& fields) {
+  fields.assign(1, std::string());
+  bool quoted = false, was_quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else fields.back() += c;
+    } else if (c == '"' && trim(fields.back()).empty() && !was_quoted) {
+      fields.back().clear();
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+      was_quoted = false;
+    } else if (was_quoted && c != ' ' && c != '\t' && c != '\r') {
+      return false;  // text after a closing quote
+    } else {
+      fields.back() += c;
+    }
+  }
+  return !quoted;
+}
+
+std::vector<Override> from_csv(const std::string& path, const std::string& text) {
+  std::vector<Override> out;
+  std::set<std::string> seen;
+  std::istringstream in(text);
+  std::vector<std::string> fields;
+  std::size_t line_number = 0;
+  bool first_record = true;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    const std::string where = "line " + std::to_string(line_number);
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    if (!split_csv(line, fields)) invalid(path, "", where + ": unbalanced quotes in '" + t + "'");
+    for (auto& f : fields) f = trim(f);
+    const bool header = first_record && fields.size() == 2 && fields[0] == "name" && fields[1] == "value";
+    first_record = false;
+    if (header) continue;
+    if (fields.size() != 2)
+      invalid(path, "", where + ": expected two fields name,value, got " + std::to_string(fields.size()) + " in '" +
+                            t + "' (quote a name holding a comma: \"C.x[2,1]\",0.5)");
+    if (fields[0].empty()) invalid(path, "", where + ": an empty name");
+    double value = 0;
+    const std::string& v = fields[1];
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size() || !std::isfinite(value))
+      invalid(path, "", where + ": '" + fields[0] + "': '" + v + "' is not a finite number");
+    if (!seen.insert(fields[0]).second) invalid(path, "", where + ": '" + fields[0] + "' is given twice");
+    out.push_back({fields[0], value, "--params " + where + " ('" + fields[0] + "')", path, ""});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Override> read_params_file(const std::string& path) {
+  std::string head;
+  {
+    std::ifstream probe(path, std::ios::binary);
+    char c;
+    while (probe.get(c))
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        head = std::string(1, c);
+        break;
+      }
+  }
+  if (ends_with(path, ".json") || head == "{" || head == "[") return from_json(path, read_json_file(path));
+  // CSV: the same checks on the path as a JSON file gets (exists, regular, bounded).
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error("file_not_found", path, "", "--params: no such file");
+  if (!std::filesystem::is_regular_file(status))
+    throw Error("not_a_regular_file", path, "", "--params: not a regular file");
+  if (std::filesystem::file_size(path, ec) > kMaxParamsBytes)
+    throw Error("file_too_large", path, "", "--params: the file is larger than 64 MiB");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("file_not_readable", path, "", "--params: the file cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_csv(path, text.str());
+}
+
+}  // namespace esi::cli

@@ -1,0 +1,27 @@
+// `--params FILE`: many `--set name=value` overrides from one file.
+//
+// FILE is a JSON object {"name": number, ...} or CSV rows `name,value` (an optional header row
+// `name,value`, blank lines and `#` comments skipped, a name holding a comma quoted per RFC
+// 4180: "C.x[2,1]",0.5). JSON when the name ends in .json or the first non-blank byte is `{`,
+// CSV otherwise. Every value must be a finite number; a name may appear once. Malformed input
+// throws esi::Error `invalid_params` naming the file and the JSON pointer or the CSV line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace esi::cli {
+
+/// One override and where it came from.
+struct Override {
+  std::string name;
+  double value = 0;
+  std::string origin;   ///< how a message names it: "--set k", "--params line 3 ('k')"
+  std::string file;     ///< the --params file ("" for --set)
+  std::string pointer;  ///< JSON pointer of the entry in a JSON --params file
+};
+
+/// The overrides of one --params file, in file order.
+std::vector<Override> read_params_file(const std::string& path);
+
+}  // namespace esi::cli
