@@ -161,7 +161,10 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
       s.output = *v;
     } else if (a == "--method") {
       if (*v == "auto" || *v == "Auto") io.method = method::MethodId::Auto;
-      else if (auto m = method::method_from_name(*v)) io.method = *m;
+      else if (auto m = method::method_from_name(*v); m && !method::method_available(*m))
+        return usage_error("simulate", "--method " + *v + ": esi was built without SUNDIALS "
+                                       "(install libsundials-dev and reconfigure)");
+      else if (m) io.method = *m;
       else if (auto sde = method::sde_method_from_name(*v)) s.sde_method = *sde;
       else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names() +
                                               "; for SDEs EulerMaruyama (EM), Milstein, SRA1");
@@ -596,7 +599,8 @@ void print_simulate_help(std::FILE* out) {
       "  --output F   the CSV file, or - for standard output; numbers in their shortest\n"
       "               round-trip form\n"
       "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run\n"
-      "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
+      "  --method M   a method name (Tsit5, Rodas5P, CVODE_BDF, ...) or auto (default);\n"
+      "               CVODE_BDF is SUNDIALS' CVODE (BDF), in builds that found it\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
       "               finite, >= 0, not both 0\n"
       "  --dt DT      the step (> 0) of fixed-step methods (Euler, RK4, ...); the first step of\n"
