@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,14 @@ namespace esi::method::detail {
 
 #if ESI_HAVE_SUNDIALS
 namespace {
+
+/// CVODE's name of a return flag ("CV_ERR_FAILURE"); CVODE mallocs it, the caller frees it.
+std::string flag_name(int flag) {
+  char* name = CVodeGetReturnFlagName(flag);
+  std::string out = name ? name : "CV_UNKNOWN";
+  std::free(name);
+  return out;
+}
 
 bool all_finite(const double* v, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
@@ -111,7 +120,7 @@ class CvodeSolver final : public SelfSteppingSolver {
       std::copy(data(y_), data(y_) + n_, u_new);
       return ReturnCode::Success;
     }
-    why = "CVODE " + std::string(CVodeGetReturnFlagName(flag));
+    why = "CVODE " + flag_name(flag);
     if (!last_error_.empty()) why += ": " + last_error_;
     culprit = non_finite_at_ < n_ ? non_finite_at_ : largest_weighted_local_error();
     switch (flag) {
@@ -188,7 +197,7 @@ class CvodeSolver final : public SelfSteppingSolver {
     if (flag >= 0 && o.nonnegative != DomainPolicy::None) flag = set_nonnegative(o);
     if (flag >= 0) flag = set_linear_solver();
     if (flag < 0)
-      return "CVODE setup failed (" + std::string(CVodeGetReturnFlagName(flag)) + ")" +
+      return "CVODE setup failed (" + flag_name(flag) + ")" +
              (last_error_.empty() ? "" : ": " + last_error_);
     return {};
   }

@@ -2,13 +2,16 @@
 // finder on CVODE's dense output, and a scheduled parameter update (a restart). Skipped in a
 // build without SUNDIALS.
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/method/integrator.hpp"
+#include "support/run_esi.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -118,6 +121,38 @@ TEST(SimulateCvode, ScheduledParameterUpdateRestartsWithTheNewRate) {
   const Trajectory tr = run.simulate(cvode_options(2));
   ASSERT_TRUE(tr.ok()) << tr.message;
   EXPECT_NEAR(value(tr, 2, "M.x"), std::exp(-3.0), 1e-9);
+}
+
+// The command line: with SUNDIALS the run reports CVODE_BDF and its counts; without it
+// --method CVODE_BDF is a usage error (exit 2) that says why.
+TEST(SimulateCvode, CommandLineRunsItOrSaysItWasBuiltWithout) {
+  esi::testing::TempDir dir;
+  const auto file = dir.write("m.esm", model_doc(
+      R"({"x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 1.0}})",
+      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}])"));
+  const auto csv = dir.path() / "out.csv", stats = dir.path() / "stats.json";
+  const auto result = esi::testing::run_esi(
+      ESI_BINARY, {"simulate", file.string(), "--tspan", "0", "1", "--method", "CVODE_BDF", "--rtol",
+                   "1e-10", "--atol", "1e-14", "--stats", stats.string(), "--quiet", "--output",
+                   csv.string()},
+      dir.path() / "err.txt");
+  if (!esi::method::method_available(MethodId::CVODE_BDF)) {
+    EXPECT_EQ(result.status, 2);
+    EXPECT_NE(result.err.find("built without SUNDIALS"), std::string::npos) << result.err;
+    return;
+  }
+  ASSERT_EQ(result.status, 0) << result.err;
+  const nlohmann::json s = nlohmann::json::parse(esi::testing::read_all(stats));
+  EXPECT_EQ(s["method"], "CVODE_BDF");
+  EXPECT_GT(s["steps_accepted"].get<long>(), 0);
+  EXPECT_GT(s["jacobian_evaluations"].get<long>(), 0);
+  EXPECT_GT(s["lu_factorizations"].get<long>(), 0);
+  const std::string text = esi::testing::read_all(csv);
+  const std::string last = text.substr(text.rfind('\n', text.size() - 2) + 1);
+  double t = 0, x = 0;
+  ASSERT_EQ(std::sscanf(last.c_str(), "%lf,%lf", &t, &x), 2) << last;
+  EXPECT_EQ(t, 1.0);
+  EXPECT_NEAR(x, std::exp(-1.0), 1e-8);
 }
 
 }  // namespace
