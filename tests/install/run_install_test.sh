@@ -4,9 +4,12 @@
 # against it, and runs the installed esi command. Exit 77 (ctest: skipped) when a tool it
 # needs is missing; any other failure is a failed test.
 #
-#   run_install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX [LAUNCHER]
+#   run_install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX [LAUNCHER [FLAGS]]
+#
+# FLAGS (e.g. -fsanitize=address,undefined) go to the downstream compile and link, for
+# libraries built with them.
 set -euo pipefail
-build=$1 source=$2 work=$3 generator=$4 cxx=$5 launcher=${6:-}
+build=$1 source=$2 work=$3 generator=$4 cxx=$5 launcher=${6:-} flags=${7:-}
 
 for tool in cmake "$cxx"; do
   command -v "$tool" >/dev/null 2>&1 || { echo "install test skipped: $tool not found"; exit 77; }
@@ -35,6 +38,7 @@ echo "== downstream project"
 args=(-G "$generator" -S "$source/tests/install" -B "$work/downstream"
       -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release)
 [[ -n "$launcher" ]] && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+[[ -n "$flags" ]] && args+=(-DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags")
 cmake "${args[@]}"
 cmake --build "$work/downstream"
 "$work/downstream/downstream" "$source/tests/install/decay.esm"
