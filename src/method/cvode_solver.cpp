@@ -179,7 +179,6 @@ class CvodeSolver final : public SelfSteppingSolver {
   static double* data(N_Vector v) { return N_VGetArrayPointer(v); }
 
   std::string setup(const IntegratorOptions& o, double t0, std::span<const double> u0) {
-    if (!o.adaptive) return "CVODE_BDF chooses its own steps: it has no fixed-step mode";
     if (n_ == 0) return "CVODE_BDF needs at least one state";
     if (SUNContext_Create(nullptr, &ctx_) != 0) return "SUNContext_Create failed";
     y_ = N_VNew_Serial(sunindextype(n_), ctx_);

@@ -121,6 +121,8 @@ std::string Integrator::Impl::check_options() const {
     return std::string(info->name) + " needs problem.rhs_split";
   if (!(opt.rtol >= 0) || !(opt.atol >= 0) || opt.rtol + opt.atol <= 0)
     return "rtol and atol must be >= 0 and not both 0";
+  if (family_of(method) == Family::Sundials && !opt.adaptive)
+    return std::string(info->name) + " chooses its own steps: it has no fixed-step mode";
   if (!adaptive && !(opt.dt_initial > 0))
     return std::string(info->name) +
            " takes fixed steps: give it a step size (dt_initial > 0; esi simulate --dt)";
