@@ -9,7 +9,8 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev libeigen3-dev
   librandom123-dev        # Philox-4x32-10 and Box-Muller (header-only), src/core/noise.cpp
-  libsundials-dev         # the SUNDIALS (CVODE, ARKODE) peer in bench/bench_stiff.cpp
+  libsundials-dev         # --method CVODE_BDF (src/method/cvode_solver.cpp; KLU for large
+                          # systems) and the SUNDIALS peer in bench/bench_stiff.cpp
   clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
 )
 

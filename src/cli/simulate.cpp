@@ -191,7 +191,10 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
       s.output = *v;
     } else if (a == "--method") {
       if (*v == "auto" || *v == "Auto") io.method = method::MethodId::Auto;
-      else if (auto m = method::method_from_name(*v)) io.method = *m;
+      else if (auto m = method::method_from_name(*v); m && !method::method_available(*m))
+        return usage_error("simulate", "--method " + *v + ": esi was built without SUNDIALS "
+                                       "(install libsundials-dev and reconfigure)");
+      else if (m) io.method = *m;
       else if (auto sde = method::sde_method_from_name(*v)) s.sde_method = *sde;
       else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names() +
                                               "; for SDEs EulerMaruyama (EM), Milstein, SRA1");
@@ -791,7 +794,8 @@ void print_simulate_help(std::FILE* out) {
       "               Default: (T1 - T0) / 100, i.e. 101 evenly spaced rows including T0 and\n"
       "               T1, plus a row at each preset event time (discrete events with\n"
       "               preset_times) inside the span, showing the value after the event\n"
-      "  --method M   a method name (Tsit5, Rodas5P, ...) or auto (default)\n"
+      "  --method M   a method name (Tsit5, Rodas5P, CVODE_BDF, ...) or auto (default);\n"
+      "               CVODE_BDF is SUNDIALS' CVODE (BDF), in builds that found it\n"
       "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
       "               finite, >= 0, not both 0\n"
       "  --dt DT      the step (> 0) of fixed-step methods (Euler, RK4, ...); the first step of\n"

@@ -1,6 +1,7 @@
 // The Integrator: owns the state, a stepper and a controller, and reads like CVODE's cvStep:
 // validate, start, then per attempt plan_step -> run_attempt (stepper) -> judge (finite,
-// domain, error test) -> complete_step or retry with the proposed step.
+// domain, error test) -> complete_step or retry with the proposed step. A self-stepping solver
+// (CVODE_BDF) replaces that loop: step_self_stepping hands it the step and copies its result.
 #include "esi/method/integrator.hpp"
 
 #include <algorithm>
@@ -44,6 +45,7 @@ std::unique_ptr<Stepper> make_stepper(MethodId id, const Evaluator& eval,
     case Family::Rosenbrock: return make_rosenbrock_stepper(id, eval);
     case Family::Sdirk:
     case Family::Imex: return make_implicit_stepper(id, eval, options);
+    case Family::Sundials: return nullptr;  // a SelfSteppingSolver, made by the Impl
   }
   return nullptr;
 }
@@ -61,6 +63,7 @@ struct Integrator::Impl {
   int control_order;
   std::string invalid;  // non-empty: every step() returns InvalidOptions with this message
   std::unique_ptr<Stepper> stepper;
+  std::unique_ptr<SelfSteppingSolver> self_stepping;  // CVODE_BDF instead of stepper + controller
   std::unique_ptr<StepController> controller;
   double t, t_prev, dt;
   bool started = false;
@@ -74,6 +77,7 @@ struct Integrator::Impl {
   Impl(const OdeProblem& p, const IntegratorOptions& o, double t0, std::span<const double> u0);
   std::string check_options() const;
   ReturnCode step(double t_limit);
+  ReturnCode step_self_stepping(double t_limit);
   void start(double t_limit);
   double plan_step(double t_limit, bool& lands) const;
   bool run_attempt(double h, double& h_next);
@@ -103,7 +107,9 @@ Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t
   invalid = u0.size() != n ? "u0 has " + std::to_string(u0.size()) + " values, problem.size is " +
                                  std::to_string(n)
                            : check_options();
-  if (invalid.empty()) {
+  if (invalid.empty() && family_of(method) == Family::Sundials) {
+    self_stepping = make_cvode_solver(p, opt, t0, u, invalid);
+  } else if (invalid.empty()) {
     stepper = make_stepper(method, eval, opt);
     controller = make_controller(opt.controller, method);
   }
@@ -115,6 +121,8 @@ std::string Integrator::Impl::check_options() const {
     return std::string(info->name) + " needs problem.rhs_split";
   if (!(opt.rtol >= 0) || !(opt.atol >= 0) || opt.rtol + opt.atol <= 0)
     return "rtol and atol must be >= 0 and not both 0";
+  if (family_of(method) == Family::Sundials && !opt.adaptive)
+    return std::string(info->name) + " chooses its own steps: it has no fixed-step mode";
   if (!adaptive && !(opt.dt_initial > 0))
     return std::string(info->name) +
            " takes fixed steps: give it a step size (dt_initial > 0; esi simulate --dt)";
@@ -258,6 +266,7 @@ ReturnCode Integrator::Impl::step(double t_limit) {
               format_double(t);
     return ReturnCode::InvalidOptions;
   }
+  if (self_stepping) return step_self_stepping(t_limit);
   if (!started) start(t_limit);
   for (;;) {
     if (attempts >= opt.max_steps)
@@ -279,6 +288,22 @@ ReturnCode Integrator::Impl::step(double t_limit) {
   }
 }
 
+ReturnCode Integrator::Impl::step_self_stepping(double t_limit) {
+  stats = self_stepping->stats();
+  if (stats.accepted + stats.rejected >= opt.max_steps)
+    return fail(ReturnCode::MaxSteps, std::to_string(opt.max_steps) + " attempts used");
+  double t_new = t;
+  std::string why;
+  const ReturnCode code = self_stepping->step(t_limit, t_new, u_new.data(), why, culprit);
+  stats = self_stepping->stats();
+  if (code != ReturnCode::Success) return fail(code, why);
+  t_prev = t;
+  t = t_new;
+  u_prev.swap(u), u.swap(u_new);
+  dt = self_stepping->proposed_step();
+  return ReturnCode::Success;
+}
+
 // ---- public surface ----
 
 Integrator::Integrator(const OdeProblem& problem, const IntegratorOptions& options, double t0,
@@ -297,6 +322,7 @@ double Integrator::dt() const { return impl_->dt; }
 const IntegratorStats& Integrator::stats() const { return impl_->stats; }
 const std::string& Integrator::message() const { return impl_->message; }
 
+/// 0 for CVODE_BDF (a multistep method keeps no stage values).
 int Integrator::stage_count() const { return impl_->stepper ? impl_->stepper->stage_count() : 0; }
 
 std::span<const double> Integrator::stage(int i) const {
@@ -318,6 +344,10 @@ void Integrator::interpolate(double time, std::span<double> out) const {
     std::copy(m.u_prev.begin(), m.u_prev.end(), out.begin());
     return;
   }
+  if (m.self_stepping) {
+    m.self_stepping->interpolate(time, out.data());
+    return;
+  }
   const double s = (time - m.t_prev) / h;
   if (m.own_dense) {
     m.stepper->dense(s, m.u_prev.data(), m.u.data(), out.data());
@@ -337,6 +367,10 @@ void Integrator::restart(double time, std::span<const double> u) {
   std::copy(u.begin(), u.end(), m.u.begin());
   m.u_prev = m.u;
   if (!m.invalid.empty()) return;
+  if (m.self_stepping) {
+    m.self_stepping->restart(time, m.u.data());
+    return;
+  }
   if (m.started) {
     m.eval.rhs(m.t, m.u.data(), m.f.data());
     m.f_prev = m.f;

@@ -9,7 +9,7 @@
 namespace esi::method {
 namespace {
 
-constexpr std::array<MethodInfo, 21> kMethods{{
+constexpr std::array<MethodInfo, 22> kMethods{{
     {MethodId::Euler, "Euler", 1, 0, false, 1.0},
     {MethodId::Heun, "Heun", 2, 1, false, 1.0},
     {MethodId::RK4, "RK4", 4, 0, false, 0.0},
@@ -31,11 +31,23 @@ constexpr std::array<MethodInfo, 21> kMethods{{
     {MethodId::TRBDF2, "TRBDF2", 2, 3, true, 0.0},
     {MethodId::Kvaerno3, "Kvaerno3", 3, 2, true, 0.0},
     {MethodId::IMEXEuler, "IMEXEuler", 1, 0, true, 0.0},
+    // Sundials.jl's name; BDF orders 1 to 5, the local error estimated at the current order.
+    {MethodId::CVODE_BDF, "CVODE_BDF", 5, 5, true, 0.0},
 }};
 
-constexpr std::array<MethodId, 21> kIds = [] {
-  std::array<MethodId, 21> ids{};
-  for (std::size_t i = 0; i < kMethods.size(); ++i) ids[i] = kMethods[i].id;
+#if ESI_HAVE_SUNDIALS
+constexpr bool kHaveSundials = true;
+#else
+constexpr bool kHaveSundials = false;
+#endif
+
+// Every method but those this build lacks.
+constexpr std::size_t kIdCount = kMethods.size() - (kHaveSundials ? 0 : 1);
+constexpr std::array<MethodId, kIdCount> kIds = [] {
+  std::array<MethodId, kIdCount> ids{};
+  std::size_t k = 0;
+  for (const MethodInfo& m : kMethods)
+    if (m.id != MethodId::CVODE_BDF || kHaveSundials) ids[k++] = m.id;
   return ids;
 }();
 
@@ -55,6 +67,8 @@ std::optional<MethodId> method_from_name(std::string_view name) {
 
 std::span<const MethodId> all_methods() { return kIds; }
 
+bool method_available(MethodId id) { return id != MethodId::CVODE_BDF || kHaveSundials; }
+
 std::string_view return_code_name(ReturnCode code) {
   switch (code) {
     case ReturnCode::Success: return "Success";
@@ -73,7 +87,8 @@ Family family_of(MethodId id) {
   if (id <= MethodId::DP5) return Family::Explicit;
   if (id <= MethodId::ROS34PW2) return Family::Rosenbrock;
   if (id <= MethodId::Kvaerno3) return Family::Sdirk;
-  return Family::Imex;
+  if (id == MethodId::IMEXEuler) return Family::Imex;
+  return Family::Sundials;
 }
 
 }  // namespace detail

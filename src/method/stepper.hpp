@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "esi/method/integrator.hpp"
@@ -75,6 +76,34 @@ inline void combine_slopes(const double* k, std::size_t n, const double* base, d
     out[m] = base ? base[m] + h * acc : h * acc;
   }
 }
+
+/// A method that controls its own steps (SUNDIALS CVODE): the Integrator hands it the whole of
+/// step(t_limit) instead of judging attempts, and asks it for dense output, restarts and
+/// statistics. Nothing here throws; failures come back as a ReturnCode and a message.
+class SelfSteppingSolver {
+ public:
+  virtual ~SelfSteppingSolver() = default;
+  /// One internal step ending at or before t_limit (exactly at t_limit when it would pass it):
+  /// writes the new time and state. On failure `why` says what the solver reported and
+  /// `culprit` is the state with the largest weighted local error.
+  virtual ReturnCode step(double t_limit, double& t_new, double* u_new, std::string& why,
+                          std::size_t& culprit) = 0;
+  /// u(time) for time inside the last internal step.
+  virtual void interpolate(double time, double* out) const = 0;
+  /// Starts afresh from (time, u): history, order and step size are rebuilt.
+  virtual void restart(double time, const double* u) = 0;
+  virtual double proposed_step() const = 0;
+  /// Cumulative counts since construction (across restarts).
+  virtual IntegratorStats stats() const = 0;
+};
+
+/// CVODE's BDF with Newton on our analytic Jacobian (dense for n <= kDenseLimit or without a
+/// Jacobian, sparse KLU otherwise). Null with `error` set when this build has no SUNDIALS or
+/// SUNDIALS refuses the setup.
+std::unique_ptr<SelfSteppingSolver> make_cvode_solver(const OdeProblem& problem,
+                                                      const IntegratorOptions& options,
+                                                      double t0, std::span<const double> u0,
+                                                      std::string& error);
 
 std::unique_ptr<Stepper> make_erk_stepper(MethodId id, const Evaluator& eval);
 std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& eval);

@@ -68,7 +68,7 @@ struct RosenbrockDense {
   double H[3][kMaxStages] = {};
 };
 
-enum class Family { Explicit, Rosenbrock, Sdirk, Imex };
+enum class Family { Explicit, Rosenbrock, Sdirk, Imex, Sundials };
 
 Family family_of(MethodId id);
 const ErkTableau& erk_tableau(MethodId id);

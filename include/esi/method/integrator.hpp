@@ -2,6 +2,9 @@
 // (explicit Runge-Kutta, Rosenbrock, SDIRK, IMEX), embedded error estimates, step-size
 // controllers, dense output, and failure as a return code, never an abort or a hang.
 //
+// CVODE_BDF hands the whole step to SUNDIALS' CVODE (one internal step per call, CVODE's own
+// dense output), with the same step / interpolate / restart surface and statistics.
+//
 // The Integrator is stepped one accepted step at a time by a driver (events, output times and
 // tstops live in the driver: exec). Each accepted step keeps its stage values reachable for the
 // discrete adjoint. Tableau coefficients come from OrdinaryDiffEq.jl (each cited in its file).
@@ -27,6 +30,9 @@ enum class MethodId {
   ImplicitEuler, Trapezoid, TRBDF2, Kvaerno3,
   // IMEX
   IMEXEuler,
+  // SUNDIALS CVODE (variable-order BDF with its own step, order and Newton control; only in a
+  // build that found libsundials-dev: see method_available)
+  CVODE_BDF,
   // resolved by choose_method at construction
   Auto,
 };
@@ -42,7 +48,10 @@ struct MethodInfo {
 
 const MethodInfo& method_info(MethodId id);
 std::optional<MethodId> method_from_name(std::string_view name);  ///< case-sensitive name
-std::span<const MethodId> all_methods();                          ///< every id but Auto
+std::span<const MethodId> all_methods();  ///< every available id but Auto
+/// False for a method this build lacks (CVODE_BDF without SUNDIALS); the Integrator then
+/// answers InvalidOptions saying why.
+bool method_available(MethodId id);
 
 enum class ControllerKind {
   Default,  ///< PI with OrdinaryDiffEq's defaults for the method (I for fixed-order pairs)
