@@ -86,6 +86,43 @@ std::size_t print_arrays(const json& d, const std::string& kind, const char* wha
   return n;
 }
 
+std::string box_text(const json& box) {
+  std::string t = "[";
+  for (std::size_t k = 0; k < box["lo"].size(); ++k) {
+    const long long lo = box["lo"][k].get<long long>(), hi = box["hi"][k].get<long long>();
+    t += (k ? "," : "") + (lo == hi ? std::to_string(lo) : std::to_string(lo) + ":" + std::to_string(hi));
+  }
+  return t + "]";
+}
+
+/// The per-region programs: one line per array equation (its boxes, at most a few listed).
+void print_regions(const json& r) {
+  if (r.contains("fallback")) {
+    std::printf("\narrays as one equation per cell (no per-region form: %s)\n", str(r, "fallback").c_str());
+    return;
+  }
+  std::size_t programs = 0, boxes = 0;
+  for (const json& e : r["equations"]) {
+    programs += e["programs"].get<std::size_t>();
+    boxes += e["boxes"].size();
+  }
+  std::printf("\nper-region programs (%zu equations, %zu programs over %zu boxes; the same at any grid size):\n",
+              r["equations"].size(), programs, boxes);
+  for (const json& e : r["equations"]) {
+    std::string targets;
+    for (const auto& t : e["targets"]) targets += (targets.empty() ? "" : ", ") + t.get<std::string>();
+    const std::string kind = str(e, "kind");
+    const std::string what = kind == "tendency" ? "D(" + targets + ", t)" : kind == "initial" ? "ic(" + targets + ")" : targets;
+    std::string list;
+    const std::size_t shown = std::min<std::size_t>(e["boxes"].size(), 7);
+    for (std::size_t k = 0; k < shown; ++k) list += " " + box_text(e["boxes"][k]);
+    if (e["boxes"].size() > shown) list += " ... (" + std::to_string(e["boxes"].size() - shown) + " more)";
+    std::printf("  %s: %zu program%s over %zu box%s:%s\n", what.c_str(), e["programs"].get<std::size_t>(),
+                e["programs"].get<std::size_t>() == 1 ? "" : "s", e["boxes"].size(),
+                e["boxes"].size() == 1 ? "" : "es", list.c_str());
+  }
+}
+
 std::size_t count_arrays(const json& d, const std::string& kind) {
   std::size_t n = 0;
   for (const json& a : d["arrays"]) n += str(a, "kind") == kind;
@@ -139,9 +176,11 @@ void print_human(const json& d, const InspectOptions& o) {
     for (const json& a : d["arrays"]) state_arrays += str(a, "kind") == "state";
     heading(o, "equations", d["equations"].size() + state_arrays,
             counts["states"].get<std::size_t>() + counts["algebraic_equations"].get<std::size_t>());
+    const bool programs = d.contains("regions") && !d["regions"].contains("fallback");
     for (const json& a : d["arrays"])
       if (str(a, "kind") == "state")
-        std::printf("  D(%s, t)  one equation per cell, %lld cells (not listed)%s\n", str(a, "name").c_str(),
+        std::printf("  D(%s, t)  %s, %lld cells%s\n", str(a, "name").c_str(),
+                    programs ? "per-region programs (listed below)" : "one equation per cell (not listed)",
                     a.value("cells_held", 0LL), units_suffix(a).c_str());
     for (const json& e : d["equations"]) {
       const std::string u = str(e, "units");
@@ -149,6 +188,7 @@ void print_human(const json& d, const InspectOptions& o) {
                   u.empty() ? "" : ("  [" + str(e, "variable") + ": " + u + "]").c_str());
     }
   }
+  if (d.contains("regions") && !o.filtered) print_regions(d["regions"]);
   if (o.filtered) return;
   std::printf("\nequations: %zu ODE, %zu observed, %zu algebraic; reactions: %zu; events: %zu\n",
               counts["states"].get<std::size_t>(), counts["observed"].get<std::size_t>(),
@@ -283,6 +323,7 @@ int run_inspect(Args args) {
     }
     esm::FlattenOptions fopts;
     fopts.component = opts.component;
+    fopts.grid = true;  // arrays as per-region programs: what a grid really compiles to, and fast
     const esm::System system = esm::flatten(doc, fopts);
     const json description = esm::describe(system, opts.describe);
     if (opts.json) {

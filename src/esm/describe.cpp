@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "esi/core/text.hpp"
@@ -141,10 +142,20 @@ json arrays(const System& s, const DescribeOptions& o) {
     if (!v.array.empty()) ++observed[v.array];
   for (const auto& v : s.parameters)
     if (!v.array.empty()) ++parameters[v.array];
+  std::set<std::string> region_observed;  // per-region form: observed arrays have no cells
+  for (const auto& g : s.grid)
+    if (g.kind == System::GridEquation::Kind::Observed) region_observed.insert(g.targets.begin(), g.targets.end());
   json out = json::array();
   for (const auto& a : s.arrays) {
     std::int64_t cells = 1;
     for (auto e : a.extents) cells *= e;
+    if (a.name.find('~') != std::string::npos) continue;  // a split-off operator term (`regions`)
+    if (region_observed.count(a.name)) {
+      if (!o.observed || !kept(o, {&a.name})) continue;
+      out.push_back({{"name", a.name}, {"axes", a.axes}, {"extents", a.extents}, {"cells", cells},
+                     {"kind", "observed"}, {"units", a.units}, {"cells_held", 0}, {"program", true}});
+      continue;
+    }
     const char* kind = states.count(a.name) ? "state" : observed.count(a.name) ? "observed"
                        : a.parameter ? "parameter" : "unknown";
     const std::string k = kind;
@@ -153,12 +164,34 @@ json arrays(const System& s, const DescribeOptions& o) {
     if (!group || !kept(o, {&a.name})) continue;
     json j = {{"name", a.name}, {"axes", a.axes}, {"extents", a.extents}, {"cells", cells},
               {"kind", kind}, {"units", a.units}};
-    if (a.parameter) j["cells_read"] = parameters[a.name];
+    if (a.parameter) j["cells_read"] = s.grid.empty() ? static_cast<std::int64_t>(parameters[a.name]) : cells;
     if (states.count(a.name)) j["cells_held"] = states[a.name];
     if (observed.count(a.name)) j["cells_held"] = observed[a.name];
     out.push_back(std::move(j));
   }
   return sorted_by_name(std::move(out));
+}
+
+/// The per-region form: per array equation, its boxes and how many distinct programs cover them.
+json regions(const System& s) {
+  json out = json::object();
+  if (!s.grid_fallback.empty()) out["fallback"] = s.grid_fallback;
+  json eqs = json::array();
+  for (const auto& g : s.grid) {
+    std::map<std::vector<expr::NodeId>, std::size_t> program_of;
+    json boxes = json::array();
+    for (const auto& r : g.regions) {
+      const auto [it, fresh] = program_of.emplace(r.rhs, program_of.size());
+      boxes.push_back({{"lo", r.lo}, {"hi", r.hi}, {"program", it->second}});
+    }
+    const char* kind = g.kind == System::GridEquation::Kind::Tendency  ? "tendency"
+                       : g.kind == System::GridEquation::Kind::Initial ? "initial"
+                                                                       : "observed";
+    eqs.push_back({{"kind", kind}, {"targets", g.targets}, {"extents", g.extents}, {"boxes", std::move(boxes)},
+                   {"programs", program_of.size()}, {"pointer", g.pointer}});
+  }
+  out["equations"] = std::move(eqs);
+  return out;
 }
 
 }  // namespace
@@ -244,6 +277,7 @@ json describe(const System& s, const DescribeOptions& o) {
     out["algebraic_equations"] = std::move(algebraic_equations);
   }
   out["arrays"] = arrays(s, o);
+  if (!s.grid.empty() || !s.grid_fallback.empty()) out["regions"] = regions(s);
   out["index_sets"] = s.index_sets;
   out["events"] = s.events.size();
   out["counts"] = {{"states", s.states.size()},
