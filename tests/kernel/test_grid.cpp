@@ -233,6 +233,40 @@ TEST(GridPrograms, TilesEqualTheWholeGridBitwise) {
   }
 }
 
+TEST(GridPrograms, BoxesPartitionEveryEquationsCellsAndInspectCountsThePrograms) {
+  esi::testing::TempDir dir;
+  const Doc d = transport_document(dir, 8);
+  if (d.file.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const System s = flatten_grid(d);
+  for (const auto& g : s.grid) {
+    std::int64_t total = 1;
+    for (auto e : g.extents) total *= e;
+    std::vector<int> hits(static_cast<std::size_t>(total), 0);
+    for (const auto& r : g.regions) {
+      ASSERT_EQ(r.rhs.size(), g.targets.size());
+      std::vector<std::int64_t> x = r.lo;
+      while (true) {
+        std::int64_t at = 0, stride = 1;
+        for (std::size_t k = 0; k < x.size(); ++k) {
+          at += (x[k] - 1) * stride;
+          stride *= g.extents[k];
+        }
+        ++hits[static_cast<std::size_t>(at)];
+        std::size_t k = 0;
+        while (k < x.size() && x[k] == r.hi[k]) x[k] = r.lo[k], ++k;
+        if (k == x.size()) break;
+        ++x[k];
+      }
+    }
+    for (int h : hits) ASSERT_EQ(h, 1) << g.targets[0] << ": every cell in exactly one box";
+  }
+  const auto description = esi::esm::describe(s);
+  ASSERT_TRUE(description.contains("regions"));
+  std::size_t programs = 0;
+  for (const auto& e : description["regions"]["equations"]) programs += e["programs"].get<std::size_t>();
+  EXPECT_EQ(programs, esi::kernel::compile_grid(s).stats().programs);
+}
+
 TEST(GridPrograms, TileStorageOfTheWrongSizeIsALocatedError) {
   esi::testing::TempDir dir;
   const Doc d = transport_document(dir, 7);
