@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -156,6 +157,76 @@ TEST(GridPrograms, Transport3dEqualsCellByCellBitwise) {
       EXPECT_GT(nonzero, u.size() / 3);  // a real flow, not a field of zeros
     }
   }
+}
+
+/// reseact_3d_chem.esm (SuperFast lifted pointwise onto the PPM transport grid) with NLEV = 7
+/// and its GEOS-FP inputs (examples/) cut to those levels.
+Doc chemistry_document(const esi::testing::TempDir& dir) {
+  const fs::path corpus = esi::testing::corpus_dir();
+  const fs::path src = corpus / "reseact/prototypes/reseact_3d_chem/reseact_3d_chem.esm";
+  const fs::path inputs = fs::path(ESI_SOURCE_DIR) / "examples/reseact/reseact_3d_chem_inputs.json";
+  if (corpus.empty() || !fs::exists(src)) return {};
+  Doc out;
+  const fs::path root = dir.path();
+  fs::create_directories(root / "reseact/prototypes/c");
+  for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"})
+    if (!fs::exists(root / lib)) fs::create_directory_symlink(corpus / lib, root / lib);
+  nlohmann::json doc;
+  std::ifstream(src) >> doc;
+  std::function<void(nlohmann::json&)> rebind = [&](nlohmann::json& j) {
+    if (j.is_object()) {
+      if (j.contains("bindings") && j["bindings"].is_object() && j["bindings"].contains("NLEV"))
+        j["bindings"]["NLEV"] = 7;
+      for (auto& [k, v] : j.items()) rebind(v);
+    } else if (j.is_array()) {
+      for (auto& v : j) rebind(v);
+    }
+  };
+  rebind(doc);
+  out.file = root / "reseact/prototypes/c/chem7.esm";
+  std::ofstream(out.file) << doc.dump();
+  nlohmann::json in;
+  std::ifstream(inputs) >> in;
+  for (const char* k : {"Transport3D.dA", "Transport3D.dB"}) in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 7);
+  for (const char* k : {"Transport3D.Ap", "Transport3D.Bp"}) in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 8);
+  out.cells.inputs = in;
+  out.grid = out.cells;
+  out.grid.grid = true;
+  return out;
+}
+
+TEST(GridPrograms, LiftedChemistryWithTransportEqualsCellByCellBitwise) {
+  esi::testing::TempDir dir;
+  const Doc d = chemistry_document(dir);
+  if (d.file.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const Pair sys = flatten_both(d);
+  ASSERT_EQ(sys.grid.grid_fallback, "");
+  ASSERT_EQ(sys.cells.states.size(), 13u * 7 * 7 * 7);
+  std::map<std::string, std::size_t> grid_index;
+  for (std::size_t i = 0; i < sys.grid.states.size(); ++i) grid_index[sys.grid.states[i].name] = i;
+  const auto gp = esi::kernel::compile_grid(sys.grid);
+  auto ws = esi::kernel::make_grid_workspace(gp, sys.grid, defaults(sys.grid));
+  std::vector<double> ug(sys.grid.states.size(), NAN);
+  for (std::size_t i = 0; i < ug.size(); ++i)
+    if (sys.grid.states[i].default_value) ug[i] = *sys.grid.states[i].default_value;
+  esi::kernel::grid_initial(gp, ws, ug);
+  const std::vector<double> uc = cell_initial(sys.cells);
+  std::vector<double> u(uc.size());
+  for (std::size_t i = 0; i < uc.size(); ++i) {
+    ASSERT_EQ(ug[grid_index.at(sys.cells.states[i].name)], uc[i]) << sys.cells.states[i].name;
+    u[i] = uc[i] * (1.0 + 0.05 * std::sin(0.3 * static_cast<double>(i)));  // off free stream
+  }
+  std::vector<double> ugrid(u.size());
+  for (std::size_t i = 0; i < u.size(); ++i) ugrid[grid_index.at(sys.cells.states[i].name)] = u[i];
+  const std::vector<double> expect = cell_rhs(sys.cells, u);
+  std::vector<double> got(u.size(), NAN);
+  esi::kernel::grid_rhs(gp, ws, 0.0, ugrid, got);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    ASSERT_EQ(got[grid_index.at(sys.cells.states[i].name)], expect[i]) << sys.cells.states[i].name;
+    nonzero += expect[i] != 0;
+  }
+  EXPECT_GT(nonzero, u.size() / 2);
 }
 
 TEST(GridPrograms, ProgramSizeDoesNotDependOnTheGrid) {
