@@ -27,6 +27,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalid = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 3;
+inline constexpr int kExitInterrupted = 130;  ///< Ctrl-C / SIGTERM (128 + SIGINT, as shells say)
 
 using Args = std::span<const std::string>;
 

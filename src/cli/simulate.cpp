@@ -21,7 +21,9 @@
 // column, or, with `--members`, every member's rows (a leading `member` column).
 #ifdef ESI_HAVE_EXEC  // built only when the exec module exists
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -50,6 +52,27 @@
 
 namespace esi::cli {
 namespace {
+
+// Ctrl-C (SIGINT) or SIGTERM during a run: the handler only sets this flag (the one thing a
+// signal handler may do); the driver stops after the step in progress, the rows reached stay
+// in the CSV and the exit status is 130. Process-wide by nature, so a global.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+/// Installs on_interrupt for the duration of one run and restores what was there.
+struct InterruptScope {
+  using Handler = void (*)(int);
+  Handler old_int, old_term;
+  InterruptScope() {
+    g_interrupted.store(false);
+    old_int = std::signal(SIGINT, on_interrupt);
+    old_term = std::signal(SIGTERM, on_interrupt);
+  }
+  ~InterruptScope() {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+};
 
 /// "Euler, Heun, ..., auto": every name --method accepts.
 std::string method_names() {
@@ -835,7 +858,8 @@ void print_simulate_help(std::FILE* out) {
       "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
       "run (rows up to then are kept) with a message naming it and the time.\n"
       "\n"
-      "exit status: 0 ok, 1 invalid input, failed solve or failed write, 2 usage error\n",
+      "exit status: 0 ok, 1 invalid input, failed solve or failed write, 2 usage error,\n"
+      "             130 interrupted (Ctrl-C or SIGTERM: the rows reached are kept, the CSV is valid)\n",
       out);
 }
 
@@ -894,6 +918,8 @@ int run_simulate(Args args) {
     const std::string started_at = utc_now();
     const auto started = std::chrono::steady_clock::now();
     try {
+      InterruptScope interrupt;
+      s.options.stop = &g_interrupted;
       traj = exec::simulate(system, s.options);
     } catch (const Error& e) {
       if (e.diagnostic().code != "output_write_failed") csv.discard();
@@ -952,6 +978,11 @@ int run_simulate(Args args) {
       // The message starts with the return code's name and the time it stopped.
       const std::string last = traj.rows > 0 ? "last output at t = " + format_number(traj.last_time)
                                              : std::string("no output rows written");
+      if (traj.code == method::ReturnCode::Interrupted) {
+        std::fprintf(stderr, "esi simulate: interrupted (%s); the rows reached are in the output\n",
+                     last.c_str());
+        return kExitInterrupted;
+      }
       std::fprintf(stderr, "%s: error[solve_failed]: the run stopped (%s): %s\n", s.file.c_str(),
                    last.c_str(), traj.message.c_str());
       // A relative tolerance near the double precision unit roundoff cannot be met: steps

@@ -153,6 +153,12 @@ class Driver {
         break;
       }
       if (!handle_crossing()) handle_step_end();
+      if (!stopped_ && o_.stop && o_.stop->load(std::memory_order_relaxed) && integrator_->t() < o_.t1) {
+        if (out_.rows == 0 || out_.last_time != integrator_->t()) record(integrator_->t(), integrator_->u());
+        out_.code = method::ReturnCode::Interrupted;
+        out_.message = "Interrupted at t = " + number_text(integrator_->t()) + ": stopped on request (Ctrl-C)";
+        break;
+      }
     }
     out_.stats = integrator_->stats();
   }

@@ -77,6 +77,7 @@ std::string_view return_code_name(ReturnCode code) {
     case ReturnCode::NonFinite: return "NonFinite";
     case ReturnCode::LinearSolveFailed: return "LinearSolveFailed";
     case ReturnCode::InvalidOptions: return "InvalidOptions";
+    case ReturnCode::Interrupted: return "Interrupted";
   }
   return "Unknown";
 }

@@ -26,6 +26,8 @@
 // method's ReturnCode and message, with every output recorded up to the failure.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -64,6 +66,10 @@ struct SimulateOptions {
   /// needs no memory per row). `on_columns` is called once with the names before any row. A
   /// callback may throw (e.g. a failed write); the exception ends the run and propagates.
   std::function<void(const std::vector<std::string>& names)> on_columns;
+  /// When set and true (e.g. from a SIGINT handler), the run stops after the step in progress:
+  /// the state reached is recorded as one last row and the trajectory ends with
+  /// ReturnCode::Interrupted.
+  const std::atomic<bool>* stop = nullptr;
   std::function<void(double t, std::span<const double> row)> on_row;
 };
 

@@ -90,6 +90,7 @@ enum class ReturnCode {
   NonFinite,         ///< non-finite values persisted down to dt_min
   LinearSolveFailed, ///< singular iteration matrix persisted down to dt_min
   InvalidOptions,    ///< e.g. a fixed-step method without dt_initial, an IMEX method without rhs_split
+  Interrupted,       ///< the caller asked the run to stop (Ctrl-C); what it reached is kept
 };
 std::string_view return_code_name(ReturnCode code);
 

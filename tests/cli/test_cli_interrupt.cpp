@@ -1,0 +1,63 @@
+// Ctrl-C during `esi simulate`: the run stops after the step in progress with exit status
+// 130, and the CSV holds every row reached as complete lines (a valid file), the last one at
+// the time the run was stopped; the sidecar says Interrupted.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/run_esi.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+TEST(CliInterrupt, SigintEndsTheRunWithAValidCsvAndStatus130) {
+  if (std::system("command -v timeout >/dev/null 2>&1") != 0) GTEST_SKIP() << "no timeout(1)";
+  esi::testing::TempDir dir;
+  // 5000 decaying cells, Euler at dt = 1e-3 over 10^3 s (10^6 steps of 5000 cells): far longer
+  // than the test waits.
+  const auto model = dir.write("decay.esm", R"({"esm": "1.0.0", "metadata": {"name": "d"},
+    "index_sets": {"i": {"kind": "interval", "size": 5000}},
+    "models": {"D": {"variables": {"x": {"type": "unknown", "shape": ["i"], "default": 1.0},
+                                   "k": {"type": "parameter", "default": 1e-3}},
+                     "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                                    "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})");
+  const auto csv = dir.path() / "out.csv";
+  const auto err = dir.path() / "err.txt";
+  const auto r = esi::testing::run_esi(
+      "timeout", {"--preserve-status", "-s", "INT", "1.5", ESI_BINARY, "simulate", model.string(), "--tspan", "0",
+                  "1e3", "--saveat", "1", "--method", "Euler", "--dt", "1e-3", "--output", csv.string()},
+      err);
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+  const std::string text = esi::testing::read_all(csv);
+  ASSERT_FALSE(text.empty());
+  ASSERT_EQ(text.back(), '\n');  // no half-written line
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.substr(0, 9), "t,D.x[1],");
+  double last_t = -1, rows = 0;
+  while (std::getline(lines, line)) {
+    const auto comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    const double t = std::stod(line.substr(0, comma));
+    const double x = std::stod(line.substr(comma + 1, line.find(',', comma + 1) - comma - 1));
+    EXPECT_GT(t, last_t);
+    EXPECT_NEAR(x, std::exp(-1e-3 * t), 1e-6);  // Euler's error at this step is far below
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 5000) << "a complete row";
+    last_t = t;
+    ++rows;
+  }
+  EXPECT_GT(rows, 2);
+  EXPECT_LT(last_t, 1e3);
+  const auto sidecar = nlohmann::json::parse(esi::testing::read_all(dir.path() / "out.csv.json"));
+  EXPECT_NE(sidecar.dump().find("Interrupted"), std::string::npos);
+}
+
+}  // namespace
