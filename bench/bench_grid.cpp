@@ -9,12 +9,14 @@
 //                      same state vector; effective bandwidth = bytes of y read + dy written.
 //                      setup_s: load + flatten + compile_grid (+ loading the cached native code;
 //                      the first native run compiles every program with g++ into
-//                      $ESI_CACHE_DIR, here <tmp>/esi_bench_grid_native: minutes, see RESULTS.md).
+//                      $ESI_CACHE_DIR, here <tmp>/esi_bench_grid_native: seconds, see RESULTS.md).
+//                      Loop timings are this thread's CPU time (the machine may be shared).
 //   BM_PpmLon/way      the zonal PPM flux divergence on the interior cells (i = 4..NLON-3) of a
-//                      72x46x72 grid three ways on the same data: 0 the region program (tape),
+//                      72x46x72 grid on the same data: 0 the region program (tape),
 //                      1 its native code, 2 a hand-written loop of the same arithmetic, 3 a
 //                      hand-written loop that computes each face flux once (one flux per face
-//                      instead of two per cell: what the template cannot express). Before
+//                      instead of two per cell: what the template cannot express), 4 and 5
+//                      the same two with the template's ifelse as selects, not branches. Before
 //                      timing, the hand loops are checked against the region program cell by
 //                      cell; a mismatch skips the benchmark with an error.
 #ifdef ESI_BENCH_KERNEL
@@ -341,14 +343,17 @@ void BM_PpmLon(benchmark::State& state) {
     return;
   }
   const std::size_t interior = static_cast<std::size_t>(kPpmLon - 6) * kPpmLat * kPpmLev;
-  std::vector<double> region(interior, NAN), hand(interior, NAN), faces(interior, NAN);
+  std::vector<double> region(interior, NAN), hand(interior, NAN), faces(interior, NAN), hand_sel(interior, NAN),
+      faces_sel(interior, NAN);
   esi::kernel::grid_rhs_tile(c.region.gp, c.region.ws, 0.0, c.tile, c.tile_states, region);
   esi::ppm::lon_tendency_interior(c.grid, hand);
   esi::ppm::lon_tendency_interior_by_face(c.grid, faces);
+  esi::ppm::lon_tendency_interior<true>(c.grid, hand_sel);
+  esi::ppm::lon_tendency_interior_by_face<true>(c.grid, faces_sel);
   double max_rel = 0;
   std::size_t differ = 0, nonzero = 0;
   for (std::size_t i = 0; i < interior; ++i) {
-    for (double h : {hand[i], faces[i]}) {
+    for (double h : {hand[i], faces[i], hand_sel[i], faces_sel[i]}) {
       if (h != region[i]) ++differ;
       const double scale = std::max(std::abs(region[i]), 1e-300);
       max_rel = std::max(max_rel, std::abs(h - region[i]) / scale);
@@ -362,12 +367,17 @@ void BM_PpmLon(benchmark::State& state) {
     return;
   }
   double s = 0;
-  std::vector<double>& out = way <= 1 ? region : way == 2 ? hand : faces;
+  std::vector<double>& out = region;
   for (auto _ : state) {
     const double start = thread_cpu_seconds();
-    if (way <= 1) esi::kernel::grid_rhs_tile(c.region.gp, c.region.ws, 0.0, c.tile, c.tile_states, out);
-    else if (way == 2) esi::ppm::lon_tendency_interior(c.grid, out);
-    else esi::ppm::lon_tendency_interior_by_face(c.grid, out);
+    switch (way) {
+      case 0:
+      case 1: esi::kernel::grid_rhs_tile(c.region.gp, c.region.ws, 0.0, c.tile, c.tile_states, out); break;
+      case 2: esi::ppm::lon_tendency_interior(c.grid, out); break;
+      case 3: esi::ppm::lon_tendency_interior_by_face(c.grid, out); break;
+      case 4: esi::ppm::lon_tendency_interior<true>(c.grid, out); break;
+      default: esi::ppm::lon_tendency_interior_by_face<true>(c.grid, out); break;
+    }
     benchmark::ClobberMemory();
     s += thread_cpu_seconds() - start;
     benchmark::DoNotOptimize(out.data());
@@ -396,6 +406,6 @@ BENCHMARK(BM_RegionFrontEnd)
 BENCHMARK(BM_RegionRhs)
     ->ArgsProduct({{16, 32, 48}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_PpmLon)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PpmLon)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
 
 #endif  // ESI_BENCH_KERNEL

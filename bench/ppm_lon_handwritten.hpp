@@ -67,15 +67,47 @@ inline double limit_left(double ql, double qr, double qi) {
   return ql;
 }
 
+// The same three templates with both arms computed and one selected (what the region program's
+// ifelse does), so the compiler can use masks instead of branches that rough data mispredicts.
+inline double slope_mono_select(double am, double a0, double ap, double dm, double d0, double dp) {
+  const double bound = 2 * vmin(std::abs(a0 - am), std::abs(ap - a0));
+  const double limited = vmax(-bound, vmin(bound, slope(am, a0, ap, dm, d0, dp)));
+  return (((ap - a0) * (a0 - am)) > 0) ? limited : 0.0;
+}
+
+inline double edge_mono_select(double am, double a0, double ap, double app, double dm, double d0, double dp,
+                               double dpp) {
+  return edge_core(a0, ap, dm, d0, dp, dpp, slope_mono_select(am, a0, ap, dm, d0, dp),
+                   slope_mono_select(a0, ap, app, d0, dp, dpp));
+}
+
+inline double limit_right_select(double ql, double qr, double qi) {
+  const double steep = (-((qr - ql) * (qr - ql)) > ((qr - ql) * (6 * (qi - ((1.0 / 2) * (ql + qr)))))) ? (3 * qi) - (2 * ql) : qr;
+  return (((qr - qi) * (qi - ql)) <= 0) ? qi : steep;
+}
+
+inline double limit_left_select(double ql, double qr, double qi) {
+  const double steep = (((qr - ql) * (6 * (qi - ((1.0 / 2) * (ql + qr))))) > ((qr - ql) * (qr - ql))) ? (3 * qi) - (2 * qr) : ql;
+  return (((qr - qi) * (qi - ql)) <= 0) ? qi : steep;
+}
+
 /// ppmflux_lev_face_flux with a uniform width d: the donor-cell PPM endpoint times the face
 /// velocity w; a[0..5] = aL2, aL1, aC, aRc, aR1, aR2.
+/// Select: the ifelse templates as selects instead of branches (same values).
+template <bool Select = false>
 inline double face_flux(const double* a, double w, double d) {
-  // ppmflux_lev_cell_aR of the window a[0..4] (centre a[2])
-  const double aR = limit_right(edge_mono(a[0], a[1], a[2], a[3], d, d, d, d),
-                                edge_mono(a[1], a[2], a[3], a[4], d, d, d, d), a[2]);
-  // ppmflux_lev_cell_aL of the window a[1..5] (centre a[3])
-  const double aL = limit_left(edge_mono(a[1], a[2], a[3], a[4], d, d, d, d),
-                               edge_mono(a[2], a[3], a[4], a[5], d, d, d, d), a[3]);
+  double aR, aL;
+  if constexpr (Select) {
+    aR = limit_right_select(edge_mono_select(a[0], a[1], a[2], a[3], d, d, d, d),
+                            edge_mono_select(a[1], a[2], a[3], a[4], d, d, d, d), a[2]);
+    aL = limit_left_select(edge_mono_select(a[1], a[2], a[3], a[4], d, d, d, d),
+                           edge_mono_select(a[2], a[3], a[4], a[5], d, d, d, d), a[3]);
+  } else {
+    // ppmflux_lev_cell_aR of the window a[0..4] (centre a[2])
+    aR = limit_right(edge_mono(a[0], a[1], a[2], a[3], d, d, d, d), edge_mono(a[1], a[2], a[3], a[4], d, d, d, d), a[2]);
+    // ppmflux_lev_cell_aL of the window a[1..5] (centre a[3])
+    aL = limit_left(edge_mono(a[1], a[2], a[3], a[4], d, d, d, d), edge_mono(a[2], a[3], a[4], a[5], d, d, d, d), a[3]);
+  }
   return vmax(w, 0) * aR + vmin(w, 0) * aL;
 }
 
@@ -88,6 +120,7 @@ inline std::size_t at(const LonGrid& g, int nx, int i, int j, int k) {
 
 /// dq/dt = -D(Mx q, wrt lon) on the interior cells, as ppmflux_D_lon_interior writes it: two
 /// face fluxes per cell. `out` holds the interior box (i = 4..NLON-3, every j, k), i fastest.
+template <bool Select = false>
 inline void lon_tendency_interior(const LonGrid& g, std::span<double> out) {
   const double d = g.dlon_deg;
   std::size_t o = 0;
@@ -97,12 +130,14 @@ inline void lon_tendency_interior(const LonGrid& g, std::span<double> out) {
       const double* mx = g.mx.data() + detail::at(g, g.nlon + 1, 1, j, k) - 1;  // mx[i] = face i
       const double metric = g.metric[static_cast<std::size_t>(j - 1)];
       for (int i = 4; i <= g.nlon - 3; ++i)
-        out[o++] = -(metric * (detail::face_flux(q + i - 2, mx[i + 1], d) - detail::face_flux(q + i - 3, mx[i], d)));
+        out[o++] = -(metric * (detail::face_flux<Select>(q + i - 2, mx[i + 1], d) -
+                               detail::face_flux<Select>(q + i - 3, mx[i], d)));
     }
 }
 
 /// The same tendency with each face flux computed once (faces 4 .. NLON-2 of a row): what a
 /// hand-written model does, and what a per-cell template cannot say. Same values bit for bit.
+template <bool Select = false>
 inline void lon_tendency_interior_by_face(const LonGrid& g, std::span<double> out) {
   const double d = g.dlon_deg;
   std::vector<double> flux(static_cast<std::size_t>(g.nlon) + 2);
@@ -112,7 +147,7 @@ inline void lon_tendency_interior_by_face(const LonGrid& g, std::span<double> ou
       const double* q = g.q.data() + detail::at(g, g.nlon, 1, j, k) - 1;
       const double* mx = g.mx.data() + detail::at(g, g.nlon + 1, 1, j, k) - 1;
       const double metric = g.metric[static_cast<std::size_t>(j - 1)];
-      for (int f = 4; f <= g.nlon - 2; ++f) flux[f] = detail::face_flux(q + f - 3, mx[f], d);
+      for (int f = 4; f <= g.nlon - 2; ++f) flux[f] = detail::face_flux<Select>(q + f - 3, mx[f], d);
       for (int i = 4; i <= g.nlon - 3; ++i) out[o++] = -(metric * (flux[i + 1] - flux[i]));
     }
 }

@@ -1,7 +1,8 @@
 // The hand-written zonal PPM loop that bench/bench_grid.cpp (BM_PpmLon) times against the region
 // program computes the same values: on the interior cells of the zonal-only transport_3d document
 // both hand loops (two face fluxes per cell as the template writes it, and one flux per face)
-// equal the region program's tendency bit for bit, on a rough q that takes every limiter branch
+// equal the region program's tendency bit for bit (each with the templates' ifelse as branches
+// and as selects), on a rough q that takes every limiter branch
 // and both wind signs. Without that, the bench's tape/hand ratio would compare different work.
 #include <cmath>
 #include <filesystem>
@@ -79,14 +80,19 @@ TEST(PpmHandwritten, EqualsTheRegionProgramOnInteriorCellsBitwise) {
   const std::vector<double> states = esi::kernel::grid_tile_states(zonal.gp, tile, zonal.y);
   ASSERT_EQ(states, zonal.y);  // the interior's halo reaches both walls
   const std::size_t interior = static_cast<std::size_t>(nx - 6) * ny * nz;
-  std::vector<double> expect(interior, NAN), by_cell(interior, NAN), by_face(interior, NAN);
+  std::vector<double> expect(interior, NAN), by_cell(interior, NAN), by_face(interior, NAN),
+      by_cell_select(interior, NAN), by_face_select(interior, NAN);
   esi::kernel::grid_rhs_tile(zonal.gp, zonal.ws, 0.0, tile, states, expect);
   esi::ppm::lon_tendency_interior(g, by_cell);
   esi::ppm::lon_tendency_interior_by_face(g, by_face);
+  esi::ppm::lon_tendency_interior<true>(g, by_cell_select);
+  esi::ppm::lon_tendency_interior_by_face<true>(g, by_face_select);
   std::size_t nonzero = 0;
   for (std::size_t c = 0; c < interior; ++c) {
     ASSERT_EQ(by_cell[c], expect[c]) << "interior cell " << c;
     ASSERT_EQ(by_face[c], expect[c]) << "interior cell " << c;
+    ASSERT_EQ(by_cell_select[c], expect[c]) << "interior cell " << c;
+    ASSERT_EQ(by_face_select[c], expect[c]) << "interior cell " << c;
     nonzero += expect[c] != 0;
   }
   EXPECT_GT(nonzero, interior * 9 / 10);
