@@ -21,6 +21,8 @@
 // column, or, with `--members`, every member's rows (a leading `member` column).
 #ifdef ESI_HAVE_EXEC  // built only when the exec module exists
 #include <algorithm>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -917,6 +919,24 @@ int run_simulate(Args args) {
     exec::Trajectory traj;
     const std::string started_at = utc_now();
     const auto started = std::chrono::steady_clock::now();
+    // A progress line on a terminal for runs longer than a second (model time, share of the
+    // span, wall time, an estimate of what is left), redrawn at most 5 times a second.
+    const bool terminal = !s.quiet && ::isatty(STDERR_FILENO) != 0;
+    bool progress_shown = false;
+    auto last_draw = std::chrono::steady_clock::now();
+    if (terminal)
+      s.options.on_step = [&, span = s.options.t1 - s.options.t0](double t) {
+        const auto now = std::chrono::steady_clock::now();
+        const double wall = std::chrono::duration<double>(now - started).count();
+        if (wall < 1.0 || std::chrono::duration<double>(now - last_draw).count() < 0.2) return;
+        last_draw = now;
+        const double done = span > 0 ? (t - s.options.t0) / span : 1.0;
+        const double left = done > 0 ? wall * (1.0 - done) / done : 0.0;
+        std::fprintf(stderr, "\resi simulate: t = %s of %s (%.1f%%), %.1f s, about %.0f s left   ",
+                     format_number(t).c_str(), format_number(s.options.t1).c_str(), 100.0 * done, wall, left);
+        std::fflush(stderr);
+        progress_shown = true;
+      };
     try {
       InterruptScope interrupt;
       s.options.stop = &g_interrupted;
@@ -925,6 +945,7 @@ int run_simulate(Args args) {
       if (e.diagnostic().code != "output_write_failed") csv.discard();
       throw;
     }
+    if (progress_shown) std::fprintf(stderr, "\r\033[K");  // clear the progress line
     csv.close();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const nlohmann::json report = run_report(s, traj, wall);

@@ -153,6 +153,7 @@ class Driver {
         break;
       }
       if (!handle_crossing()) handle_step_end();
+      if (o_.on_step) o_.on_step(integrator_->t());
       if (!stopped_ && o_.stop && o_.stop->load(std::memory_order_relaxed) && integrator_->t() < o_.t1) {
         if (out_.rows == 0 || out_.last_time != integrator_->t()) record(integrator_->t(), integrator_->u());
         out_.code = method::ReturnCode::Interrupted;

@@ -151,7 +151,6 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
     GridStage stage;
     stage.kind = eq.kind;
     stage.extents = eq.extents;
-    stage.radius.assign(eq.extents.size(), 0);
     for (const auto& t : eq.targets) stage.targets.push_back(array_index.at(t));
     std::map<std::vector<NodeId>, std::size_t> block_of;
     std::set<std::size_t> observed_reads;
@@ -188,14 +187,9 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
             const GridArray& ga = gp.arrays[a->second];
             if (ga.kind == GridArray::Kind::State) state_direct = true;
             if (ga.kind == GridArray::Kind::Observed) observed_reads.insert(a->second);
-            for (std::size_t d = 0; d < in.axis.size(); ++d)
-              if (in.axis[d] >= 0 && static_cast<std::size_t>(in.axis[d]) < stage.radius.size())
-                stage.radius[in.axis[d]] = std::max(stage.radius[in.axis[d]], std::abs(in.offset[d]));
           }
-        } else if (name == "t" || sys.pool.node(sym).op != expr::Op::Symbol) {
-          continue;
         } else {
-          continue;  // a scalar parameter (or t): the program reads it itself
+          continue;  // a scalar parameter or t: the program reads it itself
         }
         co.cell_inputs.push_back(name);
         inputs.push_back(std::move(in));

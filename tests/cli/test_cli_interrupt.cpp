@@ -61,3 +61,39 @@ TEST(CliInterrupt, SigintEndsTheRunWithAValidCsvAndStatus130) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliProgress, ATerminalSeesAProgressLineOnLongRunsAndAFileDoesNot) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) for a pseudo-terminal";
+  esi::testing::TempDir dir;
+  const auto model = dir.write("decay.esm", R"({"esm": "1.0.0", "metadata": {"name": "d"},
+    "index_sets": {"i": {"kind": "interval", "size": 2000}},
+    "models": {"D": {"variables": {"x": {"type": "unknown", "shape": ["i"], "default": 1.0},
+                                   "k": {"type": "parameter", "default": 1e-3}},
+                     "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                                    "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})");
+  const auto csv = dir.path() / "out.csv";
+  // A run of a few seconds: Euler over 3e5 steps of 2000 cells.
+  const std::string run = esi::testing::shell_quote(ESI_BINARY) + " simulate " +
+                          esi::testing::shell_quote(model.string()) +
+                          " --tspan 0 300 --saveat 10 --method Euler --dt 1e-3 --output " +
+                          esi::testing::shell_quote(csv.string());
+  const auto tty = dir.path() / "tty.txt";
+  ASSERT_EQ(std::system(("script -qefc " + esi::testing::shell_quote(run) + " " +
+                         esi::testing::shell_quote(tty.string()) + " >/dev/null 2>&1").c_str()),
+            0);
+  const std::string seen = esi::testing::read_all(tty);
+  const auto at = seen.find("\resi simulate: t = ");
+  ASSERT_NE(at, std::string::npos) << seen;
+  EXPECT_NE(seen.find("of 300 ("), std::string::npos);
+  // Without a terminal (stderr to a file) no progress line.
+  const auto err = dir.path() / "err.txt";
+  const auto r = esi::testing::run_esi(ESI_BINARY, {"simulate", model.string(), "--tspan", "0", "300", "--saveat", "10",
+                                                    "--method", "Euler", "--dt", "1e-3", "--output", csv.string()},
+                                       err);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("\r"), std::string::npos);
+}
+
+}  // namespace

@@ -70,6 +70,9 @@ struct SimulateOptions {
   /// the state reached is recorded as one last row and the trajectory ends with
   /// ReturnCode::Interrupted.
   const std::atomic<bool>* stop = nullptr;
+  /// Called after every accepted step with the time reached (a progress display); keep it
+  /// cheap, it runs once per step.
+  std::function<void(double t)> on_step;
   std::function<void(double t, std::span<const double> row)> on_row;
 };
 

@@ -72,8 +72,6 @@ struct GridStage {
   std::vector<std::int64_t> extents;
   std::vector<GridBlock> blocks;
   bool reads_state = true;  ///< Observed: false = computed once per parameter set
-  /// Per output axis, the largest |offset| at which it reads another array along that axis.
-  std::vector<std::int64_t> radius;
 };
 
 struct GridProgram {
