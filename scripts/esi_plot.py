@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Renders the plots `esi analyze` describes, with matplotlib's Agg backend (no display).
 
-usage: esi_plot.py PLOTS.json
+usage: esi_plot.py [--quiet-missing] PLOTS.json
 
 PLOTS.json is {"dir": FOLDER, "plots": [...]}, each plot as exec::plot_data writes it:
 line / scatter {id, type, title, xlabel, ylabel, lines: [{label, x, y}]}, heatmap {id, type,
@@ -9,7 +9,8 @@ title, xlabel, ylabel, zlabel, x, y, z (one row per y), xscale, yscale}; a plot 
 is not drawn. Each drawn plot becomes FOLDER/<file>.png and FOLDER/<file>.svg (file: the
 plot id made safe as a file name).
 
-Exit status: 0 done, 4 matplotlib is not installed (the message says so), 1 bad input.
+Exit status: 0 done, 4 matplotlib is not installed (the message says so unless
+--quiet-missing: esi then tries another interpreter and reports the reason itself), 1 bad input.
 """
 import json
 import math
@@ -22,15 +23,20 @@ def number(v):
 
 
 def main(argv):
+    quiet_missing = len(argv) > 1 and argv[1] == "--quiet-missing"
+    if quiet_missing:
+        argv = argv[:1] + argv[2:]
     if len(argv) != 2:
-        print("usage: esi_plot.py PLOTS.json", file=sys.stderr)
+        print("usage: esi_plot.py [--quiet-missing] PLOTS.json", file=sys.stderr)
         return 1
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        print(f"matplotlib is not installed ({e}); install python3-matplotlib", file=sys.stderr)
+        if not quiet_missing:
+            print(f"matplotlib is not installed ({e}); install python3-matplotlib",
+                  file=sys.stderr)
         return 4
     with open(argv[1], encoding="utf-8") as f:
         spec = json.load(f)

@@ -91,7 +91,8 @@ void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
 std::string run_plot_script(const std::string& python, const std::string& script, const std::string& json_path,
                             bool& no_matplotlib) {
   no_matplotlib = false;
-  std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>(script.c_str()),
+  std::string quiet = "--quiet-missing";  // esi says why the plots were skipped, once
+  std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>(script.c_str()), quiet.data(),
                           const_cast<char*>(json_path.c_str()), nullptr};
   pid_t pid = 0;
   if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0)

@@ -233,6 +233,46 @@ TEST_F(Analyze, PlotOfAnUnknownVariableIsLocated) {
   EXPECT_NE(r.err.find("/models/Box/analyses/0/plots/0/y/variable"), std::string::npos) << r.err;
 }
 
+TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
+  // dx/dt = s - k x, x(0) = 2: x(1) = s/k + (2 - s/k) exp(-k).
+  const std::string doc = write("heat.esm", R"({
+  "esm": "0.1.0", "metadata": {"name": "Heat"},
+  "models": {"Box": {
+    "variables": {"x": {"type": "unknown", "default": 2.0},
+                  "k": {"type": "parameter", "default": 1.0}, "s": {"type": "parameter", "default": 0.0}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                   "rhs": {"op": "-", "args": ["s", {"op": "*", "args": ["k", "x"]}]}}],
+    "analyses": [{"id": "grid", "time_span": {"start": 0, "end": 1},
+      "parameter_sweep": {"type": "cartesian", "dimensions": [
+        {"parameter": "k", "range": {"start": 1, "stop": 4, "count": 3, "scale": "log"}},
+        {"parameter": "s", "values": [0, 1]}]},
+      "plots": [{"id": "h", "type": "heatmap", "x": {"variable": "k"}, "y": {"variable": "s"},
+                 "value": {"variable": "x", "reduce": "final"}}]}]}}})");
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json h = json::parse(esi::testing::read_all(out / "grid" / "plots.json"))["plots"][0];
+  ASSERT_EQ(h["x"].size(), 3u);  // log range: 1, 2, 4 (the ends exactly as authored)
+  EXPECT_EQ(h["x"][0].get<double>(), 1.0);
+  EXPECT_NEAR(h["x"][1].get<double>(), 2.0, 1e-15);
+  EXPECT_EQ(h["x"][2].get<double>(), 4.0);
+  ASSERT_EQ(h["y"], json({0.0, 1.0}));
+  EXPECT_EQ(h["xscale"], "log");
+  for (int iy = 0; iy < 2; ++iy)
+    for (int ix = 0; ix < 3; ++ix) {
+      const double k = h["x"][ix], src = h["y"][iy];
+      EXPECT_NEAR(h["z"][iy][ix].get<double>(), src / k + (2 - src / k) * std::exp(-k), 1e-6) << k << " " << src;
+    }
+  // Sweep order: the last dimension (s) varies fastest.
+  const auto runs = lines_of(esi::testing::read_all(out / "grid" / "runs.csv"));
+  ASSERT_EQ(runs.size(), 7u);
+  EXPECT_EQ(runs[1].substr(0, 6), "1,1,0,");
+  EXPECT_EQ(runs[2].substr(0, 6), "2,1,1,");
+  EXPECT_EQ(runs[3].substr(0, 2), "3,");
+  EXPECT_EQ(runs[3].substr(runs[3].find(",run_") - 2, 7), ",0,run_");
+}
+
 TEST_F(Analyze, UsageErrors) {
   EXPECT_EQ(run({"analyze"}).status, 2);
   EXPECT_EQ(run({"analyze", "x.esm", "--jobs", "0"}).status, 2);
