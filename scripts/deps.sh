@@ -12,6 +12,7 @@ packages=(
   libsundials-dev         # --method CVODE_BDF (src/method/cvode_solver.cpp; KLU for large
                           # systems) and the SUNDIALS peer in bench/bench_stiff.cpp
   clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
+  python3-matplotlib      # `esi analyze` renders plots with scripts/esi_plot.py (optional at run time)
 )
 
 # One dpkg-query for all of them; packages dpkg has never heard of are simply absent from its

@@ -52,6 +52,9 @@ void print_check_help(std::FILE* out);
 /// `esi sample FILE --energy NAME --rows R --steps K --step-size ETA --temperature T ...`
 int run_sample(Args args);
 void print_sample_help(std::FILE* out);
+/// `esi analyze FILE [--component C] [--analysis ID] [--out DIR] [--jobs N]`
+int run_analyze(Args args);
+void print_analyze_help(std::FILE* out);
 #endif
 
 /// Runs one command line (argv without the program name) and returns its exit status. Input

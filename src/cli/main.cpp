@@ -37,6 +37,8 @@ void print_help(std::FILE* out) {
       "  check [--json] [--jobs N] FILE_OR_DIR...   run the inline tests of documents\n"
       "  sample FILE --energy E --rows R --steps K ...  Langevin chains on an energy (see\n"
       "                                             'esi help sample')\n"
+      "  analyze FILE [--out DIR] [--jobs N]        run a document's inline analyses: CSV per\n"
+      "                                             run, plots, index.html (see 'esi help analyze')\n"
 #endif
       "  help [COMMAND]                             show this help or a command's help\n"
       "\n"
@@ -79,6 +81,10 @@ int run_help(Args args) {
     print_sample_help(stdout);
     return kExitOk;
   }
+  if (args[0] == "analyze") {
+    print_analyze_help(stdout);
+    return kExitOk;
+  }
 #endif
   if (args[0] == "help") {
     print_help(stdout);
@@ -103,6 +109,7 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "simulate") return run_simulate(rest);
   if (command == "check") return run_check(rest);
   if (command == "sample") return run_sample(rest);
+  if (command == "analyze") return run_analyze(rest);
 #endif
   if (command == "help" || command == "-h" || command == "--help") return run_help(rest);
   if (command == "--version" || command == "version") {

@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/csv.hpp"
 #include "cli/params.hpp"
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
@@ -432,101 +433,6 @@ std::string flat_target(const esm::System& sys, const std::string& name) {
       if (ends_with_segment(v.name, name)) return v.name;
   return name;
 }
-
-// ---- CSV output ----
-
-/// A CSV field per RFC 4180: quoted, with quotes doubled, when it holds a comma, a quote or a
-/// line break.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-/// The output file, opened before the run; every write is checked and a failure throws
-/// `output_write_failed` (which ends the run).
-class CsvWriter {
- public:
-  explicit CsvWriter(const std::string& path) : path_(path) {
-    if (path == "-") {  // standard output, as Unix tools spell it
-      file_ = stdout;
-      to_stdout_ = true;
-      return;
-    }
-    std::error_code ec;
-    existed_ = std::filesystem::exists(path, ec);
-    file_ = std::fopen(path.c_str(), "w");
-    if (file_ == nullptr)
-      throw Error("output_not_writable", path, "", std::string("cannot open the output file for writing: ") +
-                                                       std::strerror(errno));
-  }
-  CsvWriter(const CsvWriter&) = delete;
-  CsvWriter& operator=(const CsvWriter&) = delete;
-  ~CsvWriter() {
-    if (file_ != nullptr && !to_stdout_) std::fclose(file_);
-  }
-
-  void header(const std::vector<std::string>& names, const std::string& first = "t") {
-    std::string line = first;
-    for (const std::string& n : names) line += "," + csv_field(n);
-    put(line + "\n");
-  }
-
-  /// Numbers in their shortest round-trip spelling (4e-06, not 3.9999999999999998e-06).
-  void row(double t, std::span<const double> values) {
-    line_.clear();
-    append_number(t);
-    for (double v : values) {
-      line_ += ',';
-      append_number(v);
-    }
-    line_ += '\n';
-    put(line_);
-  }
-
-  /// Flushes and closes; a failure (a full disk shows here at the latest) throws.
-  void close() {
-    std::FILE* f = file_;
-    file_ = nullptr;
-    if (to_stdout_) {
-      if (std::fflush(f) != 0 || std::ferror(f) != 0) fail(errno);
-      return;
-    }
-    const bool flushed = std::fflush(f) == 0 && std::ferror(f) == 0;
-    const int flush_errno = errno;
-    if (std::fclose(f) != 0 || !flushed) fail(flushed ? errno : flush_errno);
-  }
-
-  /// After an input error before any row: a file this run created holds nothing useful.
-  void discard() {
-    if (to_stdout_) return;
-    if (file_ != nullptr) std::fclose(file_);
-    file_ = nullptr;
-    std::error_code ec;
-    if (!existed_ && std::filesystem::is_regular_file(path_, ec)) std::filesystem::remove(path_, ec);
-  }
-
- private:
-  void append_number(double x) {
-    char buf[32];
-    const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
-    line_.append(buf, end);
-  }
-  void put(const std::string& text) {
-    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail(errno);
-  }
-  [[noreturn]] void fail(int error) {
-    throw Error("output_write_failed", path_, "",
-                std::string("writing the output file failed: ") + std::strerror(error));
-  }
-
-  std::string path_;
-  std::FILE* file_ = nullptr;
-  bool to_stdout_ = false;
-  bool existed_ = false;
-  std::string line_;
-};
 
 /// The lowest value each state reached over the output rows, and when: a state that goes
 /// negative beyond the absolute tolerance usually means the tolerances are too loose for it.

@@ -16,9 +16,42 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/check.hpp"
 #include "esi/exec/simulate.hpp"
+#include "exec/local_names.hpp"
 
 namespace esi::exec {
+
+namespace detail {
+
+/// Resolves a name authored in component `scope` to a flat name (§6.6.2 override-key rules):
+/// the scoped name under the component, an exact flat name, or a unique trailing segment.
+std::string resolve_local(const esm::System& sys, const std::string& scope, const std::string& key,
+                          const std::string& file, const std::string& pointer) {
+  std::vector<std::string> all;
+  for (const auto* list : {&sys.states, &sys.observed, &sys.algebraic, &sys.parameters})
+    for (const auto& v : *list) all.push_back(v.name);
+  const auto has = [&](const std::string& n) { return std::find(all.begin(), all.end(), n) != all.end(); };
+  if (has(scope + "." + key)) return scope + "." + key;
+  if (has(key)) return key;
+  std::vector<std::string> hits;
+  if (key.find('.') == std::string::npos)
+    for (const auto& n : all)
+      if (n.size() > key.size() && n.compare(n.size() - key.size(), key.size(), key) == 0 &&
+          n[n.size() - key.size() - 1] == '.')
+        hits.push_back(n);
+  if (hits.size() == 1) return hits[0];
+  if (hits.empty())
+    throw Error("unknown_override", file, pointer,
+                "'" + key + "' names no variable of component '" + scope + "'");
+  std::string list;
+  for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
+  throw Error("ambiguous_override", file, pointer, "'" + key + "' matches several variables: " + list);
+}
+
+}  // namespace detail
+
 namespace {
+
+using detail::resolve_local;
 
 using nlohmann::json;
 
@@ -49,31 +82,6 @@ bool within(double actual, double expected, const Tolerance& tol) {
   if (std::isnan(diff)) return false;
   if (tol.abs && diff <= *tol.abs) return true;
   return tol.rel && diff / std::max(std::abs(expected), 1e-300) <= *tol.rel;
-}
-
-/// Resolves a name authored in component `scope` to a flat name (§6.6.2 override-key rules):
-/// the scoped name under the component, an exact flat name, or a unique trailing segment.
-std::string resolve_local(const esm::System& sys, const std::string& scope, const std::string& key,
-                          const std::string& file, const std::string& pointer) {
-  std::vector<std::string> all;
-  for (const auto* list : {&sys.states, &sys.observed, &sys.algebraic, &sys.parameters})
-    for (const auto& v : *list) all.push_back(v.name);
-  const auto has = [&](const std::string& n) { return std::find(all.begin(), all.end(), n) != all.end(); };
-  if (has(scope + "." + key)) return scope + "." + key;
-  if (has(key)) return key;
-  std::vector<std::string> hits;
-  if (key.find('.') == std::string::npos)
-    for (const auto& n : all)
-      if (n.size() > key.size() && n.compare(n.size() - key.size(), key.size(), key) == 0 &&
-          n[n.size() - key.size() - 1] == '.')
-        hits.push_back(n);
-  if (hits.size() == 1) return hits[0];
-  if (hits.empty())
-    throw Error("unknown_override", file, pointer,
-                "'" + key + "' names no variable of component '" + scope + "'");
-  std::string list;
-  for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
-  throw Error("ambiguous_override", file, pointer, "'" + key + "' matches several variables: " + list);
 }
 
 void apply_overrides(esm::System& sys, const std::string& scope, const json& test,

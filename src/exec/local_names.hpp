@@ -1,0 +1,16 @@
+// Private to exec: resolving a name authored in one component (an override key, a swept
+// parameter, a plotted variable) to the flat name of a flattened system, by spec §6.6.2.
+#pragma once
+
+#include <string>
+
+#include "esi/esm/system.hpp"
+
+namespace esi::exec::detail {
+
+/// The scoped name under the component, an exact flat name, or a unique trailing segment of a
+/// bare key; throws `unknown_override` / `ambiguous_override` at (file, pointer) otherwise.
+std::string resolve_local(const esm::System& sys, const std::string& scope, const std::string& key,
+                          const std::string& file, const std::string& pointer);
+
+}  // namespace esi::exec::detail

@@ -1,0 +1,285 @@
+// `esi analyze`: a document's inline analyses (spec §6.7) run as a sweep, written as CSV per
+// run, plotted through scripts/esi_plot.py, listed in index.html; hostile analyses located.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/run_esi.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Result = esi::testing::CliResult;
+
+class Analyze : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("esi_analyze_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    ::unsetenv("ESI_PYTHON");
+  }
+  Result run(const std::vector<std::string>& args) const {
+    return esi::testing::run_esi(ESI_BINARY, args, dir_ / "stderr.txt");
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> fields_of(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) out.push_back(f);
+  return out;
+}
+
+/// dx/dt = -k x, x(0) = 2: x(T) = 2 exp(-k T). The analysis sweeps k over 3 values to T = 2.
+std::string decay_document(const std::string& analysis) {
+  return R"({
+  "esm": "0.1.0",
+  "metadata": {"name": "Decay"},
+  "models": {
+    "Box": {
+      "variables": {
+        "x": {"type": "unknown", "units": "mol/mol", "default": 1.0},
+        "k": {"type": "parameter", "units": "1/s", "default": 0.1}
+      },
+      "equations": [
+        {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+         "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}
+      ],
+      "analyses": [)" + analysis + R"(]
+    }
+  }
+})";
+}
+
+const char* kSweep = R"json({
+  "id": "decay_sweep",
+  "description": "Exponential decay for three rates.",
+  "initial_state": {"x": 2.0},
+  "time_span": {"start": 0, "end": 2},
+  "parameter_sweep": {"type": "cartesian",
+    "dimensions": [{"parameter": "k", "values": [0.5, 1.0, 2.0]}]},
+  "plots": [
+    {"id": "x_vs_t", "type": "line", "description": "x over time",
+     "x": {"variable": "t", "label": "time (s)"}, "y": {"variable": "x", "label": "x (mol/mol)"}},
+    {"id": "final_x", "type": "scatter", "x": {"variable": "k"}, "y": {"variable": "x"}}
+  ]
+})json";
+
+TEST_F(Analyze, SweepWritesOneCsvPerRunWithTheExactDecay) {
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double ks[] = {0.5, 1.0, 2.0};
+  for (int i = 0; i < 3; ++i) {
+    const fs::path csv = out / "decay_sweep" / ("run_000" + std::to_string(i + 1) + ".csv");
+    ASSERT_TRUE(fs::exists(csv)) << csv;
+    const auto lines = lines_of(esi::testing::read_all(csv));
+    ASSERT_EQ(lines.size(), 102u);  // header and 101 output times
+    EXPECT_EQ(lines[0], "t,Box.x");
+    EXPECT_EQ(lines[1], "0,2");      // initial_state overrides the default 1
+    const auto last = fields_of(lines.back());
+    ASSERT_EQ(last.size(), 2u);
+    EXPECT_EQ(last[0], "2");
+    EXPECT_NEAR(std::stod(last[1]), 2.0 * std::exp(-ks[i] * 2.0), 1e-6) << "k = " << ks[i];
+  }
+  const auto runs = lines_of(esi::testing::read_all(out / "decay_sweep" / "runs.csv"));
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0], "run,k,file,rows,status");
+  EXPECT_EQ(runs[1], "1,0.5,run_0001.csv,101,ok");
+  EXPECT_EQ(runs[3], "3,2,run_0003.csv,101,ok");
+  // The scatter against the swept k holds each run's final x.
+  const json plots = json::parse(esi::testing::read_all(out / "decay_sweep" / "plots.json"));
+  ASSERT_EQ(plots["plots"].size(), 2u);
+  const json& scatter = plots["plots"][1];
+  ASSERT_EQ(scatter["lines"].size(), 1u);
+  EXPECT_EQ(scatter["lines"][0]["x"], json({0.5, 1.0, 2.0}));
+  EXPECT_NEAR(scatter["lines"][0]["y"][2].get<double>(), 2.0 * std::exp(-4.0), 1e-6);
+  EXPECT_EQ(scatter["xlabel"], "k [1/s]");  // no label: the name and its units
+  const json& line = plots["plots"][0];
+  EXPECT_EQ(line["lines"].size(), 3u);
+  EXPECT_EQ(line["lines"][1]["label"], "k=1");
+  EXPECT_EQ(line["ylabel"], "x (mol/mol)");
+  EXPECT_TRUE(fs::exists(out / "index.html"));
+  EXPECT_NE(esi::testing::read_all(out / "index.html").find("Exponential decay for three rates."), std::string::npos);
+}
+
+TEST_F(Analyze, JobsDoNotChangeTheOutput) {
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);  // data only: images are compared elsewhere
+  ASSERT_EQ(run({"analyze", doc, "--out", (dir_ / "j1").string(), "--jobs", "1", "-q"}).status, 0);
+  ASSERT_EQ(run({"analyze", doc, "--out", (dir_ / "j2").string(), "--jobs", "2", "-q"}).status, 0);
+  for (const char* f : {"run_0001.csv", "run_0002.csv", "run_0003.csv", "runs.csv"})
+    EXPECT_EQ(esi::testing::read_all(dir_ / "j1" / "decay_sweep" / f),
+              esi::testing::read_all(dir_ / "j2" / "decay_sweep" / f))
+        << f;
+}
+
+TEST_F(Analyze, PlotsAreDrawnWhenMatplotlibIsThere) {
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0 &&
+      std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 with matplotlib is not installed";
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* f : {"x_vs_t.png", "x_vs_t.svg", "final_x.png", "final_x.svg"}) {
+    const fs::path p = out / "decay_sweep" / f;
+    ASSERT_TRUE(fs::exists(p)) << p;
+    EXPECT_GT(fs::file_size(p), 1000u) << p;
+  }
+  EXPECT_EQ(esi::testing::read_all(out / "decay_sweep" / "x_vs_t.png").substr(1, 3), "PNG");
+  EXPECT_NE(esi::testing::read_all(out / "index.html").find("decay_sweep/x_vs_t.png"), std::string::npos);
+}
+
+TEST_F(Analyze, WithoutPythonTheDataIsWrittenAndThePlotsAreSkipped) {
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("plots skipped"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out / "decay_sweep" / "run_0003.csv"));
+  EXPECT_FALSE(fs::exists(out / "decay_sweep" / "x_vs_t.png"));
+}
+
+TEST_F(Analyze, SingleRunWritesDataCsvAndAppliesParameters) {
+  const std::string doc = write("one.esm", decay_document(R"({
+    "id": "one", "parameters": {"k": 3.0}, "time_span": {"start": 0, "end": 1}})"));
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(run({"analyze", doc, "--out", out.string(), "-q"}).status, 0);
+  const auto lines = lines_of(esi::testing::read_all(out / "one" / "data.csv"));
+  ASSERT_EQ(lines.size(), 102u);
+  EXPECT_NEAR(std::stod(fields_of(lines.back())[1]), std::exp(-3.0), 1e-6);
+}
+
+TEST_F(Analyze, UnknownAnalysisIdIsAnError) {
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  const Result r = run({"analyze", doc, "--analysis", "nope", "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[unknown_analysis]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("known: decay_sweep"), std::string::npos) << r.err;
+}
+
+TEST_F(Analyze, SweepOverAnUnknownParameterIsLocated) {
+  const std::string doc = write("bad.esm", decay_document(R"({
+    "id": "bad", "time_span": {"start": 0, "end": 1},
+    "parameter_sweep": {"type": "cartesian", "dimensions": [{"parameter": "kk", "values": [1, 2]}]}})"));
+  const Result r = run({"analyze", doc, "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[unknown_override]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/models/Box/analyses/0/parameter_sweep/dimensions/0/parameter"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'kk'"), std::string::npos) << r.err;
+}
+
+TEST_F(Analyze, LogRangeFromZeroIsLocated) {
+  // The schema cannot say that a log-scale range needs positive ends (§6.7.3): esi does.
+  const std::string doc = write("bad.esm", decay_document(R"({
+    "id": "bad", "time_span": {"start": 0, "end": 1},
+    "parameter_sweep": {"type": "cartesian", "dimensions": [
+      {"parameter": "k", "range": {"start": 0, "stop": 1, "count": 3, "scale": "log"}}]}})"));
+  const Result r = run({"analyze", doc, "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[invalid_analysis]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/models/Box/analyses/0/parameter_sweep/dimensions/0/range/start"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Analyze, MalformedAnalysisIsRefusedWithItsPointer) {
+  // No time_span: refused by the checking pipeline (schema), like every command refuses it.
+  const std::string doc = write("bad.esm", decay_document(R"({"id": "bad"})"));
+  const Result r = run({"analyze", doc, "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("/models/Box/analyses/0"), std::string::npos) << r.err;
+}
+
+TEST_F(Analyze, PlotOfAnUnknownVariableIsLocated) {
+  const std::string doc = write("bad.esm", decay_document(R"({
+    "id": "p", "time_span": {"start": 0, "end": 1},
+    "plots": [{"id": "q", "type": "line", "x": {"variable": "t"}, "y": {"variable": "nope"}}]})"));
+  const Result r = run({"analyze", doc, "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error[invalid_plot]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/models/Box/analyses/0/plots/0/y/variable"), std::string::npos) << r.err;
+}
+
+TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
+  // dx/dt = s - k x, x(0) = 2: x(1) = s/k + (2 - s/k) exp(-k).
+  const std::string doc = write("heat.esm", R"({
+  "esm": "0.1.0", "metadata": {"name": "Heat"},
+  "models": {"Box": {
+    "variables": {"x": {"type": "unknown", "default": 2.0},
+                  "k": {"type": "parameter", "default": 1.0}, "s": {"type": "parameter", "default": 0.0}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                   "rhs": {"op": "-", "args": ["s", {"op": "*", "args": ["k", "x"]}]}}],
+    "analyses": [{"id": "grid", "time_span": {"start": 0, "end": 1},
+      "parameter_sweep": {"type": "cartesian", "dimensions": [
+        {"parameter": "k", "range": {"start": 1, "stop": 4, "count": 3, "scale": "log"}},
+        {"parameter": "s", "values": [0, 1]}]},
+      "plots": [{"id": "h", "type": "heatmap", "x": {"variable": "k"}, "y": {"variable": "s"},
+                 "value": {"variable": "x", "reduce": "final"}}]}]}}})");
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json h = json::parse(esi::testing::read_all(out / "grid" / "plots.json"))["plots"][0];
+  ASSERT_EQ(h["x"].size(), 3u);  // log range: 1, 2, 4 (the ends exactly as authored)
+  EXPECT_EQ(h["x"][0].get<double>(), 1.0);
+  EXPECT_NEAR(h["x"][1].get<double>(), 2.0, 1e-15);
+  EXPECT_EQ(h["x"][2].get<double>(), 4.0);
+  ASSERT_EQ(h["y"], json({0.0, 1.0}));
+  EXPECT_EQ(h["xscale"], "log");
+  for (int iy = 0; iy < 2; ++iy)
+    for (int ix = 0; ix < 3; ++ix) {
+      const double k = h["x"][ix], src = h["y"][iy];
+      EXPECT_NEAR(h["z"][iy][ix].get<double>(), src / k + (2 - src / k) * std::exp(-k), 1e-6) << k << " " << src;
+    }
+  // Sweep order: the last dimension (s) varies fastest.
+  const auto runs = lines_of(esi::testing::read_all(out / "grid" / "runs.csv"));
+  ASSERT_EQ(runs.size(), 7u);
+  EXPECT_EQ(runs[1].substr(0, 6), "1,1,0,");
+  EXPECT_EQ(runs[2].substr(0, 6), "2,1,1,");
+  EXPECT_EQ(runs[3].substr(0, 2), "3,");
+  EXPECT_EQ(runs[3].substr(runs[3].find(",run_") - 2, 7), ",0,run_");
+}
+
+TEST_F(Analyze, UsageErrors) {
+  EXPECT_EQ(run({"analyze"}).status, 2);
+  EXPECT_EQ(run({"analyze", "x.esm", "--jobs", "0"}).status, 2);
+  EXPECT_EQ(run({"analyze", "x.esm", "--bogus"}).status, 2);
+  const Result help = run({"help", "analyze"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("usage: esi analyze"), std::string::npos);
+}
+
+}  // namespace
