@@ -1,6 +1,7 @@
 // Ctrl-C during `esi simulate`: the run stops after the step in progress with exit status
 // 130, and the CSV holds every row reached as complete lines (a valid file), the last one at
-// the time the run was stopped; the sidecar says Interrupted.
+// the time the run was stopped; the sidecar says Interrupted. And the progress line a terminal
+// (and only a terminal) sees on a long run.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -16,17 +17,22 @@
 
 namespace {
 
+/// `cells` cells decaying at rate k = 1e-3: x = exp(-k t) in every cell.
+std::filesystem::path decay_document(const esi::testing::TempDir& dir, int cells) {
+  return dir.write("decay.esm", R"({"esm": "1.0.0", "metadata": {"name": "d"},
+    "index_sets": {"i": {"kind": "interval", "size": )" + std::to_string(cells) + R"(}},
+    "models": {"D": {"variables": {"x": {"type": "unknown", "shape": ["i"], "default": 1.0},
+                                   "k": {"type": "parameter", "default": 1e-3}},
+                     "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                                    "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})");
+}
+
 TEST(CliInterrupt, SigintEndsTheRunWithAValidCsvAndStatus130) {
   if (std::system("command -v timeout >/dev/null 2>&1") != 0) GTEST_SKIP() << "no timeout(1)";
   esi::testing::TempDir dir;
   // 5000 decaying cells, Euler at dt = 1e-3 over 10^3 s (10^6 steps of 5000 cells): far longer
   // than the test waits.
-  const auto model = dir.write("decay.esm", R"({"esm": "1.0.0", "metadata": {"name": "d"},
-    "index_sets": {"i": {"kind": "interval", "size": 5000}},
-    "models": {"D": {"variables": {"x": {"type": "unknown", "shape": ["i"], "default": 1.0},
-                                   "k": {"type": "parameter", "default": 1e-3}},
-                     "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
-                                    "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})");
+  const auto model = decay_document(dir, 5000);
   const auto csv = dir.path() / "out.csv";
   const auto err = dir.path() / "err.txt";
   const auto r = esi::testing::run_esi(
@@ -60,19 +66,10 @@ TEST(CliInterrupt, SigintEndsTheRunWithAValidCsvAndStatus130) {
   EXPECT_NE(sidecar.dump().find("Interrupted"), std::string::npos);
 }
 
-}  // namespace
-
-namespace {
-
 TEST(CliProgress, ATerminalSeesAProgressLineOnLongRunsAndAFileDoesNot) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) for a pseudo-terminal";
   esi::testing::TempDir dir;
-  const auto model = dir.write("decay.esm", R"({"esm": "1.0.0", "metadata": {"name": "d"},
-    "index_sets": {"i": {"kind": "interval", "size": 2000}},
-    "models": {"D": {"variables": {"x": {"type": "unknown", "shape": ["i"], "default": 1.0},
-                                   "k": {"type": "parameter", "default": 1e-3}},
-                     "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
-                                    "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})");
+  const auto model = decay_document(dir, 2000);
   const auto csv = dir.path() / "out.csv";
   // A run of a few seconds: Euler over 3e5 steps of 2000 cells.
   const std::string run = esi::testing::shell_quote(ESI_BINARY) + " simulate " +
