@@ -66,6 +66,46 @@ TEST(CliInterrupt, SigintEndsTheRunWithAValidCsvAndStatus130) {
   EXPECT_NE(sidecar.dump().find("Interrupted"), std::string::npos);
 }
 
+/// The data lines of a CSV file (after the header); fails on a line that does not end.
+std::vector<std::string> data_lines(const std::filesystem::path& csv) {
+  const std::string text = esi::testing::read_all(csv);
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  EXPECT_EQ(text.back(), '\n') << "half a line at the end of " << csv;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+TEST(CliInterrupt, KilledOrInterruptedRunsLeaveThePrefixOfTheFullRun) {
+  if (std::system("command -v timeout >/dev/null 2>&1") != 0) GTEST_SKIP() << "no timeout(1)";
+  esi::testing::TempDir dir;
+  const auto model = decay_document(dir, 5000);
+  auto args = [&](const std::filesystem::path& out, const std::string& t1) {
+    return std::vector<std::string>{"simulate", model.string(), "--tspan", "0", t1, "--saveat", "1",
+                                    "--method", "Euler", "--dt", "1e-3", "--output", out.string(), "-q"};
+  };
+  for (const char* signal : {"INT", "KILL"}) {
+    const auto cut = dir.path() / (std::string("cut_") + signal + ".csv");
+    std::vector<std::string> a = {"--preserve-status", "-s", signal, "1.5", ESI_BINARY};
+    for (const auto& x : args(cut, "1e3")) a.push_back(x);
+    const auto r = esi::testing::run_esi("timeout", a);
+    EXPECT_EQ(r.status, std::string(signal) == "INT" ? 130 : 137) << signal;
+    std::vector<std::string> rows = data_lines(cut);
+    if (std::string(signal) == "INT" && !rows.empty()) rows.pop_back();  // the state at the stop
+    ASSERT_GT(rows.size(), 2u) << signal;
+    // The full run up to the last grid row reached: the cut file's rows are its first rows.
+    const std::string t_last = rows.back().substr(0, rows.back().find(','));
+    const auto full = dir.path() / (std::string("full_") + signal + ".csv");
+    ASSERT_EQ(esi::testing::run_esi(ESI_BINARY, args(full, t_last)).status, 0);
+    const std::vector<std::string> reference = data_lines(full);
+    ASSERT_EQ(reference.size(), rows.size()) << signal;
+    for (std::size_t k = 0; k < rows.size(); ++k) ASSERT_EQ(rows[k], reference[k]) << signal << " row " << k;
+  }
+}
+
 TEST(CliProgress, ATerminalSeesAProgressLineOnLongRunsAndAFileDoesNot) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) for a pseudo-terminal";
   esi::testing::TempDir dir;
