@@ -87,21 +87,21 @@ TEST(CliInterrupt, KilledOrInterruptedRunsLeaveThePrefixOfTheFullRun) {
     return std::vector<std::string>{"simulate", model.string(), "--tspan", "0", t1, "--saveat", "1",
                                     "--method", "Euler", "--dt", "1e-3", "--output", out.string(), "-q"};
   };
+  // The uninterrupted run (about 10 s here); the cut runs stop after 1.5 s, well before it ends.
+  const auto full = dir.path() / "full.csv";
+  ASSERT_EQ(esi::testing::run_esi(ESI_BINARY, args(full, "200")).status, 0);
+  const std::vector<std::string> reference = data_lines(full);
+  ASSERT_EQ(reference.size(), 201u);
   for (const char* signal : {"INT", "KILL"}) {
     const auto cut = dir.path() / (std::string("cut_") + signal + ".csv");
     std::vector<std::string> a = {"--preserve-status", "-s", signal, "1.5", ESI_BINARY};
-    for (const auto& x : args(cut, "1e3")) a.push_back(x);
+    for (const auto& x : args(cut, "200")) a.push_back(x);
     const auto r = esi::testing::run_esi("timeout", a);
     EXPECT_EQ(r.status, std::string(signal) == "INT" ? 130 : 137) << signal;
     std::vector<std::string> rows = data_lines(cut);
     if (std::string(signal) == "INT" && !rows.empty()) rows.pop_back();  // the state at the stop
     ASSERT_GT(rows.size(), 2u) << signal;
-    // The full run up to the last grid row reached: the cut file's rows are its first rows.
-    const std::string t_last = rows.back().substr(0, rows.back().find(','));
-    const auto full = dir.path() / (std::string("full_") + signal + ".csv");
-    ASSERT_EQ(esi::testing::run_esi(ESI_BINARY, args(full, t_last)).status, 0);
-    const std::vector<std::string> reference = data_lines(full);
-    ASSERT_EQ(reference.size(), rows.size()) << signal;
+    ASSERT_LT(rows.size(), reference.size()) << signal << ": the run was not cut";
     for (std::size_t k = 0; k < rows.size(); ++k) ASSERT_EQ(rows[k], reference[k]) << signal << " row " << k;
   }
 }
