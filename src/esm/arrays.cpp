@@ -1310,6 +1310,18 @@ void lift_pointwise(FlattenState& st) {
   for (auto& [name, d] : st.declared) sub(d.var.initial);
 }
 
+/// Scalar operations whose value at a cell is the operation of its operands' values there (what
+/// eval does with them): a tendency is formed operand by operand through them.
+bool formed_term_by_term(Op op) {
+  switch (op) {
+    case Op::Add: case Op::Sub: case Op::Neg: case Op::Mul: case Op::Div: case Op::Pow:
+    case Op::Max: case Op::Min: case Op::Exp: case Op::Log: case Op::Abs: case Op::Sqrt:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// A box of output cells, 1-based and inclusive.
 struct Box {
   std::vector<std::int64_t> lo, hi;
@@ -1437,10 +1449,7 @@ void lower_to_regions(FlattenState& st) {
           [&](NodeId e, const std::string& x, const ArrayShape& shape, const Tendency& t) -> NodeId {
         if (!ex.needs_cells(e)) return e;
         const expr::Node n = pool.node(e);
-        const bool arithmetic = n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Mul ||
-                                n.op == Op::Div || n.op == Op::Pow || n.op == Op::Max || n.op == Op::Min ||
-                                n.op == Op::Exp || n.op == Op::Log || n.op == Op::Abs || n.op == Op::Sqrt;
-        if (arithmetic) {
+        if (formed_term_by_term(n.op)) {
           const auto c = pool.children(e);
           std::vector<NodeId> kids(c.begin(), c.end());
           bool changed = false;
@@ -1531,11 +1540,7 @@ void lower_to_regions(FlattenState& st) {
               return f.value;
             }
             const expr::Node n = pool.node(e);
-            const bool arithmetic = n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Mul ||
-                                    n.op == Op::Div || n.op == Op::Pow || n.op == Op::Max || n.op == Op::Min ||
-                                    n.op == Op::Exp || n.op == Op::Log || n.op == Op::Abs || n.op == Op::Sqrt ||
-                                    n.op == Op::IfElse;
-            if (arithmetic && ex.needs_cells(e)) {
+            if ((formed_term_by_term(n.op) || n.op == Op::IfElse) && ex.needs_cells(e)) {
               const auto c = pool.children(e);
               std::vector<NodeId> kids(c.begin(), c.end());
               bool changed = false;

@@ -270,6 +270,9 @@ struct GridWorkspace::Impl {
   std::vector<View> outputs;                       // by GridArray index
   const double* y = nullptr;                       // scalar states of the current call
   std::vector<std::vector<double>> tile_observed;  // observed buffers of the current tile
+  std::vector<std::int64_t> lo, hi, x;             // run_block's box and row (reused)
+  std::vector<std::int64_t> halo;                  // the Tile target's, once per workspace
+  std::vector<std::vector<std::int64_t>> margins;
 };
 
 GridWorkspace::GridWorkspace() = default;
@@ -290,7 +293,10 @@ View whole_view(double* data, const GridArray& a) {
 void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, GridWorkspace::Impl& im,
                double t, const GridBox& box, const GridBox& within) {
   const std::size_t dims = box.lo.size();
-  std::vector<std::int64_t> lo(dims), hi(dims);
+  std::vector<std::int64_t>& lo = im.lo;
+  std::vector<std::int64_t>& hi = im.hi;
+  lo.resize(dims);
+  hi.resize(dims);
   for (std::size_t d = 0; d < dims; ++d) {
     lo[d] = std::max(box.lo[d], within.lo[d]);
     hi[d] = std::min(box.hi[d], within.hi[d]);
@@ -303,7 +309,8 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
   const std::size_t targets = stage.targets.size();
   if (im.staging.size() < targets * n) im.staging.resize(targets * n);
   if (im.fields.size() < block.inputs.size()) im.fields.resize(block.inputs.size());
-  std::vector<std::int64_t> x = lo;
+  std::vector<std::int64_t>& x = im.x;
+  x = lo;
   const double time[1] = {t};
   while (true) {
     for (std::size_t k = 0; k < block.inputs.size(); ++k) {
@@ -572,7 +579,11 @@ std::vector<double> grid_tile_states(const GridProgram& gp, const GridBox& tile,
 void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const GridBox& tile,
                    std::span<const double> tile_states, std::span<double> tile_dy) {
   auto& im = *ws.impl;
-  const auto halo = grid_tile_halo(gp);
+  if (im.margins.empty()) {  // properties of the program: worked out on the first tile
+    im.margins = tile_margins(gp);
+    im.halo = grid_tile_halo(gp);
+  }
+  const auto& halo = im.halo;
   for (const auto& st : gp.stages)
     for (const auto& b : st.blocks)
       for (const auto& in : b.inputs)
@@ -598,7 +609,7 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
                     std::to_string(in_at) + " and " + std::to_string(out_at));
   // Observed arrays that read states: over the cells their readers need, in tile buffers.
   if (im.tile_observed.size() < gp.arrays.size()) im.tile_observed.resize(gp.arrays.size());
-  const auto margin = tile_margins(gp);
+  const auto& margin = im.margins;
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
     if (st.kind == Kind::Observed && st.reads_state) {
