@@ -1,0 +1,95 @@
+// Lane-batched LU factorisation without pivoting, planned once per sparsity pattern
+// (architecture.md "linalg"; seeds 002 §6-7, 004). Many small systems with the same pattern
+// (one per cell) are factored together, laid out lane-SoA: entry k of lane l at v[k * L + l],
+// so every elimination operation is one loop over L lanes that the compiler vectorizes.
+//
+// Written here rather than taken from Eigen/KLU: those factor one matrix at a time (one
+// object, one pivot search and one allocation per cell); a per-cell chemistry step needs the
+// same elimination sequence over L cells at once, in a fixed order, with bitwise results that
+// do not depend on the lane a cell sits in.
+//
+// The plan chooses a symmetric elimination order (diagonal pivots) by the Markowitz criterion
+// on the symbolic pattern, computes the fill, and records the elimination as a flat list of
+// index operations. Numeric work never allocates and never branches on values, except to flag
+// lanes whose pivot is tiny or not finite.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace esi::linalg {
+
+/// Square sparsity pattern in CSR form: the nonzeros of row i are columns col[row_ptr[i] ..
+/// row_ptr[i+1]), strictly increasing per row.
+struct Pattern {
+  int n = 0;
+  std::vector<int> row_ptr;  ///< n + 1 entries
+  std::vector<int> col;
+};
+
+/// The elimination of one pattern, fill included. All indices refer to factor storage: nnz
+/// values (L below the diagonal with unit diagonal implied, U on and above it), in the row
+/// order of the pivot sequence.
+struct SparseLuPlan {
+  int n = 0;
+  /// order[k] = original index (row and column) eliminated k-th; position[order[k]] = k.
+  std::vector<int> order, position;
+  /// Factor pattern in pivot order (CSR over permuted rows and columns, columns increasing).
+  std::vector<int> row_ptr, col;
+  std::vector<int> diag;        ///< factor position of the k-th pivot (permuted row k, col k)
+  /// factor position of input nonzero j (input CSR order) of the pattern the plan was made for.
+  std::vector<int> from_input;
+  /// factor position of the diagonal entry of ORIGINAL index i (present even where the input
+  /// pattern lacked it: a shifted matrix s I - J always has a diagonal).
+  std::vector<int> diag_of;
+  std::size_t input_nonzeros = 0;  ///< nonzeros of the input pattern
+  std::size_t fill = 0;            ///< factor nonzeros that the input pattern (plus diagonal) lacks
+  std::size_t divisions = 0, multiply_adds = 0;  ///< flops of one factorisation (per cell)
+  std::size_t solve_multiply_adds = 0;           ///< flops of one forward+back solve (per cell)
+  /// The elimination as a flat operation list (implementation-defined encoding, used only by
+  /// lu_factor / lu_solve).
+  std::vector<std::int32_t> ops;
+  std::vector<std::int32_t> solve_ops;
+  std::size_t nonzeros() const { return col.size(); }
+};
+
+/// Markowitz ordering (minimum (r-1)(c-1) over diagonal candidates, ties broken by the
+/// smallest original index so the plan is deterministic) and symbolic fill. Diagonal entries
+/// are added where the pattern lacks them. Throws esi::Error `invalid_pattern` (n < 0,
+/// row_ptr not monotone, columns out of range or not increasing).
+SparseLuPlan plan_sparse_lu(const Pattern& pattern);
+/// The natural order over a full pattern: a dense LU without pivoting (for small blocks and
+/// as a test reference of the sparse plan).
+SparseLuPlan plan_dense_lu(int n);
+
+/// Lane widths the numeric routines are instantiated for.
+inline constexpr int kLuLaneWidths[] = {1, 2, 4, 8, 16, 32, 64};
+
+/// values: plan.nonzeros() * lanes entries (entry k of lane l at values[k * lanes + l]);
+/// factored in place. A pivot whose magnitude is <= tiny * (largest magnitude in its row
+/// before elimination) or that is not finite marks lane_failed[l] = 1 (other lanes are not
+/// affected; a failed lane's values are unspecified). Returns the number of failed lanes.
+/// lanes must be one of kLuLaneWidths; lane_failed has `lanes` entries.
+template <class T>
+int lu_factor(const SparseLuPlan& plan, T* values, int lanes, std::span<std::uint8_t> lane_failed,
+              T tiny = T(1e-14));
+
+/// Solves (LU) x = b in place for every lane: x holds b on entry, n * lanes entries, entry i
+/// (ORIGINAL index) of lane l at x[i * lanes + l]; the permutation is applied internally.
+template <class T>
+void lu_solve(const SparseLuPlan& plan, const T* factored, T* x, int lanes);
+
+/// Fills factor storage with M = shift[l] * I - J for every lane: zeros everywhere (fill
+/// included), J's input nonzeros (input CSR order, jacobian[j * lanes + l]) negated into
+/// place, then shift[l] added on every diagonal.
+template <class T>
+void assemble_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shift, T* values,
+                      int lanes);
+
+/// A short human-readable summary: "n=12 nnz=58 fill=6 div=12 fma=180".
+std::string describe(const SparseLuPlan& plan);
+
+}  // namespace esi::linalg
