@@ -28,6 +28,8 @@ struct CellModelOptions {
   /// Parameters (flat names) whose value differs per cell (temperature, photolysis rates):
   /// read per cell from CellData::cell_parameters, in this order.
   std::vector<std::string> cell_parameters;
+  /// Compile the RHS and Jacobian lane tapes to native code (kernel/native.hpp); same bits.
+  bool native = false;
 };
 
 /// A pointwise model compiled once: RHS program, analytic Jacobian program and the planned
