@@ -485,8 +485,13 @@ struct NegativeWatch {
 
 /// The run in numbers, for the summary line and --stats.
 nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, double wall_seconds) {
-  const method::IntegratorStats& st = traj.stats;
-  return {{"file", s.file},
+  method::IntegratorStats st = traj.stats;
+  const exec::LanePoolStats& cs = traj.cell_stats;
+  const bool cells_only = !traj.cell_summary.empty() && st.accepted == 0 && st.rejected == 0;
+  if (cells_only)  // no grid part: the numbers are the cells', summed over cells
+    st = {cs.accepted, cs.rejected, cs.rhs_evaluations, cs.jacobian_evaluations, cs.factorizations,
+          cs.linear_solves};
+  nlohmann::json report = {{"file", s.file},
           {"component", s.component},
           {"method", std::string(method::method_info(traj.method).name)},
           {"method_chosen_automatically", s.options.integrator.method == method::MethodId::Auto},
@@ -503,6 +508,18 @@ nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, d
           {"output_rows", traj.rows},
           {"wall_seconds", wall_seconds},
           {"version", ESI_VERSION}};
+  if (!traj.cell_summary.empty())
+    report["cells"] = {{"summary", traj.cell_summary},
+                       {"cells", cs.cells},
+                       {"steps_accepted", cs.accepted},
+                       {"steps_rejected", cs.rejected},
+                       {"most_steps_in_one_split_step", cs.max_cell_steps},
+                       {"lane_slots", cs.lane_slots},
+                       {"rhs_lane_evaluations", cs.rhs_evaluations},
+                       {"jacobian_lane_evaluations", cs.jacobian_evaluations},
+                       {"lu_lane_factorizations", cs.factorizations},
+                       {"failed_cells", cs.failed_cells}};
+  return report;
 }
 
 void print_summary(const nlohmann::json& r) {

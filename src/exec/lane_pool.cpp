@@ -480,10 +480,12 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       if (lands_[l]) finish(l, ReturnCode::Success, "");
     }
   }
-  r.rhs = rhs_calls_;
-  r.jac = jac_calls_;
-  r.lu = lu_calls_;
-  r.solves = solve_calls_;
+  // Per lane: what a cell-by-cell solver would have counted for the same lane slots.
+  const long lanes = static_cast<long>(L_);
+  r.rhs = rhs_calls_ * lanes;
+  r.jac = jac_calls_ * lanes;
+  r.lu = lu_calls_ * lanes;
+  r.solves = solve_calls_ * lanes;
   return r;
 }
 
@@ -519,10 +521,14 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   if (C == 0) return stats;
   const std::span<const double> p = data.parameters.empty() ? std::span<const double>(m.p)
                                                             : data.parameters;
+  // Fewer cells than lanes: a narrower block (the bits do not depend on the width).
+  LanePoolOptions narrowed = options;
+  const std::size_t most = std::min(C, options.shard_cells);
+  while (narrowed.lanes > 1 && std::size_t(narrowed.lanes / 2) >= most) narrowed.lanes /= 2;
   const std::size_t shards = (C + options.shard_cells - 1) / options.shard_cells;
   const unsigned workers = detail::worker_count(shards, static_cast<unsigned>(options.threads));
   std::vector<std::unique_ptr<Block>> blocks;
-  for (unsigned w = 0; w < workers; ++w) blocks.push_back(std::make_unique<Block>(m, options, p));
+  for (unsigned w = 0; w < workers; ++w) blocks.push_back(std::make_unique<Block>(m, narrowed, p));
   std::vector<ShardResult> results(shards);
   detail::parallel_for(shards, workers, [&](std::size_t s, unsigned worker) {
     const std::size_t begin = s * options.shard_cells;

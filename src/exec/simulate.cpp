@@ -497,6 +497,7 @@ class SplitDriver {
   }
 
   void run(std::vector<double> u) {
+    out_.method = o_.cell_split->cells.method;  // what ran, when there is no grid part
     if (split_.has_rest) {
       method::IntegratorOptions io = o_.integrator;
       if (io.method == method::MethodId::Auto) io.method = method::MethodId::SSPRK43;

@@ -83,6 +83,7 @@ struct LanePoolOptions {
 struct LanePoolStats {
   std::size_t cells = 0, failed_cells = 0;
   long accepted = 0, rejected = 0;           ///< summed over cells
+  /// Lane evaluations (block calls times lanes, padding included).
   long rhs_evaluations = 0, jacobian_evaluations = 0, factorizations = 0, linear_solves = 0;
   long lane_slots = 0;       ///< lane-steps executed, padding included (efficiency = steps / slots)
   long max_cell_steps = 0;
