@@ -16,9 +16,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "esi/core/error.hpp"
+#include "esi/expr/substitute.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
@@ -36,6 +40,12 @@ struct CellModel::Impl {
   esm::System system;
   std::vector<double> p;  // defaults, System::parameters order
   std::vector<std::size_t> cell_parameter_index;
+  /// Subexpressions that depend on the cell's parameters but not on its state or t (rate
+  /// constants of T and P, photolysis scalings): computed once per cell per call by
+  /// `cell_setup` and read by the RHS and Jacobian as further per-cell inputs "$cell<k>", as
+  /// KPP and GEOS-Chem compute rates once per chemistry step.
+  std::optional<kernel::Program> cell_setup;
+  std::size_t hoisted = 0;
   std::optional<kernel::Program> rhs;
   std::optional<kernel::JacobianProgram> jacobian;
   linalg::SparseLuPlan lu;
@@ -56,6 +66,83 @@ std::string CellModel::describe() const {
          " Jacobian nonzeros, LU " + linalg::describe(impl_->lu) +
          (impl_->rhs->is_native() ? ", native" : ", tape");
 }
+
+namespace {
+
+std::string hoisted_name(std::size_t k) { return "$cell" + std::to_string(k); }
+
+/// Rewrites the state equations of `sys` so that every largest subexpression reading cell
+/// parameters but no state, no t and no observed becomes a symbol "$cell<k>"; returns those
+/// subexpressions (k order). Observeds are inlined first and dropped (a cell reports none).
+std::vector<expr::NodeId> hoist_cell_constants(esm::System& sys,
+                                               const std::vector<std::string>& cell_parameters) {
+  expr::Pool& pool = sys.pool;
+  // Inline observeds (dependency order: each reads only earlier ones).
+  std::unordered_map<expr::StrId, expr::NodeId> inline_map;
+  for (std::size_t o = 0; o < sys.observed.size(); ++o) {
+    std::unordered_map<expr::NodeId, expr::NodeId> memo;
+    const expr::NodeId rhs = expr::substitute(pool, sys.observed_rhs[o], inline_map, memo);
+    inline_map[pool.intern(sys.observed[o].name)] = rhs;
+  }
+  if (!inline_map.empty()) {
+    std::unordered_map<expr::NodeId, expr::NodeId> memo;
+    for (auto& r : sys.state_rhs) r = expr::substitute(pool, r, inline_map, memo);
+  }
+  sys.observed.clear();
+  sys.observed_rhs.clear();
+  enum : std::uint8_t { kVarying = 1, kCell = 2 };
+  std::unordered_set<std::string> cell(cell_parameters.begin(), cell_parameters.end());
+  std::unordered_set<std::string> varying{"t"};
+  for (const auto& v : sys.states) varying.insert(v.name);
+  std::unordered_map<expr::NodeId, std::uint8_t> flags;
+  std::function<std::uint8_t(expr::NodeId)> classify = [&](expr::NodeId id) -> std::uint8_t {
+    if (auto it = flags.find(id); it != flags.end()) return it->second;
+    const auto& n = pool.node(id);
+    std::uint8_t f = 0;
+    if (n.op == expr::Op::Symbol) {
+      const std::string name(pool.str(n.name));
+      if (varying.count(name)) f = kVarying;
+      else if (cell.count(name)) f = kCell;
+      else if (sys.parameter_index(name) < 0) f = kVarying;  // unknown: never hoisted
+    } else if (n.op == expr::Op::D || n.op == expr::Op::Pre) {
+      f = kVarying;
+    } else {
+      for (expr::NodeId c : pool.children(id)) f |= classify(c);
+    }
+    flags[id] = f;
+    return f;
+  };
+  std::vector<expr::NodeId> hoisted;
+  std::unordered_map<expr::NodeId, expr::NodeId> rewritten;
+  std::function<expr::NodeId(expr::NodeId)> rewrite = [&](expr::NodeId id) -> expr::NodeId {
+    if (auto it = rewritten.find(id); it != rewritten.end()) return it->second;
+    const auto& n = pool.node(id);
+    expr::NodeId out = id;
+    const auto kids = pool.children(id);
+    if (classify(id) == kCell && n.op != expr::Op::Symbol && !kids.empty()) {
+      out = pool.symbol(hoisted_name(hoisted.size()));
+      hoisted.push_back(id);
+    } else if (!kids.empty()) {
+      std::vector<expr::NodeId> nk(kids.begin(), kids.end());
+      bool changed = false;
+      for (auto& c : nk) {
+        const expr::NodeId r = rewrite(c);
+        changed = changed || r != c;
+        c = r;
+      }
+      if (changed) {
+        const auto& m = pool.node(id);  // `n` may dangle once the pool grew
+        out = pool.make(m.op, nk, m.arg_count, m.name, m.attrs);
+      }
+    }
+    rewritten[id] = out;
+    return out;
+  };
+  for (auto& r : sys.state_rhs) r = rewrite(r);
+  return hoisted;
+}
+
+}  // namespace
 
 std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
                                                   const CellModelOptions& options) {
@@ -83,6 +170,12 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
   m->n = m->system.states.size();
   kernel::CompileOptions co;
   co.forcing = options.cell_parameters;
+  const std::vector<expr::NodeId> hoisted = hoist_cell_constants(m->system, options.cell_parameters);
+  m->hoisted = hoisted.size();
+  if (!hoisted.empty()) {
+    m->cell_setup = kernel::compile_outputs(m->system, hoisted, co);
+    for (std::size_t k = 0; k < hoisted.size(); ++k) co.cell_inputs.push_back(hoisted_name(k));
+  }
   m->rhs = kernel::compile(m->system, co);
   m->jacobian = kernel::compile_jacobian(m->system, co);
   if (options.native) {
@@ -101,6 +194,7 @@ namespace {
 constexpr double kNonFiniteFactor = 0.1;
 constexpr double kSolverFailFactor = 0.5;
 constexpr double kLandingSlack = 0.01;
+constexpr std::size_t kMaxLanes = 64;  // the widest block (linalg::kLuLaneWidths)
 
 enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
 
@@ -146,23 +240,28 @@ class Block {
     k_.assign(nl * std::size_t(tab_.stages), 0);
     jac_.assign(model.jacobian->col.size() * L_, 0);
     lu_.assign(model.lu.nonzeros() * L_, 0);
-    par_.assign(std::max<std::size_t>(1, model.cell_parameter_index.size()) * L_, 0);
+    const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
+    par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
     t_.assign(L_, 0), h_.assign(L_, 0), hh_.assign(L_, 0), tt_.assign(L_, 0);
     shift_.assign(L_, 0), scale_.assign(L_, 0), lands_.assign(L_, 0), failed_.assign(L_, 0);
     lanes_.assign(L_, {});
     for (std::size_t l = 0; l < L_; ++l)
       ctl_.push_back(method::detail::make_controller(opt.controller, opt.method));
-    for (std::size_t q = 0; q < model.cell_parameter_index.size(); ++q)
-      fields_.push_back({par_.data() + q * L_, 1});
+    for (std::size_t q = 0; q < fields; ++q) fields_.push_back({par_.data() + q * L_, 1});
     const auto& info = method::method_info(opt.method);
     order_ = info.order;
     control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
     fsal_ = is_fsal();
     for (double a : opt.atol) atol_.push_back(a);
+    for (std::size_t i = 0; i < n_; ++i) atol_full_.push_back(atol(i));
+    enorm_.assign(L_, 0);
+    nonfinite_.assign(L_, 0);
+    coef_.assign(std::size_t(tab_.stages) * L_, 0);
   }
 
   ShardResult run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
                   std::span<std::int32_t> cell_steps);
+  const double* hoisted_ = nullptr;  // the model's cell constants, [k * cells + cell]
 
  private:
   bool is_fsal() const {
@@ -177,8 +276,9 @@ class Block {
   void load(std::size_t l, const CellData& data, std::size_t cell, double t0) {
     const std::size_t C = data.cells;
     for (std::size_t s = 0; s < n_; ++s) u0_[s * L_ + l] = data.states[s * C + cell];
-    for (std::size_t q = 0; q < m_.cell_parameter_index.size(); ++q)
-      par_[q * L_ + l] = data.cell_parameters[q * C + cell];
+    const std::size_t Q = m_.cell_parameter_index.size();
+    for (std::size_t q = 0; q < Q; ++q) par_[q * L_ + l] = data.cell_parameters[q * C + cell];
+    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L_ + l] = hoisted_[k * C + cell];
     t_[l] = t0;
     double h = opt_.dt_initial;
     if (!(h > 0) && !data.step_size.empty() && data.step_size[cell] > 0) h = data.step_size[cell];
@@ -222,10 +322,30 @@ class Block {
     return std::sqrt(sum / double(n_));
   }
 
+  /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
+  /// and bad[l] = 1 where u1 is not finite.
+  void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
+    std::fill(out, out + L_, 0.0);
+    std::fill(bad, bad + L_, 0);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const double at = atol_full_[i], rt = opt_.rtol;
+      const double* a0 = u0_.data() + i * L_;
+      const double* a1 = u1 + i * L_;
+      const double* e = v + i * L_;
+      for (std::size_t l = 0; l < L_; ++l) {
+        const double w = e[l] / (at + rt * std::max(std::abs(a0[l]), std::abs(a1[l])));
+        out[l] += w * w;
+        bad[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
+      }
+    }
+    for (std::size_t l = 0; l < L_; ++l) out[l] = std::sqrt(out[l] / double(n_));
+  }
+
   void derivatives(bool any_fresh);
   void starting_steps();
   void time_derivative();
   void attempt();
+  void combine(const double* base, const double* w, int count, double* out) const;
 
   const CellModel::Impl& m_;
   const LanePoolOptions& opt_;
@@ -238,7 +358,8 @@ class Block {
   std::vector<LaneState> lanes_;
   std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
   std::vector<kernel::ForcingField<double>> fields_;
-  std::vector<double> atol_;
+  std::vector<double> atol_, atol_full_, enorm_, coef_;
+  std::vector<std::uint8_t> nonfinite_;
   int order_ = 1, control_order_ = 1;
   bool fsal_ = false;
 
@@ -303,12 +424,7 @@ void Block::attempt() {
   const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {
     // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
-    for (std::size_t x = 0; x < nl; ++x) {
-      double acc = 0;
-      for (int j = 0; j < i; ++j)
-        if (tab_.a[i][j] != 0.0) acc += tab_.a[i][j] * k_[std::size_t(j) * nl + x];
-      us_[x] = u0_[x] + acc;
-    }
+    combine(u0_.data(), tab_.a[i], i, us_.data());
     const double* f = f0_.data();
     if (i > 0) {
       for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
@@ -317,26 +433,45 @@ void Block::attempt() {
     }
     if (fsal_ && i == tab_.stages - 1) std::copy(us_.begin(), us_.end(), u1_.begin());
     double* k = k_.data() + std::size_t(i) * nl;
-    for (std::size_t s = 0; s < n_; ++s)
-      for (std::size_t l = 0; l < L_; ++l) {
-        const std::size_t x = s * L_ + l;
-        double coupling = 0;
-        for (int j = 0; j < i; ++j)
-          if (tab_.C[i][j] != 0.0) coupling += (tab_.C[i][j] / hh_[l]) * k_[std::size_t(j) * nl + x];
-        k[x] = f[x] + coupling + (hh_[l] * tab_.d[i]) * ft_[x];
+    // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
+    for (int j = 0; j < i; ++j)
+      for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
+    for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
+    for (std::size_t x0 = 0; x0 < nl; x0 += L_) {
+      double coupling[kMaxLanes] = {};
+      for (int j = 0; j < i; ++j) {
+        if (tab_.C[i][j] == 0.0) continue;
+        const double* kj = k_.data() + std::size_t(j) * nl + x0;
+        const double* cj = coef_.data() + std::size_t(j) * L_;
+        for (std::size_t l = 0; l < L_; ++l) coupling[l] += cj[l] * kj[l];
       }
+      const double* fx = f + x0;
+      const double* ftx = ft_.data() + x0;
+      double* kx = k + x0;
+      for (std::size_t l = 0; l < L_; ++l) kx[l] = fx[l] + coupling[l] + scale_[l] * ftx[l];
+    }
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }
-  for (std::size_t x = 0; x < nl; ++x) {
-    double acc = 0, e = 0;
-    for (int j = 0; j < tab_.stages; ++j) {
-      if (!fsal_ && tab_.b[j] != 0.0) acc += tab_.b[j] * k_[std::size_t(j) * nl + x];
-      if (tab_.btilde[j] != 0.0) e += tab_.btilde[j] * k_[std::size_t(j) * nl + x];
-    }
-    if (!fsal_) u1_[x] = u0_[x] + acc;
-    err_[x] = e;
+  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
+  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
+}
+
+// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order);
+// base null = 0 + the sum.
+void Block::combine(const double* base, const double* w, int count, double* out) const {
+  // Accumulated in `out` stage by stage (so the loops vectorize), then the base added: per
+  // entry the same operations in the same order as acc = sum_j w_j k_j; base + acc.
+  const std::size_t nl = n_ * L_;
+  std::fill(out, out + nl, 0.0);
+  for (int j = 0; j < count; ++j) {
+    if (w[j] == 0.0) continue;
+    const double wj = w[j];
+    const double* kj = k_.data() + std::size_t(j) * nl;
+    for (std::size_t x = 0; x < nl; ++x) out[x] += wj * kj[x];
   }
+  if (base)
+    for (std::size_t x = 0; x < nl; ++x) out[x] = base[x] + out[x];
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
@@ -435,13 +570,13 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     if (!m_.autonomous) time_derivative();
     attempt();
     r.slots += slots_per_attempt;
+    norms(err_.data(), u1_.data(), enorm_.data(), nonfinite_.data());
     for (std::size_t l = 0; l < L_; ++l) {
       LaneState& lane = lanes_[l];
       ++lane.attempts;
       double h_next = hh_[l];
       bool accept = false;
-      bool finite = true;
-      for (std::size_t i = 0; i < n_ && finite; ++i) finite = std::isfinite(u1_[i * L_ + l]);
+      const bool finite = nonfinite_[l] == 0;
       if (failed_[l]) {
         // A pivot that is not finite usually comes from a state or rate that is not: say so.
         bool inputs_finite = true;
@@ -452,7 +587,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       } else if (!finite) {
         lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
       } else {
-        const double e = norm(err_.data(), u1_.data(), l);
+        const double e = enorm_[l];
         if (!std::isfinite(e)) {
           lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
         } else {
@@ -529,6 +664,22 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   const unsigned workers = detail::worker_count(shards, static_cast<unsigned>(options.threads));
   std::vector<std::unique_ptr<Block>> blocks;
   for (unsigned w = 0; w < workers; ++w) blocks.push_back(std::make_unique<Block>(m, narrowed, p));
+  // Cell constants once per cell for the whole call (they read no state and no t).
+  std::vector<double> hoisted(m.hoisted * C);
+  if (m.cell_setup) {
+    kernel::Workspace ws = m.cell_setup->make_workspace(64);
+    m.cell_setup->prepare(ws, p);
+    std::vector<kernel::ForcingField<double>> fields;
+    for (std::size_t q = 0; q < m.cell_parameter_index.size(); ++q)
+      fields.push_back({data.cell_parameters.data() + q * C, 1});
+    kernel::RunArgs<double> a;
+    a.u = {data.states.data(), m.n, C, C};
+    a.t = {&t0, 1};
+    a.forcing = fields;
+    a.du = {hoisted.data(), m.hoisted, C, C};
+    kernel::run(*m.cell_setup, ws, a);
+  }
+  for (auto& b : blocks) b->hoisted_ = hoisted.data();
   std::vector<ShardResult> results(shards);
   detail::parallel_for(shards, workers, [&](std::size_t s, unsigned worker) {
     const std::size_t begin = s * options.shard_cells;
