@@ -207,6 +207,7 @@ struct LaneState {
   std::int64_t cell = -1;  // real cell this lane integrates; -1 = idle
   bool padding = false;    // a duplicate whose results are dropped
   bool fresh = false;      // needs a starting step
+  bool needs_f0 = true;    // f(t, u0) not known (a new cell, or a method without FSAL)
   bool done = false;
   long attempts = 0, rejected = 0;
   Cause cause = Cause::None;
@@ -287,6 +288,7 @@ class Block {
     lane = {};
     lane.cell = static_cast<std::int64_t>(cell);
     lane.fresh = !(h > 0);
+    lane.needs_f0 = true;
     ctl_[l]->reset();
   }
 
@@ -532,7 +534,18 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
   bool dirty = true;  // some lane's (t, u0) changed since f0 and J were computed
   while (live > 0) {
     if (dirty) {
-      rhs(t_.data(), u0_.data(), f0_.data());
+      // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
+      // keeps the f its last stage computed (what the scalar Integrator does too).
+      bool any_f0 = false;
+      for (const LaneState& lane : lanes_) any_f0 = any_f0 || lane.needs_f0;
+      if (any_f0) {
+        rhs(t_.data(), u0_.data(), fs_.data());
+        for (std::size_t l = 0; l < L_; ++l) {
+          if (!lanes_[l].needs_f0) continue;
+          for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
+          lanes_[l].needs_f0 = false;
+        }
+      }
       bool any_fresh = false;
       for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
       if (any_fresh) starting_steps();
@@ -609,6 +622,10 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       }
       t_[l] = lands_[l] ? t1 : t_[l] + hh_[l];
       for (std::size_t i = 0; i < n_; ++i) u0_[i * L_ + l] = u1_[i * L_ + l];
+      if (fsal_)  // the last stage evaluated f at (t + h, u1): the next step's f0
+        for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
+      else
+        lane.needs_f0 = true;
       if (lands_[l] && hh_[l] < h_[l] && h_next > hh_[l]) h_next = std::max(h_next, h_[l]);
       h_[l] = opt_.dt_max > 0 ? std::min(h_next, opt_.dt_max) : h_next;
       dirty = true;
