@@ -440,7 +440,8 @@ void Block::attempt() {
       for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
     for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
     for (std::size_t x0 = 0; x0 < nl; x0 += L_) {
-      double coupling[kMaxLanes] = {};
+      double coupling[kMaxLanes];
+      std::fill(coupling, coupling + L_, 0.0);
       for (int j = 0; j < i; ++j) {
         if (tab_.C[i][j] == 0.0) continue;
         const double* kj = k_.data() + std::size_t(j) * nl + x0;
