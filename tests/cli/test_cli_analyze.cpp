@@ -273,6 +273,35 @@ TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
   EXPECT_EQ(runs[3].substr(runs[3].find(",run_") - 2, 7), ",0,run_");
 }
 
+// A folder: every document with analyses gets its own folder below --out (its path below the
+// folder named, without .esm), documents without analyses are counted, one index links all;
+// the plots of every document are drawn by the same plot processes.
+TEST_F(Analyze, AFolderOfDocumentsIsAnalyzedIntoOneTree) {
+  fs::create_directories(dir_ / "models" / "sub");
+  write("models/a.esm", decay_document(kSweep));
+  write("models/sub/b.esm", decay_document(kSweep));
+  std::string plain = decay_document(kSweep);
+  plain.replace(plain.find("\"analyses\": ["), std::string("\"analyses\": [").size() + std::string(kSweep).size() + 1,
+                "\"tests\": []");
+  write("models/plain.esm", plain);
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);  // the data; drawing is tested above
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", (dir_ / "models").string(), "--out", out.string(), "--jobs", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("2 documents with analyses (1 without), 2 analyses"), std::string::npos) << r.err;
+  for (const char* sub : {"a", "sub/b"}) {
+    const fs::path csv = out / sub / "decay_sweep" / "run_0003.csv";
+    ASSERT_TRUE(fs::exists(csv)) << csv;
+    const auto last = fields_of(lines_of(esi::testing::read_all(csv)).back());
+    EXPECT_NEAR(std::stod(last[1]), 2.0 * std::exp(-2.0 * 2.0), 1e-6) << sub;
+    EXPECT_TRUE(fs::exists(out / sub / "index.html")) << sub;
+  }
+  const std::string index = esi::testing::read_all(out / "index.html");
+  EXPECT_NE(index.find("a/index.html"), std::string::npos) << index;
+  EXPECT_NE(index.find("sub/b/index.html"), std::string::npos) << index;
+  EXPECT_FALSE(fs::exists(out / "plain"));
+}
+
 TEST_F(Analyze, UsageErrors) {
   EXPECT_EQ(run({"analyze"}).status, 2);
   EXPECT_EQ(run({"analyze", "x.esm", "--jobs", "0"}).status, 2);
