@@ -72,7 +72,9 @@ def draw(plt, path):
         ax.set_xlabel(plot.get("xlabel", ""))
         ax.set_ylabel(plot.get("ylabel", ""))
         ax.set_title(plot.get("title", ""), fontsize="medium")
-        fig.tight_layout()
+        # Fixed margins: tight_layout measured every text box and took a third of the time.
+        fig.subplots_adjust(left=0.15, right=0.97 if plot["type"] != "heatmap" else 0.99,
+                            bottom=0.12, top=0.92)
         for ext in ("png", "svg"):
             fig.savefig(os.path.join(folder, f"{plot['file']}.{ext}"), dpi=120)
         plt.close(fig)
