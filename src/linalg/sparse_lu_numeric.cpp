@@ -3,14 +3,20 @@
 // one entry, so with L a compile-time constant it becomes a few vector instructions.
 //
 // Operation encoding (built by plan_sparse_lu, sparse_lu_plan.cpp):
-//   Factorisation is row-oriented (Doolittle "IKJ", as KPP's KppDecomp): factor row k is
-//   finished before row k+1 is touched. For each L entry q of row k (column c < k, increasing):
-//       l = a[q] * r[c]                         (r[c] = 1 / pivot c, see below)
-//       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c —
-//   where the targets t (the entry of row k in column col[s]) are read in sequence from
-//   plan.ops; nothing else is stored, the rest follows from row_ptr / col / diag.
-//   Each entry receives its updates in increasing pivot order (the order a right-looking
-//   elimination applies them too).
+//   Factorisation is row-oriented (Doolittle, KPP's order): factor row k is finished before
+//   row k+1 is touched, and within row k the entries are finished one at a time in column
+//   order, each in a register: entry (k, j) starts from its assembled value and receives
+//       a -= l[k][c] * u[c][j]     for every c < min(j, k) with (k, c) in L and (c, j) in U,
+//   c increasing; an L entry (j < k) then becomes the multiplier a * r[j] (r[j] = 1 / pivot j).
+//   Every multiplier an entry needs (columns c < j) is final by then. plan.ops holds, for each
+//   factor entry in storage order, its update count m and m pairs (slot of u[c][j], slot of
+//   l[k][c]) for the L entries of the row; then the number of the row's other entries (pivot
+//   and U) that receive updates, and for each its slot, m and pairs (the others keep their
+//   assembled value: no load, no store). Rows, columns and pivots follow from row_ptr / col /
+//   diag. Before the updates one pass over the row's assembled entries takes its max.
+//   Each entry receives its updates in increasing pivot order, the order a right-looking
+//   elimination applies them in too; only loads and stores differ (one store per entry
+//   instead of one per update).
 //   Once row k is eliminated and its pivot checked, the diagonal entry is replaced by its
 //   reciprocal: one division per pivot instead of one per multiplier. A division's latency sits
 //   on the elimination's critical path (the next multiplier of row k often depends on the last
@@ -69,10 +75,28 @@ template <class T, int L>
   const int* row_ptr = plan.row_ptr.data();
   const int* col = plan.col.data();
   const int* diag = plan.diag.data();
-  const std::int32_t* target = plan.ops.data();
+  const std::int32_t* op = plan.ops.data();
   T failed[L];  // 0 or 1 per lane
   ESI_LANES for (int l = 0; l < L; ++l) failed[l] = 0;
 
+  // One entry: a = (a - l[k][c1] u[c1][j] - l[k][c2] u[c2][j] - ...) * scale, the (u, l)
+  // slot pairs read from the operation list, scale = the reciprocal pivot of an L entry (null:
+  // none). (Splitting wide blocks into register-sized chunks was slower: the chunks' update
+  // chains then run one after the other instead of side by side.)
+  auto eliminate_entry = [&](T* a, const T* scale) {
+    T acc[L];
+    ESI_LANES for (int l = 0; l < L; ++l) acc[l] = a[l];
+    for (int count = *op++; count > 0; --count, op += 2) {
+      const T* u = v + static_cast<size_t>(op[0]) * L;
+      const T* multiplier = v + static_cast<size_t>(op[1]) * L;
+      ESI_LANES for (int l = 0; l < L; ++l) acc[l] -= multiplier[l] * u[l];
+    }
+    if (scale) {
+      ESI_LANES for (int l = 0; l < L; ++l) a[l] = acc[l] * scale[l];
+    } else {
+      ESI_LANES for (int l = 0; l < L; ++l) a[l] = acc[l];
+    }
+  };
   for (int k = 0; k < n; ++k) {
     T rowmax[L], nonfinite[L];  // nonfinite: 0, or NaN once an entry was inf or NaN
     ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
@@ -84,19 +108,10 @@ template <class T, int L>
         nonfinite[l] += a[l] - a[l];
       }
     }
-    for (int q = row_ptr[k]; q < diag[k]; ++q) {
-      const int c = col[q];
-      T* lik = v + static_cast<size_t>(q) * L;
-      const T* inverse_pivot = v + static_cast<size_t>(diag[c]) * L;
-      T multiplier[L];
-      ESI_LANES for (int l = 0; l < L; ++l) multiplier[l] = lik[l] = lik[l] * inverse_pivot[l];
-      const int end = row_ptr[c + 1];
-      for (int s = diag[c] + 1; s < end; ++s) {
-        T* t = v + static_cast<size_t>(*target++) * L;
-        const T* u = v + static_cast<size_t>(s) * L;
-        ESI_LANES for (int l = 0; l < L; ++l) t[l] -= multiplier[l] * u[l];
-      }
-    }
+    for (int q = row_ptr[k]; q < diag[k]; ++q)  // L entries become multipliers
+      eliminate_entry(v + static_cast<size_t>(q) * L, v + static_cast<size_t>(diag[col[q]]) * L);
+    for (int updated = *op++; updated > 0; --updated)  // pivot and U entries with updates
+      eliminate_entry(v + static_cast<size_t>(*op++) * L, nullptr);
     T* d = v + static_cast<size_t>(diag[k]) * L;
     ESI_LANES for (int l = 0; l < L; ++l) {
       const T m = std::abs(d[l]);
