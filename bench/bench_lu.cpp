@@ -6,7 +6,10 @@
 // per-cell shift s above J's largest row sum, so every method factors a well-conditioned
 // matrix and no lane fails; the cost of the LU does not depend on the values.
 //
-// Rows: "lu/<model>/lanes:L" (ours, L lanes per block) and "lu/<model>/eigen_dense",
+// Our buffers are LaneVectors (64-byte aligned; plain std::vector made lu_factor up to 1.6x
+// slower, depending on where malloc put it).
+// Rows: "lu/<model>/lanes/L:L" (ours, L lanes per block; lanes_f32 in single precision) and
+// "lu/<model>/eigen_dense",
 // "lu/<model>/eigen_sparse". Each pass goes over all cells block by block: assemble (s I - J
 // into factor storage) alone, assemble + factor (the difference is the factorisation), and
 // solve (copy of the right-hand side included; every block against the last factor, which
@@ -146,6 +149,7 @@ void report(benchmark::State& state, const LuCase& c, std::array<double, 3> s, s
   state.counters["flops"] = factor_flops;
 }
 
+template <class T>
 void BM_LaneLu(benchmark::State& state, const std::string& name) {
   const LuCase& c = lu_case(name);
   if (!c.error.empty()) return state.SkipWithError(c.error.c_str());
@@ -154,26 +158,26 @@ void BM_LaneLu(benchmark::State& state, const std::string& name) {
   const int n = plan.n;
   const std::size_t nnz_j = plan.input_nonzeros, blocks = c.cells / L;
   // Lane-SoA inputs per block, laid out once (the Jacobian program writes them this way).
-  std::vector<double> jac(nnz_j * c.cells), shift(c.cells), rhs(static_cast<std::size_t>(n) * c.cells);
+  esi::linalg::LaneVector<T> jac(nnz_j * c.cells), shift(c.cells), rhs(static_cast<std::size_t>(n) * c.cells);
   for (std::size_t b = 0; b < blocks; ++b)
     for (int l = 0; l < L; ++l) {
       const std::size_t cell = b * L + l;
-      for (std::size_t j = 0; j < nnz_j; ++j) jac[b * nnz_j * L + j * L + l] = c.jac[cell * nnz_j + j];
-      for (int i = 0; i < n; ++i) rhs[b * n * L + i * L + l] = c.rhs[cell * n + i];
-      shift[cell] = c.shift[cell];
+      for (std::size_t j = 0; j < nnz_j; ++j) jac[b * nnz_j * L + j * L + l] = static_cast<T>(c.jac[cell * nnz_j + j]);
+      for (int i = 0; i < n; ++i) rhs[b * n * L + i * L + l] = static_cast<T>(c.rhs[cell * n + i]);
+      shift[cell] = static_cast<T>(c.shift[cell]);
     }
-  std::vector<double> values(plan.nonzeros() * L), x(static_cast<std::size_t>(n) * L);
+  esi::linalg::LaneVector<T> values(plan.nonzeros() * L), x(static_cast<std::size_t>(n) * L);
   std::vector<std::uint8_t> failed(L);
   int failures = 0;
   auto pass = [&](int stage) {
     for (std::size_t b = 0; b < blocks; ++b) {
       if (stage == 2) {  // every block's right-hand side against the last factor (same cost)
         std::copy_n(rhs.data() + b * n * L, n * L, x.data());
-        esi::linalg::lu_solve<double>(plan, values.data(), x.data(), L);
+        esi::linalg::lu_solve<T>(plan, values.data(), x.data(), L);
       } else {
-        esi::linalg::assemble_shifted<double>(plan, jac.data() + b * nnz_j * L,
+        esi::linalg::assemble_shifted<T>(plan, jac.data() + b * nnz_j * L,
                                               shift.data() + b * L, values.data(), L);
-        if (stage == 1) failures += esi::linalg::lu_factor<double>(plan, values.data(), L, failed);
+        if (stage == 1) failures += esi::linalg::lu_factor<T>(plan, values.data(), L, failed);
       }
       benchmark::DoNotOptimize(values.data());
       benchmark::DoNotOptimize(x.data());
@@ -265,9 +269,12 @@ void BM_EigenSparse(benchmark::State& state, const std::string& name) {
 
 const bool registered = [] {
   for (const std::string name : {"fullchem", "superfast"}) {
-    auto* ours = benchmark::RegisterBenchmark(("lu/" + name + "/lanes").c_str(), BM_LaneLu, name);
+    auto* ours = benchmark::RegisterBenchmark(("lu/" + name + "/lanes").c_str(), BM_LaneLu<double>, name);
     for (int L : {1, 4, 8, 16, 32}) ours->Arg(L);
     ours->ArgName("L")->Iterations(1)->Unit(benchmark::kMillisecond);
+    auto* single = benchmark::RegisterBenchmark(("lu/" + name + "/lanes_f32").c_str(), BM_LaneLu<float>, name);
+    for (int L : {8, 16, 32}) single->Arg(L);
+    single->ArgName("L")->Iterations(1)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("lu/" + name + "/eigen_dense").c_str(), BM_EigenDense, name)
         ->Iterations(1)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("lu/" + name + "/eigen_sparse").c_str(), BM_EigenSparse, name)

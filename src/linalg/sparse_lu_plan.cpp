@@ -1,6 +1,6 @@
 // Planning the lane-batched LU: pattern checks, the Markowitz order, symbolic fill and the
-// flat operation lists lu_factor / lu_solve walk (the encoding is described at the top of
-// sparse_lu_numeric.cpp).
+// flat operation lists lu_factor / lu_solve walk (the encodings are described at the top of
+// lu_factor.cpp and sparse_lu_numeric.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -151,42 +151,21 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
   for (int i = 0; i < n; ++i) plan.diag_of[i] = plan.diag[plan.position[i]];
   plan.fill = plan.col.size() - p.col.size() - missing_diagonals;
 
-  // Factor operations, entry by entry (see sparse_lu_numeric.cpp): for each factor entry
-  // (k, j) in storage order, the updates it receives as (U entry (c, j), L entry (k, c)) pairs,
-  // c increasing.
+  // Factor operations, row by row (see lu_factor.cpp): the targets of every row update.
   std::vector<int> where(n, -1);  // factor position of column c in the current row
-  std::vector<std::vector<std::int32_t>> updates;  // per entry of the current row
   for (int k = 0; k < n; ++k) {
-    const int begin = plan.row_ptr[k], end = plan.row_ptr[k + 1];
-    updates.assign(static_cast<std::size_t>(end - begin), {});
-    for (int q = begin; q < end; ++q) where[plan.col[q]] = q;
-    for (int q = begin; q < plan.diag[k]; ++q) {
+    for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where[plan.col[q]] = q;
+    for (int q = plan.row_ptr[k]; q < plan.diag[k]; ++q) {
       const int c = plan.col[q];
       ++plan.divisions;
       for (int s = plan.diag[c] + 1; s < plan.row_ptr[c + 1]; ++s) {
         const int t = where[plan.col[s]];
         ESI_ASSERT(t >= 0);  // the symbolic fill put every update target in row k
-        updates[t - begin].push_back(s);
-        updates[t - begin].push_back(q);
+        plan.ops.push_back(t);
         ++plan.multiply_adds;
       }
     }
-    for (int q = begin; q < plan.diag[k]; ++q) {  // every L entry: it becomes a multiplier
-      const auto& u = updates[q - begin];
-      plan.ops.push_back(static_cast<std::int32_t>(u.size() / 2));
-      plan.ops.insert(plan.ops.end(), u.begin(), u.end());
-    }
-    const auto count_at = plan.ops.size();  // the pivot and U: only entries with updates
-    plan.ops.push_back(0);
-    for (int q = plan.diag[k]; q < end; ++q) {
-      const auto& u = updates[q - begin];
-      if (u.empty()) continue;
-      ++plan.ops[count_at];
-      plan.ops.push_back(q);
-      plan.ops.push_back(static_cast<std::int32_t>(u.size() / 2));
-      plan.ops.insert(plan.ops.end(), u.begin(), u.end());
-    }
-    for (int q = begin; q < end; ++q) where[plan.col[q]] = -1;
+    for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where[plan.col[q]] = -1;
   }
   // Solve operations: the ORIGINAL index of each factor entry's column, so substitution works
   // on x in original order without a permutation pass.
