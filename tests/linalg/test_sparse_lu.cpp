@@ -352,6 +352,11 @@ TEST(SparseLuPlan, Deterministic) {
   EXPECT_EQ(a.solve_ops, b.solve_ops);
   EXPECT_EQ(a.fill, b.fill);
   EXPECT_EQ(a.multiply_adds, b.multiply_adds);
+  EXPECT_EQ(markowitz_order(p), a.order);
+  // A plan in its own order is the same plan.
+  const auto c = plan_sparse_lu_in_order(p, a.order);
+  EXPECT_EQ(c.col, a.col);
+  EXPECT_EQ(c.ops, a.ops);
 }
 
 // (6) A tiny, zero or non-finite pivot flags exactly its lane; the other lanes' bits are

@@ -65,6 +65,9 @@ struct SparseLuPlan {
 /// are added where the pattern lacks them. Throws esi::Error `invalid_pattern` (n < 0,
 /// row_ptr not monotone, columns out of range or not increasing).
 SparseLuPlan plan_sparse_lu(const Pattern& pattern);
+/// The elimination order plan_sparse_lu chooses, without the factor pattern and operation
+/// lists (whose size grows with the flop count): for planners that need only the order.
+std::vector<int> markowitz_order(const Pattern& pattern);
 /// The same plan for a given elimination order (order[k] = original index eliminated k-th):
 /// fill, maps and flops of that order. Throws `invalid_pattern` for a bad pattern or an order
 /// that is not a permutation of 0..n-1.
