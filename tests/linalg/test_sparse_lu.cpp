@@ -270,8 +270,9 @@ Pattern arrowhead(int n) {  // dense row 0 and column 0, plus the diagonal
   return p;
 }
 
-// (4) Markowitz: the hub of an arrowhead goes last (no fill); the natural order fills it all.
-TEST(SparseLuPlan, ArrowheadHubLastHasNoFill) {
+// (4) Markowitz: the hub of an arrowhead goes after its leaves (no fill); the natural order
+// fills it all.
+TEST(SparseLuPlan, ArrowheadHubAfterLeavesHasNoFill) {
   const int n = 9;
   const Pattern p = arrowhead(n);
   const auto plan = plan_sparse_lu(p);
