@@ -251,11 +251,15 @@ Plan make_plan(esm::System& system, const PlanOptions& options) {
   if (grid) detail::plan_grid(system, plan);
   else detail::plan_scalar(system, plan);
   require_patterns(plan);
-  if (options.validate) {
-    if (grid) detail::validate_grid(system, plan, options);
-    else detail::validate_scalar(system, plan, options);
-  }
+  if (options.validate) validate(system, plan, options);
   return plan;
+}
+
+void validate(esm::System& system, Plan& plan, const PlanOptions& options) {
+  plan.validation = {};
+  for (auto& op : plan.operators) op.measured_reach.clear();
+  if (plan.form == "grid") detail::validate_grid(system, plan, options);
+  else detail::validate_scalar(system, plan, options);
 }
 
 void require_patterns(const Plan& plan) {
@@ -284,6 +288,11 @@ nlohmann::json to_json(const Plan& plan) {
       o["reach"] = r;
     }
     if (op.column_bandwidth >= 0) o["column_bandwidth"] = op.column_bandwidth;
+    if (!op.measured_reach.empty()) {
+      json r = json::object();
+      for (const auto& a : op.measured_reach) r[a.axis] = {{"minus", a.minus}, {"plus", a.plus}};
+      o["measured_reach"] = r;
+    }
     if (op.has_pattern) {
       json rows = json::object();
       const BlockPattern& b = op.block;
@@ -332,7 +341,10 @@ nlohmann::json to_json(const Plan& plan) {
                 {"rows_not_finite", v.rows_not_finite},
                 {"failures", v.failures}};
     if (v.cells_checked) val["cells_checked"] = v.cells_checked;
-    if (v.max_analytic_error >= 0) val["max_analytic_error"] = v.max_analytic_error;
+    if (v.max_analytic_error >= 0) {
+      val["max_analytic_error"] = v.max_analytic_error;
+      val["analytic_entries"] = v.analytic_entries;
+    }
     out["validation"] = val;
   } else {
     out["validation"] = {{"ran", false}};

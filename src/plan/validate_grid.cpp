@@ -223,7 +223,9 @@ void validate_grid(esm::System& s, Plan& plan, const PlanOptions& options) {
     GridOracle oracle(s, y, p, t);
     std::map<std::pair<std::string, std::vector<std::int64_t>>, std::pair<double, double>> sums;  // (sum, sum |.|)
     std::vector<std::int64_t> pos;
-    for (const Operator& op : plan.operators) {
+    for (Operator& op : plan.operators) {
+      if (op.measured_reach.empty())
+        for (const auto& a : plan.axes) op.measured_reach.push_back(AxisReach{a, 0, 0, false});
       for (std::size_t r = 0; r < op.rows.size(); ++r) {
         const esm::System::Array* row_array = array_by_name.at(op.rows[r]);
         for (const auto& cell : cells) {
@@ -239,6 +241,15 @@ void validate_grid(esm::System& s, Plan& plan, const PlanOptions& options) {
             if (d == 0 || std::isnan(d)) continue;
             ++v.jacobian_nonzeros;
             const esm::System::Array* read = locate(idx, pos);
+            if (read)
+              for (std::size_t k = 0; k < plan.axes.size(); ++k) {
+                std::size_t j = 0;
+                while (j < read->axes.size() && base_axis(read->axes[j]) != base_axis(plan.axes[k])) ++j;
+                if (j == read->axes.size()) continue;
+                const std::int64_t off = pos[j] - cell[k];
+                op.measured_reach[k].minus = std::max(op.measured_reach[k].minus, -off);
+                op.measured_reach[k].plus = std::max(op.measured_reach[k].plus, off);
+              }
             bool covered = false;
             for (const auto& f : op.footprint) {
               if (!read || f.row != op.rows[r] || f.read != read->name) continue;

@@ -159,6 +159,7 @@ void validate_scalar(esm::System& s, Plan& plan, const PlanOptions& options) {
         const int col = jac.dofs[jac.col[k]];
         const double want = dual.count(col) ? dual[col] : 0.0, got = values[k];
         dual.erase(col);
+        ++v.analytic_entries;
         if ((std::isnan(want) && std::isnan(got)) || want == got) continue;
         const double err = std::fabs(got - want) / std::max(scale, 1e-300);
         v.max_analytic_error = std::max(v.max_analytic_error, err);

@@ -91,6 +91,9 @@ struct Operator {
   std::vector<FootprintEntry> footprint;  ///< per-region form
   std::int64_t column_bandwidth = -1;     ///< Column: max |offset| along the vertical axis
   std::string gershgorin;                 ///< pointwise: max over rows of sum |J_ij|
+  /// Validation (per-region form): the reach the dual-number Jacobian showed at the checked
+  /// cells, per grid axis (how tight the planned reach is; never wider than it when valid).
+  std::vector<AxisReach> measured_reach;
 };
 
 struct Validation {
@@ -102,6 +105,7 @@ struct Validation {
   std::size_t jacobian_nonzeros = 0;   ///< dual-number nonzeros checked against the patterns
   std::size_t outside_pattern = 0;     ///< of those, how many no pattern declares
   double max_analytic_error = -1;      ///< analytic vs dual (scalar form), -1 when not run
+  std::size_t analytic_entries = 0;    ///< analytic Jacobian entries compared
   /// Rows checked, and of those how many were not finite at a sampled state (nothing can be
   /// compared there: a failure, since a check that compares nothing must not pass).
   std::size_t rows_checked = 0, rows_not_finite = 0;
@@ -135,6 +139,9 @@ struct PlanOptions {
 /// the operators' expressions and derivatives. Throws esi::Error `missing_pattern`,
 /// `not_differentiable` and the compile codes; validation failures are recorded, not thrown.
 Plan make_plan(esm::System& system, const PlanOptions& options = {});
+
+/// Pass 5 alone on a plan of `system` (make_plan runs it): replaces plan.validation.
+void validate(esm::System& system, Plan& plan, const PlanOptions& options = {});
 
 /// Throws esi::Error `missing_pattern` when an operator writes state arrays (or states) but
 /// declares no pattern.
