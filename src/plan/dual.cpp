@@ -72,6 +72,14 @@ SparseDual DualEvaluator::closed(NodeId id) {
     return chain(kernel::interp_linear(tab.values, tab.axis_x, x.v),
                  kernel::interp_linear_slope(tab.values, tab.axis_x, x.v), x);
   }
+  if (f != ClosedFn::Bilinear) {
+    // The derivative helpers (linear_slope, bilinear_dx / _dy) appear only in symbolic
+    // Jacobian entries; differentiate treats them as constant in their arguments.
+    std::vector<double> scalars;
+    const int tables = kernel::closed_fn_table_args(f);
+    for (std::size_t i = static_cast<std::size_t>(tables); i < a.size(); ++i) scalars.push_back(eval(a[i]).v);
+    return {kernel::eval_closed(f, tab, scalars.data()), {}};
+  }
   const SparseDual x = eval(a[3]), y = eval(a[4]);
   return {kernel::interp_bilinear(tab.values, tab.axis_x, tab.axis_y, x.v, y.v),
           combine(kernel::interp_bilinear_dx(tab.values, tab.axis_x, tab.axis_y, x.v, y.v), x.d,

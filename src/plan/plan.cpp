@@ -18,10 +18,8 @@
 #include "esi/expr/differentiate.hpp"
 #include "esi/expr/parse.hpp"
 #include "esi/plan/plan.hpp"
-#include "plan/plan_internal.hpp"
-#ifdef ESI_HAVE_LINALG
 #include "esi/linalg/sparse_lu.hpp"
-#endif
+#include "plan/plan_internal.hpp"
 
 namespace esi::plan {
 
@@ -104,9 +102,9 @@ std::vector<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
 }  // namespace
 
 void plan_block_structure(esm::System& system, Operator& op, const std::vector<NodeId>& entries) {
+  op.block_entries = entries;
   const BlockPattern& b = op.block;
   const int n = static_cast<int>(b.species.size());
-#ifdef ESI_HAVE_LINALG
   if (n > 0) {
     linalg::Pattern p{n, b.row_ptr, b.col};
     const linalg::SparseLuPlan lu = linalg::plan_sparse_lu(p);
@@ -118,7 +116,6 @@ void plan_block_structure(esm::System& system, Operator& op, const std::vector<N
     op.lu.multiply_adds = lu.multiply_adds;
     op.lu.solve_multiply_adds = lu.solve_multiply_adds;
   }
-#endif
   // Gershgorin: every eigenvalue of J lies in a disc centred on J_ii of radius sum_{j!=i}
   // |J_ij|, so |lambda| <= max_i sum_j |J_ij|. Written with the symbolic entries when that
   // stays short enough to read; otherwise with named entries J[row,col].

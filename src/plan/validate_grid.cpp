@@ -211,6 +211,7 @@ void validate_grid(esm::System& s, Plan& plan, const PlanOptions& options) {
   std::unordered_map<std::string, const esm::System::Array*> array_by_name;
   for (const auto& a : s.arrays) array_by_name[a.name] = &a;
 
+  v.max_analytic_error = 0;
   const auto cells = cells_to_check(plan.extents, options.max_cells, rng);
   v.cells_checked = cells.size();
   std::uniform_real_distribution<double> factor(0.5, 2.0);
@@ -234,6 +235,30 @@ void validate_grid(esm::System& s, Plan& plan, const PlanOptions& options) {
           for (std::size_t d = 0; d < cell.size(); ++d) inside = inside && cell[d] <= row_array->extents[d];
           if (!inside) continue;
           const SparseDual value = op.rhs[r] == expr::kNoNode ? oracle.tendency(op.rows[r], cell) : oracle.at(op.rhs[r], cell);
+          // Pointwise blocks: the symbolic entries (what an assembled Jacobian evaluates)
+          // against the dual numbers, relative to the row's largest dual entry.
+          if (op.locality == Locality::Pointwise && !op.block_entries.empty()) {
+            const auto& b = op.block;
+            const int br = static_cast<int>(std::find(b.species.begin(), b.species.end(), op.rows[r]) - b.species.begin());
+            double scale = 0;
+            for (const auto& [idx, d] : value.d)
+              if (std::isfinite(d)) scale = std::max(scale, std::fabs(d));
+            for (int k = b.row_ptr[br]; k < b.row_ptr[br + 1]; ++k) {
+              const esm::System::Array* col = array_by_name.at(b.species[b.col[k]]);
+              const std::int64_t idx = col->first_state + linear(cell, col->extents);
+              auto it = std::lower_bound(value.d.begin(), value.d.end(), idx,
+                                         [](const std::pair<std::int64_t, double>& e, std::int64_t i) { return e.first < i; });
+              const double want = it != value.d.end() && it->first == idx ? it->second : 0.0;
+              const double got = oracle.at(op.block_entries[k], cell).v;
+              ++v.analytic_entries;
+              if (got == want || (std::isnan(got) && std::isnan(want))) continue;
+              const double err = std::fabs(got - want) / std::max(scale, 1e-300);
+              v.max_analytic_error = std::max(v.max_analytic_error, err);
+              if (!(err <= kTolerance))
+                fail("operator '" + op.name + "': symbolic d " + op.rows[r] + " / d " + col->name + " = " + num(got) +
+                     ", dual numbers give " + num(want) + " (sample " + std::to_string(sample) + ")");
+            }
+          }
           auto& acc = sums[{op.rows[r], cell}];
           acc.first += value.v;
           acc.second += std::fabs(value.v);

@@ -87,6 +87,9 @@ struct Operator {
 
   bool has_pattern = false;
   BlockPattern block;  ///< pointwise: the per-cell block; other localities: the species coupling
+  /// Pointwise blocks: the symbolic entry d rhs(row) / d column of each nonzero (CSR order;
+  /// per-region form: by the relative read at offset 0); empty when some entry has none.
+  std::vector<expr::NodeId> block_entries;
   LuSummary lu;        ///< pointwise operators with states
   std::vector<FootprintEntry> footprint;  ///< per-region form
   std::int64_t column_bandwidth = -1;     ///< Column: max |offset| along the vertical axis
@@ -104,8 +107,11 @@ struct Validation {
   double max_sum_error = 0;            ///< |sum of operators - flat| / max(|flat|, sum |op|)
   std::size_t jacobian_nonzeros = 0;   ///< dual-number nonzeros checked against the patterns
   std::size_t outside_pattern = 0;     ///< of those, how many no pattern declares
-  double max_analytic_error = -1;      ///< analytic vs dual (scalar form), -1 when not run
-  std::size_t analytic_entries = 0;    ///< analytic Jacobian entries compared
+  /// Analytic vs dual Jacobian entries, relative to the row's largest dual entry: scalar form
+  /// kernel::compile_jacobian's compiled values; per-region form the symbolic entries of the
+  /// pointwise blocks (block_entries) at each checked cell. -1 when not run.
+  double max_analytic_error = -1;
+  std::size_t analytic_entries = 0;    ///< entries compared
   /// Rows checked, and of those how many were not finite at a sampled state (nothing can be
   /// compared there: a failure, since a check that compares nothing must not pass).
   std::size_t rows_checked = 0, rows_not_finite = 0;
