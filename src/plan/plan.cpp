@@ -103,6 +103,12 @@ std::vector<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
 
 void plan_block_structure(esm::System& system, Operator& op, const std::vector<NodeId>& entries) {
   op.block_entries = entries;
+  std::size_t text_size = 0;
+  for (NodeId e : entries) {
+    op.block_entry_text.push_back(expr::to_infix(system.pool, e));
+    text_size += op.block_entry_text.back().size();
+  }
+  if (text_size > (256u << 10)) op.block_entry_text.clear();
   const BlockPattern& b = op.block;
   const int n = static_cast<int>(b.species.size());
   if (n > 0) {
@@ -125,7 +131,8 @@ void plan_block_structure(esm::System& system, Operator& op, const std::vector<N
     if (b.row_ptr[r] == b.row_ptr[r + 1]) continue;
     std::string row_full, row_named;
     for (int k = b.row_ptr[r]; k < b.row_ptr[r + 1]; ++k) {
-      row_full += (k == b.row_ptr[r] ? "" : " + ") + std::string("abs(") + expr::to_infix(system.pool, entries[k]) + ")";
+      row_full += (k == b.row_ptr[r] ? "" : " + ") + std::string("abs(") +
+                  (op.block_entry_text.empty() ? expr::to_infix(system.pool, entries[k]) : op.block_entry_text[k]) + ")";
       row_named += (k == b.row_ptr[r] ? "" : " + ") + std::string("abs(J[") + b.species[r] + "," + b.species[b.col[k]] + "])";
       if (full.size() + row_full.size() > 4000) full.clear();
     }
@@ -138,7 +145,8 @@ void plan_block_structure(esm::System& system, Operator& op, const std::vector<N
   } else if (!full.empty() && full.size() <= 4000) {
     op.gershgorin = full + ")";
   } else {
-    op.gershgorin = named + ")  where J[r,c] = d rhs(r) / d c";
+    op.gershgorin = named + ")  where J[r,c] = d rhs(r) / d c" +
+                    (op.block_entry_text.empty() ? "" : " (listed under \"jacobian\")");
   }
 }
 
@@ -245,6 +253,15 @@ Plan make_plan(esm::System& system, const PlanOptions& options) {
   bool grid = false;
   for (const auto& g : system.grid) grid = grid || g.kind == esm::System::GridEquation::Kind::Tendency;
   plan.form = grid ? "grid" : "scalar";
+  // Arrays as one equation per cell carry no grid: every cell would look like its own box
+  // model. The planner reads locality from the per-region form only.
+  if (!grid)
+    for (const auto& v : system.states)
+      if (!v.array.empty())
+        throw Error("plan_needs_region_form", v.file, v.pointer,
+                    "the arrays of this document became one equation per cell" +
+                        (system.grid_fallback.empty() ? std::string() : " (" + system.grid_fallback + ")") +
+                        "; the planner needs their per-region form (flatten with FlattenOptions::grid)");
   if (grid) detail::plan_grid(system, plan);
   else detail::plan_scalar(system, plan);
   require_patterns(plan);
@@ -317,6 +334,13 @@ nlohmann::json to_json(const Plan& plan) {
                  {"fill", op.lu.fill},            {"divisions", op.lu.divisions},
                  {"multiply_adds", op.lu.multiply_adds}, {"solve_multiply_adds", op.lu.solve_multiply_adds}};
     if (!op.gershgorin.empty()) o["gershgorin"] = op.gershgorin;
+    if (!op.block_entry_text.empty()) {
+      json jac = json::object();
+      const BlockPattern& b = op.block;
+      for (std::size_t r = 0; r < b.species.size(); ++r)
+        for (int k = b.row_ptr[r]; k < b.row_ptr[r + 1]; ++k) jac[b.species[r]][b.species[b.col[k]]] = op.block_entry_text[k];
+      o["jacobian"] = jac;
+    }
     ops.push_back(std::move(o));
   }
   json out = {{"document", plan.document}, {"component", plan.component}, {"form", plan.form},

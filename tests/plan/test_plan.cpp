@@ -100,6 +100,18 @@ TEST(Plan, AColumnSumIsAColumnOperatorBesideThePointwiseLoss) {
   EXPECT_GT(p.validation.jacobian_nonzeros, 0u);
 }
 
+TEST(Plan, ArraysAsCellsAreRefusedWithTheReason) {
+  esi::testing::TempDir dir;
+  esi::esm::System s = esi::esm::flatten(esi::esm::load_resolved(dir.write("col.esm", column_doc("lev"))));
+  try {
+    (void)esi::plan::make_plan(s);
+    FAIL() << "planned a cell-by-cell system";
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "plan_needs_region_form");
+    EXPECT_NE(e.diagnostic().pointer, "");
+  }
+}
+
 TEST(Plan, ASumAlongAHorizontalAxisIsGlobal) {
   esi::testing::TempDir dir;
   esi::esm::System s = flatten_grid(dir.write("row.esm", column_doc("y")));
@@ -167,7 +179,8 @@ TEST(Plan, EveryReactionSystemOfTheCorpusIsCoveredByItsPattern) {
       s = esi::esm::flatten(doc, fo);
       // Gridded documents are planned in the per-region form (the transport tests below);
       // compile_jacobian has no per-region form.
-      if (s.reactions.empty() || !s.grid.empty() || s.states.size() > 400) continue;
+      const bool cells = std::any_of(s.states.begin(), s.states.end(), [](const auto& v) { return !v.array.empty(); });
+      if (s.reactions.empty() || !s.grid.empty() || cells || s.states.size() > 400) continue;
       (void)esi::kernel::compile_jacobian(s);  // documents the kernel refuses are no cases
     } catch (const esi::Error&) {
       continue;

@@ -90,6 +90,9 @@ struct Operator {
   /// Pointwise blocks: the symbolic entry d rhs(row) / d column of each nonzero (CSR order;
   /// per-region form: by the relative read at offset 0); empty when some entry has none.
   std::vector<expr::NodeId> block_entries;
+  /// The same entries in infix (plan.json's "jacobian": row -> column -> expression), kept
+  /// when they total at most 256 KiB of text; empty otherwise.
+  std::vector<std::string> block_entry_text;
   LuSummary lu;        ///< pointwise operators with states
   std::vector<FootprintEntry> footprint;  ///< per-region form
   std::int64_t column_bandwidth = -1;     ///< Column: max |offset| along the vertical axis
