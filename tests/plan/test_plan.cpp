@@ -170,6 +170,11 @@ TEST(Plan, EveryReactionSystemOfTheCorpusIsCoveredByItsPattern) {
   std::set<std::string> planned;
   std::size_t nonzeros = 0, analytic = 0;
   for (const auto& f : files) {
+    {  // every reaction system is written in a file that says so (cheap: skips the grids)
+      std::ifstream in(f);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find("\"reaction_systems\"") == std::string::npos) continue;
+    }
     esi::esm::System s;
     try {
       const auto doc = esi::esm::load_resolved(f);
