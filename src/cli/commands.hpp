@@ -42,6 +42,12 @@ void print_inspect_help(std::FILE* out);
 int run_import_kpp(Args args);
 void print_import_kpp_help(std::FILE* out);
 
+#ifdef ESI_HAVE_PLAN
+/// `esi plan FILE [--component NAME] [-o PLAN.json]`
+int run_plan(Args args);
+void print_plan_help(std::FILE* out);
+#endif
+
 #ifdef ESI_HAVE_EXEC
 /// `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] ... --output OUT.csv`
 int run_simulate(Args args);

@@ -31,6 +31,10 @@ void print_help(std::FILE* out) {
       "                                             --equations, --grep P filter (see 'esi help\n"
       "                                             inspect')\n"
       "  import-kpp MECH.eqn [.spc] [.def] -o OUT   a KPP mechanism as an ESM reaction system\n"
+#ifdef ESI_HAVE_PLAN
+      "  plan FILE [--component NAME] [-o PLAN]     operators, locality, Jacobian patterns and\n"
+      "                                             their validation as plan.json\n"
+#endif
 #ifdef ESI_HAVE_EXEC
       "  simulate FILE --tspan T0 T1 --output CSV   integrate a model; units and run metadata in\n"
       "                                             CSV.json (see 'esi help simulate')\n"
@@ -68,6 +72,12 @@ int run_help(Args args) {
     print_import_kpp_help(stdout);
     return kExitOk;
   }
+#ifdef ESI_HAVE_PLAN
+  if (args[0] == "plan") {
+    print_plan_help(stdout);
+    return kExitOk;
+  }
+#endif
 #ifdef ESI_HAVE_EXEC
   if (args[0] == "simulate") {
     print_simulate_help(stdout);
@@ -105,6 +115,9 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "validate") return run_validate(rest);
   if (command == "inspect") return run_inspect(rest);
   if (command == "import-kpp") return run_import_kpp(rest);
+#ifdef ESI_HAVE_PLAN
+  if (command == "plan") return run_plan(rest);
+#endif
 #ifdef ESI_HAVE_EXEC
   if (command == "simulate") return run_simulate(rest);
   if (command == "check") return run_check(rest);

@@ -1487,14 +1487,20 @@ void lower_to_regions(FlattenState& st) {
         return v;
       };
       System::GridRegion whole{std::vector<std::int64_t>(extents.size(), 1), extents, {}};
+      std::vector<std::vector<std::string>> sources;
       for (const auto& x : names) {
         const ArrayShape& shape = st.arrays.at(x);
         std::vector<NodeId> parts;
-        for (const auto& t : st.tendencies.at(x)) parts.push_back(split(t.rhs, x, shape, t));
+        sources.emplace_back();
+        for (const auto& t : st.tendencies.at(x)) {
+          parts.push_back(split(t.rhs, x, shape, t));
+          sources.back().push_back(st.components[t.component].path);
+        }
         whole.rhs.push_back(parts.size() == 1 ? parts[0] : pool.make(Op::Add, parts));
       }
       tendencies.push_back(System::GridEquation{System::GridEquation::Kind::Tendency, names, extents,
-                                                {std::move(whole)}, first[0].file, first[0].pointer});
+                                                {std::move(whole)}, first[0].file, first[0].pointer,
+                                                std::move(sources)});
       continue;
     }
     System::GridEquation g{System::GridEquation::Kind::Tendency, names, extents, {}, first[0].file,

@@ -608,6 +608,9 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
     else v.initial = subst(v.initial);
     sys.states.push_back(std::move(v));
     sys.state_rhs.push_back(subst(rhs));
+    std::vector<std::string> sources;
+    for (const auto& t : list) sources.push_back(st.components[t.component].path);
+    sys.state_sources.push_back(std::move(sources));
   }
   // Name lookups below go through hash sets: documents of 10^5 equations must flatten in
   // linear time (System::state_index is a linear scan).
@@ -667,6 +670,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
       for (auto e : a->extents) n *= e;
       sys.states.reserve(sys.states.size() + static_cast<std::size_t>(n));
       sys.state_rhs.resize(sys.state_rhs.size() + static_cast<std::size_t>(n), expr::kNoNode);
+      sys.state_sources.resize(sys.state_rhs.size());
       std::vector<std::int64_t> cell(a->extents.size(), 1);
       for (std::int64_t k = 0; k < n; ++k) {
         cell_var.name = cell_name(name, cell);
@@ -682,6 +686,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
       if (d.species) {
         sys.states.push_back(d.var);  // a species no reaction touches keeps its value
         sys.state_rhs.push_back(sys.pool.number(0.0, true));
+        sys.state_sources.emplace_back();
         continue;
       }
       sys.algebraic.push_back(d.var);

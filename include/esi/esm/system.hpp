@@ -70,6 +70,10 @@ struct System {
 
   std::vector<FlatVariable> states;      ///< dx/dt = state_rhs[i]
   std::vector<expr::NodeId> state_rhs;
+  /// Per state: the component path of each contribution summed into its right-hand side
+  /// (operator_compose parts, in the order of the top-level sum's arguments; one entry when a
+  /// single component contributes, empty for a state without one). The planner's provenance.
+  std::vector<std::vector<std::string>> state_sources;
   std::vector<FlatVariable> observed;    ///< y = observed_rhs[i], dependency order
   std::vector<expr::NodeId> observed_rhs;
   std::vector<FlatVariable> algebraic;   ///< constrained by algebraic_equations
@@ -115,6 +119,10 @@ struct System {
     std::vector<std::int64_t> extents;
     std::vector<GridRegion> regions;
     std::string file, pointer;
+    /// Tendency with one region: per target, the component path of each contribution summed
+    /// into it (operator_compose parts, in the order of the top-level sum's arguments; one
+    /// entry when a single component contributes). The planner's provenance.
+    std::vector<std::vector<std::string>> sources;
   };
   /// Observed arrays first (dependency order), then tendencies, then initial values. Empty
   /// unless the per-region form was asked for and the document has one.
