@@ -90,9 +90,16 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
   std::vector<int> dofs = options.dofs, row_ptr{0}, col;
   if (dofs.empty())
     for (std::size_t i = 0; i < sys.states.size(); ++i) dofs.push_back(static_cast<int>(i));
-  for (int i : dofs)
+  for (int i : dofs) {
     if (i < 0 || static_cast<std::size_t>(i) >= sys.states.size())
       throw Error("invalid_dof", "", "", "state index " + std::to_string(i) + " is out of range");
+    // Cells of a per-region system have their equations in System::grid, not here.
+    if (sys.state_rhs[static_cast<std::size_t>(i)] == expr::kNoNode)
+      throw Error("not_differentiable", sys.states[i].file, sys.states[i].pointer,
+                  "state '" + sys.states[i].name +
+                      "' has no scalar equation (a cell of an array in the per-region form): its "
+                      "Jacobian is not built from that form");
+  }
   Inliner inline_defs(sys);
   std::vector<expr::StrId> wrt;
   std::unordered_map<expr::StrId, std::size_t> column_of;

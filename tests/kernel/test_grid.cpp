@@ -17,6 +17,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/kernel/grid.hpp"
+#include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/oracle.hpp"
 #include "esi/kernel/program.hpp"
 #include "support/reseact_docs.hpp"
@@ -138,6 +139,14 @@ TEST(GridPrograms, Transport3dEqualsCellByCellBitwise) {
     EXPECT_GT(expect_rhs_equal(sys, gp, ws, uc), 0u) << "n = " << n;
     // Away from free stream every limiter branch and both wind signs are active.
     EXPECT_GT(expect_rhs_equal(sys, gp, ws, perturbed(sys.cells, uc)), uc.size() / 3) << "n = " << n;
+    // The per-region form keeps no scalar equation per cell: asking it for the symbolic
+    // Jacobian is a clear error, not a read of a missing expression.
+    try {
+      (void)esi::kernel::compile_jacobian(sys.grid);
+      ADD_FAILURE() << "compile_jacobian accepted a per-region system";
+    } catch (const esi::Error& e) {
+      EXPECT_EQ(e.diagnostic().code, "not_differentiable");
+    }
   }
 }
 
