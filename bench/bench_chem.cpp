@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -74,6 +75,8 @@ namespace {
 namespace fs = std::filesystem;
 using esi::method::MethodId;
 using Clock = std::chrono::steady_clock;
+
+double cpu_seconds() { return double(std::clock()) / CLOCKS_PER_SEC; }  // process, all threads
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -225,6 +228,10 @@ class CellIntegrator {
       }
       r.steps += integ.stats().accepted + integ.stats().rejected;
       std::copy(integ.u().begin(), integ.u().end(), u_.begin());
+      // Negative values are set to 0 between chemistry steps (as a chemistry-transport model
+      // does before handing concentrations on); CVODE's constraints also refuse a start below 0.
+      if (tb < t1)
+        for (double& v : u_) v = std::max(v, 0.0);
       r.last_dt = integ.dt();
       o.dt_initial = integ.dt();  // warm start of the next chemistry step
       ta = tb;
@@ -263,13 +270,14 @@ struct Case {
   double atol = 1e-9;
   double error_floor = 1e-6;  ///< species whose reference is at or below it are not scored
   double dt_initial = 0;      ///< first step of the Rosenbrock rows (0 = automatic)
+  double reference_rtol = 1e-10;
   std::vector<std::size_t> reference_cells;
   std::vector<double> reference;  ///< reference_cells.size() x states, cell-major
 };
 
 struct Row {
   std::string label;
-  double wall = 0;
+  double wall = 0, cpu = 0;
   long steps_total = 0, steps_min = 0, steps_max = 0;
   std::size_t failed = 0;
   double max_err = 0, rms_err = 0;
@@ -288,11 +296,14 @@ struct Settings {
   fs::path corpus;
 };
 
-void score(const Case& k, std::span<const double> finals_cell_major, Row& row) {
+/// Errors over the reference cells that did not fail (`failed`: per cell of the case, or empty).
+void score(const Case& k, std::span<const double> finals_cell_major, Row& row,
+           const std::vector<char>& failed = {}) {
   const std::size_t n = k.mechanism->initial.size();
   double max_err = 0, sum2 = 0;
   std::size_t count = 0;
-  for (std::size_t r = 0; r < k.reference_cells.size(); ++r)
+  for (std::size_t r = 0; r < k.reference_cells.size(); ++r) {
+    if (!failed.empty() && failed[k.reference_cells[r]]) continue;
     for (std::size_t s = 0; s < n; ++s) {
       const double ref = k.reference[r * n + s];
       if (!(std::abs(ref) > k.error_floor)) continue;
@@ -301,6 +312,7 @@ void score(const Case& k, std::span<const double> finals_cell_major, Row& row) {
       sum2 += e * e;
       ++count;
     }
+  }
   row.max_err = max_err;
   row.rms_err = count ? std::sqrt(sum2 / double(count)) : 0;
 }
@@ -325,22 +337,26 @@ Row run_per_cell(const Case& k, const Settings& s, MethodId method, double rtol,
   }
   const std::size_t n = k.mechanism->initial.size();
   std::vector<double> finals(n * k.cells.count);
+  std::vector<char> failed(k.cells.count, 0);
   Row row;
   row.label = label;
   row.steps_min = std::numeric_limits<long>::max();
   const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (std::size_t c = 0; c < k.cells.count; ++c) {
     const auto r = ci.run(k.cells, c, o, k.t0, k.t1, k.dt_chem, std::span<double>(finals).subspan(c * n, n));
     row.steps_total += r.steps;
     row.steps_min = std::min(row.steps_min, r.steps);
     row.steps_max = std::max(row.steps_max, r.steps);
+    if (!r.ok) failed[c] = 1;
     if (!r.ok && row.failed++ == 0) row.note = "cell " + std::to_string(c) + ": " + r.message;
   }
   row.wall = seconds_since(start);
+  row.cpu = cpu_seconds() - cpu_start;
   std::vector<double> scored;
   for (std::size_t c : k.reference_cells)
     scored.insert(scored.end(), finals.begin() + c * n, finals.begin() + (c + 1) * n);
-  score(k, scored, row);
+  score(k, scored, row, failed);
   return row;
 }
 
@@ -348,7 +364,7 @@ void compute_reference(Case& k) {
   CellIntegrator ci(*k.mechanism, false);
   esi::method::IntegratorOptions o;
   o.method = MethodId::Rodas4;
-  o.rtol = 1e-10;
+  o.rtol = k.reference_rtol;
   o.atol = k.atol * 1e-6;
   o.max_steps = 2000000;
   const std::size_t n = k.mechanism->initial.size();
@@ -390,6 +406,7 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
   Row row;
   row.label = label;
   const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (double ta = k.t0; ta < k.t1;) {
     const double tb = std::min(k.t1, ta + k.dt_chem);
     const auto st = esi::exec::integrate_cells(*model, d, ta, tb, o, chem_steps);
@@ -397,8 +414,11 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
     if (st.failed_cells && row.failed == 0) row.note = st.message;
     row.failed = std::max(row.failed, st.failed_cells);
     ta = tb;
+    if (ta < k.t1)
+      for (double& v : states) v = std::max(v, 0.0);  // as CellIntegrator::run does
   }
   row.wall = seconds_since(start);
+  row.cpu = cpu_seconds() - cpu_start;
   row.steps_min = *std::min_element(steps.begin(), steps.end());
   row.steps_max = *std::max_element(steps.begin(), steps.end());
   for (auto s : steps) row.steps_total += s;
@@ -412,20 +432,20 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
 
 void print_header(const Case& k, const std::string& extra) {
   std::printf("\n== %s: %zu cells x %zu states, t %g..%g s in %g s chemistry steps, rtol %g atol %g, "
-              "error over %zu reference cells (Rodas4 rtol 1e-10), species > %g%s\n",
+              "error over %zu reference cells (Rodas4 rtol %g), species > %g%s\n",
               k.name.c_str(), k.cells.count, k.mechanism->initial.size(), k.t0, k.t1, k.dt_chem,
-              k.rtol, k.atol, k.reference_cells.size(), k.error_floor, extra.c_str());
-  std::printf("%-34s %9s %12s %12s %8s %6s %6s %9s %9s %7s\n", "row", "wall s", "cell-steps/s",
+              k.rtol, k.atol, k.reference_cells.size(), k.reference_rtol, k.error_floor, extra.c_str());
+  std::printf("%-34s %9s %7s %12s %12s %8s %6s %6s %9s %9s %7s\n", "row", "wall s", "cpu s", "cell-steps/s",
               "us/cell/h", "steps", "min", "max", "max err", "rms err", "x base");
 }
 
 void print_row(const Case& k, const Row& r, double base_wall) {
   const double hours = (k.t1 - k.t0) / 3600.0;
   const double n = double(k.cells.count);
-  std::printf("%-34s %9.3f %12.4g %12.4g %8.1f %6ld %6ld %9.2e %9.2e %7.3f", r.label.c_str(), r.wall,
+  std::printf("%-34s %9.3f %7.3f %12.4g %12.4g %8.1f %6ld %6ld %9.2e %9.2e %7.3f", r.label.c_str(), r.wall, r.cpu,
               double(r.steps_total) / r.wall, r.wall * 1e6 / n / hours, double(r.steps_total) / n,
               r.steps_min, r.steps_max, r.max_err, r.rms_err, base_wall > 0 ? r.wall / base_wall : 0.0);
-  if (r.failed) std::printf("  FAILED %zu cells (%s)", r.failed, r.note.c_str());
+  if (r.failed) std::printf("  FAILED %zu cells, errors over the others (%s)", r.failed, r.note.c_str());
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -628,6 +648,7 @@ int main(int argc, char** argv) {
       k.t1 = 3600;
       k.dt_chem = 1200;
       k.rtol = 0.5e-2;
+      k.reference_rtol = 1e-8;  // anchors-heavy §1.2 (Rodas4 at rtol 1e-8)
       double max_density = 0;
       for (std::size_t c = 0; c < k.cells.count; ++c) max_density = std::max(max_density, k.cells.cell_parameters[k.cells.count + c]);
       k.atol = fullchem_atol_ppb(max_density);
