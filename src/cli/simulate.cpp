@@ -50,6 +50,7 @@
 #include "esi/core/text.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/exec/pointwise.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
 
@@ -101,6 +102,10 @@ struct SimulateArgs {
   std::size_t ensemble = 0;  ///< 0: one path, written like a deterministic run
   unsigned threads = 1;
   bool members = false, have_seed = false;
+  // Gridded models with a pointwise part (lane pools).
+  int lanes = 8;
+  double split_step = 0;
+  std::optional<method::MethodId> transport_method;
 };
 
 /// A whole non-negative integer in [0, max] spelled completely.
@@ -169,6 +174,32 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     if (a == "--seed") s.seed = n, s.have_seed = true;
     else if (a == "--ensemble") s.ensemble = n;
     else s.threads = static_cast<unsigned>(n);
+    return kExitOk;
+  }
+  if (a == "--lanes") {
+    const std::string* v = value_of(args, i);
+    std::uint64_t n = 0;
+    if (v == nullptr || !parse_count(*v, 64, n) || (n & (n - 1)) != 0 || n == 0)
+      return usage_error("simulate", "--lanes needs 1, 2, 4, 8, 16, 32 or 64" +
+                                         (v ? ", got '" + *v + "'" : std::string()));
+    s.lanes = static_cast<int>(n);
+    return kExitOk;
+  }
+  if (a == "--split-step") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || !parse_finite(*v, s.split_step) || !(s.split_step > 0))
+      return usage_error("simulate", "--split-step needs a positive number of seconds" +
+                                         (v ? ", got '" + *v + "'" : std::string()));
+    return kExitOk;
+  }
+  if (a == "--transport-method") {
+    const std::string* v = value_of(args, i);
+    const auto m = v ? method::method_from_name(*v) : std::nullopt;
+    if (!m || method::method_info(*m).needs_jacobian || method::method_info(*m).embedded_order == 0 ||
+        !method::method_available(*m))
+      return usage_error("simulate", "--transport-method needs an adaptive explicit method (SSPRK43, "
+                                     "Tsit5, BS3, DP5, ...)" + (v ? ", got '" + *v + "'" : std::string()));
+    s.transport_method = *m;
     return kExitOk;
   }
   if (a == "--members") {
@@ -454,8 +485,13 @@ struct NegativeWatch {
 
 /// The run in numbers, for the summary line and --stats.
 nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, double wall_seconds) {
-  const method::IntegratorStats& st = traj.stats;
-  return {{"file", s.file},
+  method::IntegratorStats st = traj.stats;
+  const exec::LanePoolStats& cs = traj.cell_stats;
+  const bool cells_only = !traj.cell_summary.empty() && st.accepted == 0 && st.rejected == 0;
+  if (cells_only)  // no grid part: the numbers are the cells', summed over cells
+    st = {cs.accepted, cs.rejected, cs.rhs_evaluations, cs.jacobian_evaluations, cs.factorizations,
+          cs.linear_solves};
+  nlohmann::json report = {{"file", s.file},
           {"component", s.component},
           {"method", std::string(method::method_info(traj.method).name)},
           {"method_chosen_automatically", s.options.integrator.method == method::MethodId::Auto},
@@ -472,6 +508,18 @@ nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, d
           {"output_rows", traj.rows},
           {"wall_seconds", wall_seconds},
           {"version", ESI_VERSION}};
+  if (!traj.cell_summary.empty())
+    report["cells"] = {{"summary", traj.cell_summary},
+                       {"cells", cs.cells},
+                       {"steps_accepted", cs.accepted},
+                       {"steps_rejected", cs.rejected},
+                       {"most_steps_in_one_split_step", cs.max_cell_steps},
+                       {"lane_slots", cs.lane_slots},
+                       {"rhs_lane_evaluations", cs.rhs_evaluations},
+                       {"jacobian_lane_evaluations", cs.jacobian_evaluations},
+                       {"lu_lane_factorizations", cs.factorizations},
+                       {"failed_cells", cs.failed_cells}};
+  return report;
 }
 
 void print_summary(const nlohmann::json& r) {
@@ -734,6 +782,18 @@ void print_simulate_help(std::FILE* out) {
       "  --cells      arrays as one equation per cell (the reference form) also for explicit\n"
       "               methods; without it an explicit method runs them as per-region programs,\n"
       "               whose size does not grow with the grid (implicit methods always use cells)\n"
+      "  --threads T  gridded models: cells of the lane pools on T threads (same bits for any T)\n"
+      "  --lanes L    cells integrated side by side per block (1, 2, 4, 8 default, 16, 32, 64)\n"
+      "  --split-step S  gridded models with lane pools: Lie-split the grid part and the cells\n"
+      "               every S seconds (default: at every output time)\n"
+      "  --transport-method M  the explicit method of the grid part beside lane pools (default\n"
+      "               SSPRK43)\n"
+      "\n"
+      "A gridded model whose tendencies have a pointwise part (chemistry lifted onto the grid)\n"
+      "run with a Rosenbrock method or auto (default Rodas3) integrates that part on lane pools:\n"
+      "every cell with its own step size and controller, many cells per block, on --threads;\n"
+      "the rest (transport) with --transport-method; the two are Lie-split. --cells disables it.\n"
+      "\n"
       "  --native     run the model as compiled C++ (cached in $ESI_CACHE_DIR or ~/.cache/esi);\n"
       "               the same numbers as without, faster on long runs; without a working\n"
       "               compiler the run uses the interpreter and says so on stderr\n"
@@ -784,7 +844,11 @@ int run_simulate(Args args) {
     // method needs no Jacobian; an implicit method gets one equation per cell, which the
     // symbolic Jacobian is built from.
     const method::MethodId requested = s.options.integrator.method;
-    fo.grid = !s.cells && requested != method::MethodId::Auto && !method::method_info(requested).needs_jacobian;
+    const bool explicit_method =
+        requested != method::MethodId::Auto && !method::method_info(requested).needs_jacobian;
+    const bool rosenbrock_or_auto =
+        requested == method::MethodId::Auto || method::is_rosenbrock(requested);
+    fo.grid = !s.cells && (explicit_method || rosenbrock_or_auto);
     if (!s.inputs.empty()) {
       fo.inputs = read_json_file(s.inputs);
       fo.inputs_file = s.inputs;
@@ -792,7 +856,30 @@ int run_simulate(Args args) {
         throw Error("invalid_inputs", s.inputs, "",
                     "an inputs file holds one JSON object: variable name -> number or nested array");
     }
-    const esm::System probe = esm::flatten(doc, fo);
+    esm::System probe = esm::flatten(doc, fo);
+    // A stiff or automatic method on a gridded model: the pointwise part (lifted chemistry)
+    // runs on lane pools with one controller per cell, the rest with an explicit method.
+    // Without a separable pointwise part, implicit methods get one equation per cell.
+    std::string no_split;
+    if (fo.grid && !explicit_method) {
+      if (!probe.grid.empty() && exec::split_pointwise(probe, no_split)) {
+        exec::SimulateOptions::CellSplit split;
+        split.cells.method = requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
+        split.cells.rtol = s.options.integrator.rtol;
+        split.cells.atol = {s.options.integrator.atol};
+        split.cells.threads = static_cast<int>(s.threads);
+        split.cells.lanes = s.lanes;
+        split.step = s.split_step;
+        s.options.cell_split = split;
+        s.options.integrator.method = s.transport_method.value_or(method::MethodId::SSPRK43);
+      } else {
+        if (!probe.grid.empty() && !s.quiet)
+          std::fprintf(stderr, "esi simulate: note: no lane pools (%s); arrays run as one equation per cell\n",
+                       no_split.c_str());
+        fo.grid = false;
+        if (!probe.arrays.empty()) probe = esm::flatten(doc, fo);
+      }
+    }
     for (const Override& o : s.sets) {
       if (esm::names_array(probe, o.name)) {  // every cell of an array
         fo.inputs[o.name] = o.value;
@@ -875,6 +962,19 @@ int run_simulate(Args args) {
     if (!s.quiet) print_summary(report);
     if (!s.quiet && !traj.grid_summary.empty())
       std::fprintf(stderr, "esi simulate: arrays ran as per-region programs: %s\n", traj.grid_summary.c_str());
+    if (!s.quiet && !traj.cell_summary.empty()) {
+      const exec::LanePoolStats& cs = traj.cell_stats;
+      const double cells = static_cast<double>(std::max<std::size_t>(1, cs.cells));
+      std::fprintf(stderr,
+                   "esi simulate: lane pools: %s; %.1f steps per cell (most %ld), %ld rejected, "
+                   "%.0f%% of lane slots used%s\n",
+                   traj.cell_summary.c_str(), double(cs.accepted + cs.rejected) / cells, cs.max_cell_steps,
+                   cs.rejected,
+                   cs.lane_slots > 0 ? 100.0 * double(cs.accepted + cs.rejected) / double(cs.lane_slots) : 100.0,
+                   s.options.cell_split && s.options.cell_split->step > 0
+                       ? (", Lie-split every " + format_number(s.options.cell_split->step) + " s").c_str()
+                       : ", split at every output time");
+    }
     // One line per state up to a few, then a count: a gridded run has thousands of cells.
     std::size_t negative = 0;
     for (std::size_t j = 0; j < negatives.min_value.size(); ++j)

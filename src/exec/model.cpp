@@ -340,6 +340,12 @@ std::vector<double> Model::initial_state() {
   return u;
 }
 
+void eliminate_algebraics(esm::System& system) { AlgebraicEliminator(system).run(); }
+
+std::vector<double> default_parameter_values(const esm::System& system) {
+  return parameter_values(system, EventSet{}, false);
+}
+
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
                                    bool with_jacobian, bool require_observed_values, bool native) {
   auto m = std::make_unique<Model>();

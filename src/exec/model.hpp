@@ -103,6 +103,15 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
                                    bool with_jacobian, bool require_observed_values = true,
                                    bool native = false);
 
+/// Substitutes index-0 algebraic unknowns so they become observeds (what build_model does
+/// first); throws `unsupported_algebraic` for constraints that need a DAE solver.
+void eliminate_algebraics(esm::System& system);
+
+/// Parameter values of `system` (defaults, then expression defaults to a fixpoint), System::
+/// parameters order; a parameter the state equations read without a value throws
+/// `missing_parameter_value`.
+std::vector<double> default_parameter_values(const esm::System& system);
+
 /// Every Symbol name read by `root`.
 void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out);
 

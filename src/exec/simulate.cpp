@@ -8,6 +8,8 @@
 #include <string>
 
 #include "esi/core/error.hpp"
+#include "esi/exec/pointwise.hpp"
+#include "esi/kernel/grid.hpp"
 #include "exec/model.hpp"
 
 namespace esi::exec {
@@ -120,10 +122,58 @@ struct Crossing {
   double time = 0;
 };
 
+/// Output rows (states, then observeds) into a Trajectory or the caller's on_row; a state or
+/// observed that is not finite ends the run with ReturnCode::NonFinite instead.
+class RowWriter {
+ public:
+  RowWriter(Model& model, const SimulateOptions& options, Trajectory& out)
+      : m_(model), o_(options), out_(out) {}
+  bool stopped = false;  // a non-finite value ended the run
+
+  /// Ends the run with ReturnCode::NonFinite: `what` is not finite at time t.
+  void stop_non_finite(double t, const std::string& what) {
+    out_.code = method::ReturnCode::NonFinite;
+    out_.message = "NonFinite at t = " + number_text(t) + ": " + what;
+    stopped = true;
+  }
+
+  void record(double t, std::span<const double> u) {
+    if (stopped) return;
+    const auto obs = m_.observed->evaluate(t, u);
+    for (std::size_t i = 0; i < u.size(); ++i)
+      if (!std::isfinite(u[i]))
+        return stop_non_finite(t, "state " + m_.system.states[i].name + " is " + non_finite_text(u[i]));
+    // Observeds the caller does not read may lack parameter values (and read NaN) by design.
+    if (o_.require_observed_values)
+      for (std::size_t i = 0; i < obs.size(); ++i)
+        if (!std::isfinite(obs[i]))
+          return stop_non_finite(t, "observed " + m_.system.observed[i].name + " is " +
+                                        non_finite_text(obs[i]) +
+                                        " (its equation has no finite value at this state)");
+    ++out_.rows;
+    out_.last_time = t;
+    if (o_.on_row) {
+      row_.assign(u.begin(), u.end());
+      row_.insert(row_.end(), obs.begin(), obs.end());
+      o_.on_row(t, row_);
+      return;
+    }
+    out_.times.push_back(t);
+    out_.values.insert(out_.values.end(), u.begin(), u.end());
+    out_.values.insert(out_.values.end(), obs.begin(), obs.end());
+  }
+
+ private:
+  Model& m_;
+  const SimulateOptions& o_;
+  Trajectory& out_;
+  std::vector<double> row_;
+};
+
 class Driver {
  public:
   Driver(Model& model, const SimulateOptions& options, Trajectory& out)
-      : m_(model), o_(options), out_(out), clock_(options) {
+      : m_(model), o_(options), out_(out), rows_(model, options, out), clock_(options) {
     for (std::size_t e = 0; e < m_.events.events.size(); ++e)
       if (m_.events.events[e].trigger == Trigger::Scheduled) next_firing_.push_back({e, first_firing(e)});
     last_sign_.assign(m_.events.conditions.size(), 0);
@@ -141,7 +191,7 @@ class Driver {
     if (derivative_not_finite(o_.t0, integrator_->u())) return;
     update_signs(o_.t0, integrator_->u());
     record_current();
-    while (!stopped_ && integrator_->t() < o_.t1) {
+    while (!rows_.stopped && integrator_->t() < o_.t1) {
       const method::ReturnCode rc = integrator_->step(next_stop());
       if (rc != method::ReturnCode::Success) {
         // A derivative that is not finite at the last accepted state is the likely cause of
@@ -154,8 +204,8 @@ class Driver {
       }
       if (!handle_crossing()) handle_step_end();
       if (o_.on_step) o_.on_step(integrator_->t());
-      if (!stopped_ && o_.stop && o_.stop->load(std::memory_order_relaxed) && integrator_->t() < o_.t1) {
-        if (out_.rows == 0 || out_.last_time != integrator_->t()) record(integrator_->t(), integrator_->u());
+      if (!rows_.stopped && o_.stop && o_.stop->load(std::memory_order_relaxed) && integrator_->t() < o_.t1) {
+        if (out_.rows == 0 || out_.last_time != integrator_->t()) rows_.record(integrator_->t(), integrator_->u());
         out_.code = method::ReturnCode::Interrupted;
         out_.message = "Interrupted at t = " + number_text(integrator_->t()) + ": stopped on request (Ctrl-C)";
         break;
@@ -219,13 +269,6 @@ class Driver {
 
   // ---- outputs ----
 
-  /// Ends the run with ReturnCode::NonFinite: `what` is not finite at time t.
-  void stop_non_finite(double t, const std::string& what) {
-    out_.code = method::ReturnCode::NonFinite;
-    out_.message = "NonFinite at t = " + number_text(t) + ": " + what;
-    stopped_ = true;
-  }
-
   /// Whether some derivative f(t, u) is not finite (then the run is stopped, naming it).
   bool derivative_not_finite(double t, std::span<const double> u) {
     if (m_.problem.rhs == nullptr || u.empty()) return false;
@@ -233,7 +276,7 @@ class Driver {
     m_.problem.rhs(m_.problem.context, t, u.data(), scratch_du_.data());
     for (std::size_t i = 0; i < u.size(); ++i)
       if (!std::isfinite(scratch_du_[i])) {
-        stop_non_finite(t, "the derivative of " + m_.system.states[i].name + " is " +
+        rows_.stop_non_finite(t, "the derivative of " + m_.system.states[i].name + " is " +
                                non_finite_text(scratch_du_[i]) + " (at " + m_.system.states[i].name +
                                " = " + number_text(u[i]) + ")");
         return true;
@@ -241,39 +284,13 @@ class Driver {
     return false;
   }
 
-  void record(double t, std::span<const double> u) {
-    if (stopped_) return;
-    const auto obs = m_.observed->evaluate(t, u);
-    for (std::size_t i = 0; i < u.size(); ++i)
-      if (!std::isfinite(u[i]))
-        return stop_non_finite(t, "state " + m_.system.states[i].name + " is " + non_finite_text(u[i]));
-    // Observeds the caller does not read may lack parameter values (and read NaN) by design.
-    if (o_.require_observed_values)
-      for (std::size_t i = 0; i < obs.size(); ++i)
-        if (!std::isfinite(obs[i]))
-          return stop_non_finite(t, "observed " + m_.system.observed[i].name + " is " +
-                                        non_finite_text(obs[i]) +
-                                        " (its equation has no finite value at this state)");
-    ++out_.rows;
-    out_.last_time = t;
-    if (o_.on_row) {
-      row_.assign(u.begin(), u.end());
-      row_.insert(row_.end(), obs.begin(), obs.end());
-      o_.on_row(t, row_);
-      return;
-    }
-    out_.times.push_back(t);
-    out_.values.insert(out_.values.end(), u.begin(), u.end());
-    out_.values.insert(out_.values.end(), obs.begin(), obs.end());
-  }
-
   /// Outputs strictly before `t_end` inside the last step, from its dense output.
   void record_before(double t_end) {
-    while (!stopped_ && clock_.peek() < t_end) {
+    while (!rows_.stopped && clock_.peek() < t_end) {
       const double t = clock_.peek();
       clock_.pop();
       integrator_->interpolate(t, scratch_);
-      record(t, scratch_);
+      rows_.record(t, scratch_);
     }
   }
 
@@ -281,17 +298,17 @@ class Driver {
   void record_current() {
     const double t = integrator_->t();
     record_before(t);
-    if (!stopped_ && clock_.peek() == t) {
+    if (!rows_.stopped && clock_.peek() == t) {
       clock_.pop();
-      record(t, integrator_->u());
+      rows_.record(t, integrator_->u());
     }
   }
 
   void record_without_states() {
-    while (!stopped_ && !clock_.done()) {
+    while (!rows_.stopped && !clock_.done()) {
       const double t = clock_.peek();
       clock_.pop();
-      record(t, {});
+      rows_.record(t, {});
     }
   }
 
@@ -430,15 +447,232 @@ class Driver {
   Model& m_;
   const SimulateOptions& o_;
   Trajectory& out_;
+  RowWriter rows_;
   OutputClock clock_;
-  bool stopped_ = false;          // a non-finite value ended the run
   std::vector<double> scratch_du_;
-  std::vector<double> row_;
   std::vector<std::pair<std::size_t, double>> next_firing_;  // scheduled event -> next time
   std::vector<int> last_sign_;  // per condition row: last nonzero sign seen, 0 = none yet
   std::vector<double> scratch_;
   std::optional<method::Integrator> integrator_;
 };
+
+
+/// SimulateOptions::cell_split: the rest of the tendencies with an Integrator, then the
+/// pointwise part on lane pools, one split step after the other.
+class SplitDriver {
+ public:
+  SplitDriver(Model& rest, const PointwiseSplit& split, const CellModel& cells,
+              const SimulateOptions& options, Trajectory& out)
+      : m_(rest), split_(split), cells_(cells), o_(options), out_(out), rows_(rest, options, out),
+        clock_(options) {
+    count_ = 1;
+    for (std::int64_t e : split.extents) count_ *= static_cast<std::size_t>(e);
+    for (std::size_t a : split.cell_state_array)
+      first_.push_back(static_cast<std::size_t>(rest.system.arrays[a].first_state));
+    for (std::size_t q = 0; q < split.cell_input_array.size(); ++q) {
+      Input in;
+      if (split.cell_input_array[q] == PointwiseSplit::kPosition) {
+        in.position_axis = split.cell_input_axes[q][0];
+        inputs_.push_back(std::move(in));
+        continue;
+      }
+      const auto& arr = rest.system.arrays[split.cell_input_array[q]];
+      in.state_first = arr.first_state >= 0 && !arr.parameter ? arr.first_state : -1;
+      if (in.state_first < 0) {
+        for (std::size_t k = 0; k < rest.grid->arrays.size(); ++k)
+          if (rest.grid->arrays[k].name == arr.name) in.grid_array = k;
+      }
+      // Cell (x_0, ..., x_r-1), first index fastest, reads the input at (x_axes[j])_j.
+      std::int64_t stride = 1;
+      in.stride.assign(split.extents.size(), 0);
+      for (std::size_t j = 0; j < split.cell_input_axes[q].size(); ++j) {
+        in.stride[static_cast<std::size_t>(split.cell_input_axes[q][j])] += stride;
+        stride *= arr.extents[j];
+      }
+      inputs_.push_back(std::move(in));
+    }
+    states_.resize(cells.state_count() * count_);
+    params_.resize(inputs_.size() * count_);
+    step_size_.assign(count_, 0.0);
+  }
+
+  void run(std::vector<double> u) {
+    out_.method = o_.cell_split->cells.method;  // what ran, when there is no grid part
+    if (split_.has_rest) {
+      method::IntegratorOptions io = o_.integrator;
+      if (io.method == method::MethodId::Auto) io.method = method::MethodId::SSPRK43;
+      integrator_.emplace(m_.problem, io, o_.t0, u);
+      out_.method = integrator_->method();
+    }
+    double t = o_.t0;
+    if (!clock_.done() && clock_.peek() == t) {
+      clock_.pop();
+      rows_.record(t, u);
+    }
+    while (!rows_.stopped && t < o_.t1) {
+      double t_next = clock_.done() ? o_.t1 : std::min(clock_.peek(), o_.t1);
+      if (o_.cell_split->step > 0) t_next = std::min(t_next, t + o_.cell_split->step);
+      if (integrator_) {
+        if (t > o_.t0) integrator_->restart(t, u);
+        while (integrator_->t() < t_next) {
+          const method::ReturnCode rc = integrator_->step(t_next);
+          if (rc != method::ReturnCode::Success) {
+            out_.code = rc;
+            out_.message = "the grid part (" + std::string(method::method_info(integrator_->method()).name) +
+                           "): " + integrator_->message();
+            break;
+          }
+        }
+        if (out_.code != method::ReturnCode::Success) break;
+        u.assign(integrator_->u().begin(), integrator_->u().end());
+      }
+      if (!run_cells(t, t_next, u)) break;
+      t = t_next;
+      if (o_.on_step) o_.on_step(t);
+      const bool due = !clock_.done() && clock_.peek() == t;
+      if (due) {
+        clock_.pop();
+        rows_.record(t, u);
+      }
+      if (!rows_.stopped && o_.stop && o_.stop->load(std::memory_order_relaxed) && t < o_.t1) {
+        if (!due) rows_.record(t, u);
+        out_.code = method::ReturnCode::Interrupted;
+        out_.message = "Interrupted at t = " + number_text(t) + ": stopped on request (Ctrl-C)";
+        break;
+      }
+    }
+    if (integrator_) out_.stats = integrator_->stats();
+  }
+
+ private:
+  struct Input {
+    int position_axis = -1;         // "$index[@d]": the cell's position along axis d
+    std::int64_t state_first = -1;  // a state array held over the step
+    std::size_t grid_array = 0;     // else: GridProgram::arrays index
+    std::vector<std::int64_t> stride;  // per grid axis
+  };
+
+  bool run_cells(double t, double t_next, std::vector<double>& u) {
+    const std::size_t n = cells_.state_count();
+    for (std::size_t s = 0; s < n; ++s)
+      std::copy_n(u.begin() + static_cast<std::ptrdiff_t>(first_[s]), count_,
+                  states_.begin() + static_cast<std::ptrdiff_t>(s * count_));
+    for (std::size_t q = 0; q < inputs_.size(); ++q) {
+      const Input& in = inputs_[q];
+      if (in.position_axis >= 0) {
+        positions(static_cast<std::size_t>(in.position_axis), params_.data() + q * count_);
+        continue;
+      }
+      const double* src = in.state_first >= 0
+                              ? u.data() + in.state_first
+                              : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t, u, in.grid_array).data();
+      double* dst = params_.data() + q * count_;
+      gather(src, in.stride, dst);
+    }
+    CellData data;
+    data.cells = count_;
+    data.states = states_;
+    data.cell_parameters = params_;
+    data.step_size = step_size_;
+    const LanePoolStats st = integrate_cells(cells_, data, t, t_next, o_.cell_split->cells);
+    LanePoolStats& sum = out_.cell_stats;
+    sum.cells = st.cells;
+    sum.failed_cells += st.failed_cells;
+    sum.accepted += st.accepted, sum.rejected += st.rejected;
+    sum.rhs_evaluations += st.rhs_evaluations, sum.jacobian_evaluations += st.jacobian_evaluations;
+    sum.factorizations += st.factorizations, sum.linear_solves += st.linear_solves;
+    sum.lane_slots += st.lane_slots;
+    sum.max_cell_steps = std::max(sum.max_cell_steps, st.max_cell_steps);
+    for (std::size_t s = 0; s < n; ++s)
+      std::copy_n(states_.begin() + static_cast<std::ptrdiff_t>(s * count_), count_,
+                  u.begin() + static_cast<std::ptrdiff_t>(first_[s]));
+    if (st.failed_cells > 0) {
+      out_.code = st.worst;
+      out_.message = "the cells (" + std::string(method::method_info(o_.cell_split->cells.method).name) +
+                     "): " + std::to_string(st.failed_cells) + " of " + std::to_string(count_) +
+                     " failed between t = " + number_text(t) + " and " + number_text(t_next) +
+                     "; first " + st.message;
+      return false;
+    }
+    return true;
+  }
+
+  /// dst[c] = 1-based position of cell c along `axis`.
+  void positions(std::size_t axis, double* dst) const {
+    std::size_t inner = 1;
+    for (std::size_t d = 0; d < axis; ++d) inner *= static_cast<std::size_t>(split_.extents[d]);
+    const auto extent = static_cast<std::size_t>(split_.extents[axis]);
+    for (std::size_t c = 0; c < count_; ++c) dst[c] = double((c / inner) % extent + 1);
+  }
+
+  /// dst[c] = src[sum_d x_d(c) * stride[d]] for every cell c of the grid (first index fastest).
+  void gather(const double* src, const std::vector<std::int64_t>& stride, double* dst) const {
+    const std::size_t r = split_.extents.size();
+    std::vector<std::int64_t> x(r, 0);
+    std::int64_t at = 0;
+    for (std::size_t c = 0; c < count_; ++c) {
+      dst[c] = src[at];
+      for (std::size_t d = 0; d < r; ++d) {  // odometer, first index fastest
+        at += stride[d];
+        if (++x[d] < split_.extents[d]) break;
+        at -= stride[d] * x[d];
+        x[d] = 0;
+      }
+    }
+  }
+
+ private:
+  Model& m_;
+  const PointwiseSplit& split_;
+  const CellModel& cells_;
+  const SimulateOptions& o_;
+  Trajectory& out_;
+  RowWriter rows_;
+  OutputClock clock_;
+  std::size_t count_ = 0;
+  std::vector<std::size_t> first_;
+  std::vector<Input> inputs_;
+  std::vector<double> states_, params_, step_size_;
+  std::optional<method::Integrator> integrator_;
+};
+
+Trajectory simulate_split(const esm::System& system, const SimulateOptions& options) {
+  std::string why;
+  const auto split = split_pointwise(system, why);
+  if (!split)
+    throw Error("no_pointwise_part", "", "",
+                "lane pools run the pointwise part of a gridded system's tendencies, and this "
+                "system has none that can be separated: " + why);
+  if (!system.events.empty())
+    throw Error("unsupported_event", "", "", "events are not run when the cells are split from the grid");
+  const auto model = detail::build_model(split->rest, options.document, false,
+                                         options.require_observed_values, options.native);
+  CellModelOptions co;
+  co.cell_parameters = split->cell_input_names;
+  co.native = options.native;
+  const auto cells = CellModel::build(split->cell, co);
+  Trajectory out;
+  for (const auto& s : model->system.states) out.names.push_back(s.name);
+  for (const auto& o : model->system.observed) out.names.push_back(o.name);
+  out.state_count = model->system.states.size();
+  const auto gs = model->grid->stats();
+  out.grid_summary = std::to_string(gs.programs) + " programs over " + std::to_string(gs.boxes) +
+                     " boxes, " + std::to_string(gs.lane_instructions) + " lane instructions" +
+                     (split->has_rest ? "" : " (no grid part beside the cells)");
+  std::size_t count = 1;
+  for (std::int64_t e : split->extents) count *= static_cast<std::size_t>(e);
+  const LanePoolOptions& lp = options.cell_split->cells;
+  out.cell_summary = std::to_string(count) + " cells x " + std::to_string(cells->state_count()) +
+                     " states, " + std::string(method::method_info(lp.method).name) +
+                     " with one controller per cell on " + std::to_string(lp.lanes) + " lanes, " +
+                     std::to_string(lp.threads) + (lp.threads == 1 ? " thread" : " threads") +
+                     "; " + cells->describe();
+  out.held_data.assign(model->events.held_data.begin(), model->events.held_data.end());
+  if (options.on_columns) options.on_columns(out.names);
+  SplitDriver driver(*model, *split, *cells, options, out);
+  driver.run(model->initial_state());
+  return out;
+}
 
 }  // namespace
 
@@ -456,6 +690,7 @@ double planned_output_rows(const SimulateOptions& o) {
 
 Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   check_span(options);
+  if (options.cell_split) return simulate_split(system, options);
   const method::MethodId requested = options.integrator.method;
   const bool implicit_possible =
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;

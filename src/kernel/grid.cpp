@@ -475,6 +475,22 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
   }
 }
 
+std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
+                                          std::span<const double> y, std::size_t array) {
+  auto& im = *ws.impl;
+  ESI_ASSERT(y.size() == gp.state_count && array < gp.arrays.size());
+  const GridArray& a = gp.arrays[array];
+  ESI_ASSERT(a.kind != GridArray::Kind::State);
+  if (a.kind == GridArray::Kind::Parameter) return im.parameters[array];
+  // Observed stages write only their observed buffers, so dy is never touched here.
+  bind_whole(gp, im, y.data(), const_cast<double*>(y.data()));
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    if (st.kind == Kind::Observed && st.reads_state) run_stage(st, im.ws[s], im, t, whole_box(st.extents));
+  }
+  return im.observed[a.slot];
+}
+
 namespace {
 
 /// Per array (per axis of the array), how far beyond a tile it is read by the stages that

@@ -69,6 +69,10 @@ std::span<const MethodId> all_methods() { return kIds; }
 
 bool method_available(MethodId id) { return id != MethodId::CVODE_BDF || kHaveSundials; }
 
+bool is_rosenbrock(MethodId id) {
+  return id != MethodId::Auto && detail::family_of(id) == detail::Family::Rosenbrock;
+}
+
 std::string_view return_code_name(ReturnCode code) {
   switch (code) {
     case ReturnCode::Success: return "Success";

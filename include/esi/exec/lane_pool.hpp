@@ -28,6 +28,8 @@ struct CellModelOptions {
   /// Parameters (flat names) whose value differs per cell (temperature, photolysis rates):
   /// read per cell from CellData::cell_parameters, in this order.
   std::vector<std::string> cell_parameters;
+  /// Compile the RHS and Jacobian lane tapes to native code (kernel/native.hpp); same bits.
+  bool native = false;
 };
 
 /// A pointwise model compiled once: RHS program, analytic Jacobian program and the planned
@@ -81,6 +83,7 @@ struct LanePoolOptions {
 struct LanePoolStats {
   std::size_t cells = 0, failed_cells = 0;
   long accepted = 0, rejected = 0;           ///< summed over cells
+  /// Lane evaluations (block calls times lanes, padding included).
   long rhs_evaluations = 0, jacobian_evaluations = 0, factorizations = 0, linear_solves = 0;
   long lane_slots = 0;       ///< lane-steps executed, padding included (efficiency = steps / slots)
   long max_cell_steps = 0;

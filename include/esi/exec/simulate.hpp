@@ -30,12 +30,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "esi/esm/load.hpp"
 #include "esi/esm/system.hpp"
+#include "esi/exec/lane_pool.hpp"
 #include "esi/method/integrator.hpp"
 
 namespace esi::exec {
@@ -74,6 +76,18 @@ struct SimulateOptions {
   /// cheap, it runs once per step.
   std::function<void(double t)> on_step;
   std::function<void(double t, std::span<const double> row)> on_row;
+
+  /// Gridded systems (FlattenOptions::grid) only: run the pointwise part of the tendencies
+  /// (the lifted chemistry, see pointwise.hpp) on lane pools with one step controller per cell
+  /// (`cells`), and the rest (transport) with `integrator`, Lie-split: every split step runs
+  /// the rest over the step, then the cells from the state it reached. Inputs the cells read
+  /// from observed arrays are taken at the start of each split step. Output times are split
+  /// step ends, so they are exact, never interpolated. Events are refused.
+  struct CellSplit {
+    LanePoolOptions cells;
+    double step = 0;  ///< the split step [s]; 0 = from one output time to the next
+  };
+  std::optional<CellSplit> cell_split;
 };
 
 /// Upper bound on the rows of a run with these options (for refusing a run before it starts).
@@ -97,6 +111,10 @@ struct Trajectory {
   /// Arrays run as per-region programs (System::grid): "P programs over B boxes, I lane
   /// instructions"; "" when the system has none.
   std::string grid_summary;
+  /// With SimulateOptions::cell_split: what ran per cell ("3528 cells x 12 states, Rodas3 on
+  /// 8 lanes, 2 threads; LU ..."), and the lane pools' statistics summed over split steps.
+  std::string cell_summary;
+  LanePoolStats cell_stats;
   /// Parameters the document reads from data sources, held at their given values (see
   /// EventSet::held_data): a run that prints these used stated, not observed, forcing.
   std::vector<std::string> held_data;

@@ -125,6 +125,12 @@ void grid_initial(const GridProgram& program, GridWorkspace& ws, std::span<doubl
 void grid_rhs(const GridProgram& program, GridWorkspace& ws, double t, std::span<const double> y,
               std::span<double> dy);
 
+/// The values of GridProgram::arrays[array] at time t and state y, first index fastest: a
+/// parameter array's values, or an observed array's after running every per-call observed
+/// stage (what grid_rhs runs before the tendencies). Valid until the workspace is used again.
+/// State arrays are not returned (read them from y at GridArray::first_state).
+std::span<const double> grid_array_values(const GridProgram& program, GridWorkspace& ws, double t,
+                                          std::span<const double> y, std::size_t array);
 /// The halo (cells per output axis) a tile's state storage needs beyond the tile.
 std::vector<std::int64_t> grid_tile_halo(const GridProgram& program);
 

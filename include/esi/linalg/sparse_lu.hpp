@@ -47,7 +47,10 @@ struct SparseLuPlan {
   std::vector<int> diag_of;
   std::size_t input_nonzeros = 0;  ///< nonzeros of the input pattern
   std::size_t fill = 0;            ///< factor nonzeros that the input pattern (plus diagonal) lacks
-  std::size_t divisions = 0, multiply_adds = 0;  ///< flops of one factorisation (per cell)
+  /// Flops of one factorisation (per cell), counted as in the textbook elimination: one
+  /// division per multiplier (L entry), one multiply-add per update. (lu_factor forms each
+  /// multiplier as a product with the pivot's reciprocal: n divisions, `divisions` products.)
+  std::size_t divisions = 0, multiply_adds = 0;
   std::size_t solve_multiply_adds = 0;           ///< flops of one forward+back solve (per cell)
   /// The elimination as a flat operation list (implementation-defined encoding, used only by
   /// lu_factor / lu_solve).
@@ -61,6 +64,10 @@ struct SparseLuPlan {
 /// are added where the pattern lacks them. Throws esi::Error `invalid_pattern` (n < 0,
 /// row_ptr not monotone, columns out of range or not increasing).
 SparseLuPlan plan_sparse_lu(const Pattern& pattern);
+/// The same plan for a given elimination order (order[k] = original index eliminated k-th):
+/// fill, maps and flops of that order. Throws `invalid_pattern` for a bad pattern or an order
+/// that is not a permutation of 0..n-1.
+SparseLuPlan plan_sparse_lu_in_order(const Pattern& pattern, std::span<const int> order);
 /// The natural order over a full pattern: a dense LU without pivoting (for small blocks and
 /// as a test reference of the sparse plan).
 SparseLuPlan plan_dense_lu(int n);
@@ -69,7 +76,8 @@ SparseLuPlan plan_dense_lu(int n);
 inline constexpr int kLuLaneWidths[] = {1, 2, 4, 8, 16, 32, 64};
 
 /// values: plan.nonzeros() * lanes entries (entry k of lane l at values[k * lanes + l]);
-/// factored in place. A pivot whose magnitude is <= tiny * (largest magnitude in its row
+/// factored in place (the L multipliers below the diagonal, U above it and the reciprocal of
+/// each pivot on the diagonal: what lu_solve reads). A pivot whose magnitude is <= tiny * (largest magnitude in its row
 /// before elimination) or that is not finite marks lane_failed[l] = 1 (other lanes are not
 /// affected; a failed lane's values are unspecified). Returns the number of failed lanes.
 /// lanes must be one of kLuLaneWidths; lane_failed has `lanes` entries.

@@ -52,6 +52,8 @@ std::span<const MethodId> all_methods();  ///< every available id but Auto
 /// False for a method this build lacks (CVODE_BDF without SUNDIALS); the Integrator then
 /// answers InvalidOptions saying why.
 bool method_available(MethodId id);
+/// True for the Rosenbrock family (what lane pools run).
+bool is_rosenbrock(MethodId id);
 
 enum class ControllerKind {
   Default,  ///< PI with OrdinaryDiffEq's defaults for the method (I for fixed-order pairs)

@@ -1,0 +1,725 @@
+// Lane pools (lane_pool.hpp): one Rosenbrock controller per lane, every stage run for all
+// lanes of a block at once.
+//
+// A lane follows the scalar Integrator's step logic (method/integrator.cpp) step for step:
+// landing slack, rejection factors, dt_min and max_steps, the PI/I/PID controllers, Hairer's
+// starting step and the one-sided f_t difference of the scalar Rosenbrock stepper. What
+// differs is the linear algebra (a planned lane-batched LU without pivoting instead of Eigen's
+// partial pivoting), so a cell's result is close to, not bitwise equal to, a scalar run.
+//
+// Lanes never read each other: every per-lane loop below writes lane l from lane l only, and
+// the kernel programs and the LU are lane-independent by construction, so when the block
+// recomputes f(t, u0) or J for lanes whose (t, u0) did not change, those lanes get the same
+// bits again. That is what makes results independent of lane position and shard composition.
+#include "esi/exec/lane_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "esi/core/error.hpp"
+#include "esi/expr/substitute.hpp"
+#include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/native.hpp"
+#include "esi/kernel/program.hpp"
+#include "esi/linalg/sparse_lu.hpp"
+#include "exec/model.hpp"
+#include "exec/parallel.hpp"
+#include "method/controller.hpp"
+#include "method/tableau.hpp"
+
+namespace esi::exec {
+
+using method::ReturnCode;
+
+struct CellModel::Impl {
+  esm::System system;
+  std::vector<double> p;  // defaults, System::parameters order
+  std::vector<std::size_t> cell_parameter_index;
+  /// Subexpressions that depend on the cell's parameters but not on its state or t (rate
+  /// constants of T and P, photolysis scalings): computed once per cell per call by
+  /// `cell_setup` and read by the RHS and Jacobian as further per-cell inputs "$cell<k>", as
+  /// KPP and GEOS-Chem compute rates once per chemistry step.
+  std::optional<kernel::Program> cell_setup;
+  std::size_t hoisted = 0;
+  std::optional<kernel::Program> rhs;
+  std::optional<kernel::JacobianProgram> jacobian;
+  linalg::SparseLuPlan lu;
+  bool autonomous = true;
+  std::size_t n = 0;
+};
+
+CellModel::CellModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CellModel::~CellModel() = default;
+
+std::size_t CellModel::state_count() const { return impl_->n; }
+std::size_t CellModel::cell_parameter_count() const { return impl_->cell_parameter_index.size(); }
+std::size_t CellModel::jacobian_nonzeros() const { return impl_->jacobian->col.size(); }
+std::size_t CellModel::lu_nonzeros() const { return impl_->lu.nonzeros(); }
+
+std::string CellModel::describe() const {
+  return std::to_string(impl_->n) + " states, " + std::to_string(jacobian_nonzeros()) +
+         " Jacobian nonzeros, LU " + linalg::describe(impl_->lu) +
+         (impl_->rhs->is_native() ? ", native" : ", tape");
+}
+
+namespace {
+
+std::string hoisted_name(std::size_t k) { return "$cell" + std::to_string(k); }
+
+/// Rewrites the state equations of `sys` so that every largest subexpression reading cell
+/// parameters but no state, no t and no observed becomes a symbol "$cell<k>"; returns those
+/// subexpressions (k order). Observeds are inlined first and dropped (a cell reports none).
+std::vector<expr::NodeId> hoist_cell_constants(esm::System& sys,
+                                               const std::vector<std::string>& cell_parameters) {
+  expr::Pool& pool = sys.pool;
+  // Inline observeds (dependency order: each reads only earlier ones).
+  std::unordered_map<expr::StrId, expr::NodeId> inline_map;
+  for (std::size_t o = 0; o < sys.observed.size(); ++o) {
+    std::unordered_map<expr::NodeId, expr::NodeId> memo;
+    const expr::NodeId rhs = expr::substitute(pool, sys.observed_rhs[o], inline_map, memo);
+    inline_map[pool.intern(sys.observed[o].name)] = rhs;
+  }
+  if (!inline_map.empty()) {
+    std::unordered_map<expr::NodeId, expr::NodeId> memo;
+    for (auto& r : sys.state_rhs) r = expr::substitute(pool, r, inline_map, memo);
+  }
+  sys.observed.clear();
+  sys.observed_rhs.clear();
+  enum : std::uint8_t { kVarying = 1, kCell = 2 };
+  std::unordered_set<std::string> cell(cell_parameters.begin(), cell_parameters.end());
+  std::unordered_set<std::string> varying{"t"};
+  for (const auto& v : sys.states) varying.insert(v.name);
+  std::unordered_map<expr::NodeId, std::uint8_t> flags;
+  std::function<std::uint8_t(expr::NodeId)> classify = [&](expr::NodeId id) -> std::uint8_t {
+    if (auto it = flags.find(id); it != flags.end()) return it->second;
+    const auto& n = pool.node(id);
+    std::uint8_t f = 0;
+    if (n.op == expr::Op::Symbol) {
+      const std::string name(pool.str(n.name));
+      if (varying.count(name)) f = kVarying;
+      else if (cell.count(name)) f = kCell;
+      else if (sys.parameter_index(name) < 0) f = kVarying;  // unknown: never hoisted
+    } else if (n.op == expr::Op::D || n.op == expr::Op::Pre) {
+      f = kVarying;
+    } else {
+      for (expr::NodeId c : pool.children(id)) f |= classify(c);
+    }
+    flags[id] = f;
+    return f;
+  };
+  std::vector<expr::NodeId> hoisted;
+  std::unordered_map<expr::NodeId, expr::NodeId> rewritten;
+  std::function<expr::NodeId(expr::NodeId)> rewrite = [&](expr::NodeId id) -> expr::NodeId {
+    if (auto it = rewritten.find(id); it != rewritten.end()) return it->second;
+    const auto& n = pool.node(id);
+    expr::NodeId out = id;
+    const auto kids = pool.children(id);
+    if (classify(id) == kCell && n.op != expr::Op::Symbol && !kids.empty()) {
+      out = pool.symbol(hoisted_name(hoisted.size()));
+      hoisted.push_back(id);
+    } else if (!kids.empty()) {
+      std::vector<expr::NodeId> nk(kids.begin(), kids.end());
+      bool changed = false;
+      for (auto& c : nk) {
+        const expr::NodeId r = rewrite(c);
+        changed = changed || r != c;
+        c = r;
+      }
+      if (changed) {
+        const auto& m = pool.node(id);  // `n` may dangle once the pool grew
+        out = pool.make(m.op, nk, m.arg_count, m.name, m.attrs);
+      }
+    }
+    rewritten[id] = out;
+    return out;
+  };
+  for (auto& r : sys.state_rhs) r = rewrite(r);
+  return hoisted;
+}
+
+}  // namespace
+
+std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
+                                                  const CellModelOptions& options) {
+  auto m = std::make_unique<Impl>();
+  m->system = system;
+  if (!m->system.grid.empty())
+    throw Error("unsupported_cell_model", "", "",
+                "lane pools integrate one cell's equations; this system is in the per-region grid "
+                "form (flatten it without FlattenOptions::grid, or pass the pointwise operator)");
+  detail::eliminate_algebraics(m->system);
+  if (m->system.states.empty())
+    throw Error("unsupported_cell_model", "", "", "the system has no state to integrate");
+  for (const std::string& name : options.cell_parameters) {
+    auto it = std::find_if(m->system.parameters.begin(), m->system.parameters.end(),
+                           [&](const esm::FlatVariable& v) { return v.name == name; });
+    if (it == m->system.parameters.end())
+      throw Error("unknown_parameter", "", "",
+                  "'" + name + "' is not a parameter of the model, so it cannot vary per cell");
+    // A per-cell value needs no default; give it one so the defaults of the others resolve.
+    if (!it->default_value && it->initial == expr::kNoNode) it->default_value = 0.0;
+    m->cell_parameter_index.push_back(
+        static_cast<std::size_t>(it - m->system.parameters.begin()));
+  }
+  m->p = detail::default_parameter_values(m->system);
+  m->n = m->system.states.size();
+  kernel::CompileOptions co;
+  co.forcing = options.cell_parameters;
+  const std::vector<expr::NodeId> hoisted = hoist_cell_constants(m->system, options.cell_parameters);
+  m->hoisted = hoisted.size();
+  if (!hoisted.empty()) {
+    m->cell_setup = kernel::compile_outputs(m->system, hoisted, co);
+    for (std::size_t k = 0; k < hoisted.size(); ++k) co.cell_inputs.push_back(hoisted_name(k));
+  }
+  m->rhs = kernel::compile(m->system, co);
+  m->jacobian = kernel::compile_jacobian(m->system, co);
+  if (options.native) {
+    m->rhs = kernel::with_native(*m->rhs);
+    m->jacobian->values = kernel::with_native(m->jacobian->values);
+  }
+  linalg::Pattern pattern{static_cast<int>(m->n), m->jacobian->row_ptr, m->jacobian->col};
+  m->lu = linalg::plan_sparse_lu(pattern);
+  m->autonomous = !m->rhs->reads_time();
+  return std::make_shared<const CellModel>(std::move(m));
+}
+
+namespace {
+
+// The scalar Integrator's constants (method/integrator.cpp), so a lane steps as it would.
+constexpr double kNonFiniteFactor = 0.1;
+constexpr double kSolverFailFactor = 0.5;
+constexpr double kLandingSlack = 0.01;
+constexpr std::size_t kMaxLanes = 64;  // the widest block (linalg::kLuLaneWidths)
+
+enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
+
+double default_dt_min(double t) {
+  return 16 * std::numeric_limits<double>::epsilon() *
+         std::max(std::abs(t), std::numeric_limits<double>::min());
+}
+
+struct LaneState {
+  std::int64_t cell = -1;  // real cell this lane integrates; -1 = idle
+  bool padding = false;    // a duplicate whose results are dropped
+  bool fresh = false;      // needs a starting step
+  bool needs_f0 = true;    // f(t, u0) not known (a new cell, or a method without FSAL)
+  bool done = false;
+  long attempts = 0, rejected = 0;
+  Cause cause = Cause::None;
+};
+
+struct ShardResult {
+  long accepted = 0, rejected = 0, rhs = 0, jac = 0, lu = 0, solves = 0, slots = 0;
+  long max_cell_steps = 0;
+  std::size_t failed = 0;
+  std::int64_t first_failed = -1;
+  ReturnCode code = ReturnCode::Success;
+  std::string message;
+};
+
+/// Scratch of one worker: every buffer lane-SoA (entry i of lane l at [i * L + l]).
+class Block {
+ public:
+  Block(const CellModel::Impl& model, const LanePoolOptions& opt, std::span<const double> p)
+      : m_(model),
+        opt_(opt),
+        tab_(method::detail::rosenbrock_tableau(opt.method)),
+        L_(static_cast<std::size_t>(opt.lanes)),
+        n_(model.n),
+        rhs_ws_(model.rhs->make_workspace(L_)),
+        jac_ws_(model.jacobian->values.make_workspace(L_)) {
+    model.rhs->prepare(rhs_ws_, p);
+    model.jacobian->values.prepare(jac_ws_, p);
+    const std::size_t nl = n_ * L_;
+    u0_.assign(nl, 0), f0_.assign(nl, 0), u1_.assign(nl, 0), us_.assign(nl, 0);
+    fs_.assign(nl, 0), ft_.assign(nl, 0), err_.assign(nl, 0);
+    k_.assign(nl * std::size_t(tab_.stages), 0);
+    jac_.assign(model.jacobian->col.size() * L_, 0);
+    lu_.assign(model.lu.nonzeros() * L_, 0);
+    const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
+    par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
+    t_.assign(L_, 0), h_.assign(L_, 0), hh_.assign(L_, 0), tt_.assign(L_, 0);
+    shift_.assign(L_, 0), scale_.assign(L_, 0), lands_.assign(L_, 0), failed_.assign(L_, 0);
+    lanes_.assign(L_, {});
+    for (std::size_t l = 0; l < L_; ++l)
+      ctl_.push_back(method::detail::make_controller(opt.controller, opt.method));
+    for (std::size_t q = 0; q < fields; ++q) fields_.push_back({par_.data() + q * L_, 1});
+    const auto& info = method::method_info(opt.method);
+    order_ = info.order;
+    control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
+    fsal_ = is_fsal();
+    for (double a : opt.atol) atol_.push_back(a);
+    for (std::size_t i = 0; i < n_; ++i) atol_full_.push_back(atol(i));
+    enorm_.assign(L_, 0);
+    nonfinite_.assign(L_, 0);
+    coef_.assign(std::size_t(tab_.stages) * L_, 0);
+  }
+
+  ShardResult run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
+                  std::span<std::int32_t> cell_steps);
+  const double* hoisted_ = nullptr;  // the model's cell constants, [k * cells + cell]
+
+ private:
+  bool is_fsal() const {
+    const int last = tab_.stages - 1;
+    if (tab_.c[last] != 1.0 || tab_.b[last] != 0.0) return false;
+    for (int j = 0; j < last; ++j)
+      if (tab_.a[last][j] != tab_.b[j]) return false;
+    return true;
+  }
+  double atol(std::size_t i) const { return atol_.size() == 1 ? atol_[0] : atol_[i]; }
+
+  void load(std::size_t l, const CellData& data, std::size_t cell, double t0) {
+    const std::size_t C = data.cells;
+    for (std::size_t s = 0; s < n_; ++s) u0_[s * L_ + l] = data.states[s * C + cell];
+    const std::size_t Q = m_.cell_parameter_index.size();
+    for (std::size_t q = 0; q < Q; ++q) par_[q * L_ + l] = data.cell_parameters[q * C + cell];
+    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L_ + l] = hoisted_[k * C + cell];
+    t_[l] = t0;
+    double h = opt_.dt_initial;
+    if (!(h > 0) && !data.step_size.empty() && data.step_size[cell] > 0) h = data.step_size[cell];
+    h_[l] = h;
+    LaneState& lane = lanes_[l];
+    lane = {};
+    lane.cell = static_cast<std::int64_t>(cell);
+    lane.fresh = !(h > 0);
+    lane.needs_f0 = true;
+    ctl_[l]->reset();
+  }
+
+  void rhs(const double* t, const double* u, double* du) {
+    kernel::RunArgs<double> a;
+    a.u = {u, n_, L_, L_};
+    a.t = {t, L_};
+    a.forcing = fields_;
+    a.du = {du, n_, L_, L_};
+    kernel::run(*m_.rhs, rhs_ws_, a);
+    ++rhs_calls_;
+  }
+
+  void jacobian(const double* t, const double* u) {
+    kernel::RunArgs<double> a;
+    a.u = {u, n_, L_, L_};
+    a.t = {t, L_};
+    a.forcing = fields_;
+    a.du = {jac_.data(), m_.jacobian->col.size(), L_, L_};
+    kernel::run(m_.jacobian->values, jac_ws_, a);
+    ++jac_calls_;
+  }
+
+  /// Hairer's weighted RMS for lane l of `v` against u0 and (optionally) u1.
+  double norm(const double* v, const double* u1, std::size_t l) const {
+    double sum = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const double a = std::abs(u0_[i * L_ + l]);
+      const double b = u1 ? std::abs(u1[i * L_ + l]) : a;
+      const double w = v[i * L_ + l] / (atol(i) + opt_.rtol * std::max(a, b));
+      sum += w * w;
+    }
+    return std::sqrt(sum / double(n_));
+  }
+
+  /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
+  /// and bad[l] = 1 where u1 is not finite.
+  void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
+    std::fill(out, out + L_, 0.0);
+    std::fill(bad, bad + L_, 0);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const double at = atol_full_[i], rt = opt_.rtol;
+      const double* a0 = u0_.data() + i * L_;
+      const double* a1 = u1 + i * L_;
+      const double* e = v + i * L_;
+      for (std::size_t l = 0; l < L_; ++l) {
+        const double w = e[l] / (at + rt * std::max(std::abs(a0[l]), std::abs(a1[l])));
+        out[l] += w * w;
+        bad[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
+      }
+    }
+    for (std::size_t l = 0; l < L_; ++l) out[l] = std::sqrt(out[l] / double(n_));
+  }
+
+  void derivatives(bool any_fresh);
+  void starting_steps();
+  void time_derivative();
+  void attempt();
+  void combine(const double* base, const double* w, int count, double* out) const;
+
+  const CellModel::Impl& m_;
+  const LanePoolOptions& opt_;
+  const method::detail::RosenbrockTableau& tab_;
+  std::size_t L_, n_;
+  kernel::Workspace rhs_ws_, jac_ws_;
+  std::vector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, jac_, lu_, par_;
+  std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
+  std::vector<std::uint8_t> lands_, failed_;
+  std::vector<LaneState> lanes_;
+  std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
+  std::vector<kernel::ForcingField<double>> fields_;
+  std::vector<double> atol_, atol_full_, enorm_, coef_;
+  std::vector<std::uint8_t> nonfinite_;
+  int order_ = 1, control_order_ = 1;
+  bool fsal_ = false;
+
+ public:
+  long rhs_calls_ = 0, jac_calls_ = 0, lu_calls_ = 0, solve_calls_ = 0;
+};
+
+// Hairer, Nørsett & Wanner I, II.4, per lane, as method/support.cpp hairer_initial_step.
+void Block::starting_steps() {
+  for (std::size_t l = 0; l < L_; ++l) {
+    const double d0 = norm(u0_.data(), nullptr, l), d1 = norm(f0_.data(), nullptr, l);
+    scale_[l] = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;  // h0 per lane
+    tt_[l] = t_[l] + scale_[l];
+  }
+  for (std::size_t i = 0; i < n_; ++i)
+    for (std::size_t l = 0; l < L_; ++l)
+      us_[i * L_ + l] = u0_[i * L_ + l] + scale_[l] * f0_[i * L_ + l];
+  rhs(tt_.data(), us_.data(), fs_.data());
+  for (std::size_t i = 0; i < n_ * L_; ++i) fs_[i] -= f0_[i];
+  for (std::size_t l = 0; l < L_; ++l) {
+    if (!lanes_[l].fresh) continue;
+    const double h0 = scale_[l];
+    const double d1 = norm(f0_.data(), nullptr, l);
+    const double d2 = norm(fs_.data(), nullptr, l) / h0;
+    const double dmax = std::max(d1, d2);
+    const double h1 = dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3)
+                                    : std::pow(0.01 / dmax, 1.0 / (order_ + 1));
+    const double h = std::min(100 * h0, h1);
+    h_[l] = std::isfinite(h) ? h : 1e-6;
+    lanes_[l].fresh = false;
+  }
+}
+
+// f_t by the scalar stepper's second-order one-sided difference, per lane (stencil inside
+// [t, t + hh]).
+void Block::time_derivative() {
+  const double cbrt_eps = std::cbrt(std::numeric_limits<double>::epsilon());
+  for (std::size_t l = 0; l < L_; ++l) {
+    const double d =
+        std::min(cbrt_eps * std::max(std::abs(t_[l]), std::abs(hh_[l])), 0.5 * hh_[l]);
+    tt_[l] = t_[l] + d;
+    shift_[l] = t_[l] + 2 * d;  // borrowed as the second time
+  }
+  rhs(tt_.data(), u0_.data(), ft_.data());
+  rhs(shift_.data(), u0_.data(), fs_.data());
+  for (std::size_t l = 0; l < L_; ++l) scale_[l] = 2 * (tt_[l] - t_[l]);
+  for (std::size_t i = 0; i < n_; ++i)
+    for (std::size_t l = 0; l < L_; ++l) {
+      const std::size_t x = i * L_ + l;
+      ft_[x] = (4 * ft_[x] - fs_[x] - 3 * f0_[x]) / scale_[l];
+    }
+}
+
+// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
+// for lanes whose iteration matrix had a tiny pivot.
+void Block::attempt() {
+  for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
+  linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
+  std::fill(failed_.begin(), failed_.end(), 0);
+  linalg::lu_factor(m_.lu, lu_.data(), int(L_), std::span<std::uint8_t>(failed_));
+  ++lu_calls_;
+  const std::size_t nl = n_ * L_;
+  for (int i = 0; i < tab_.stages; ++i) {
+    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
+    combine(u0_.data(), tab_.a[i], i, us_.data());
+    const double* f = f0_.data();
+    if (i > 0) {
+      for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
+      rhs(tt_.data(), us_.data(), fs_.data());
+      f = fs_.data();
+    }
+    if (fsal_ && i == tab_.stages - 1) std::copy(us_.begin(), us_.end(), u1_.begin());
+    double* k = k_.data() + std::size_t(i) * nl;
+    // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
+    for (int j = 0; j < i; ++j)
+      for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
+    for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
+    for (std::size_t x0 = 0; x0 < nl; x0 += L_) {
+      double coupling[kMaxLanes];
+      std::fill(coupling, coupling + L_, 0.0);
+      for (int j = 0; j < i; ++j) {
+        if (tab_.C[i][j] == 0.0) continue;
+        const double* kj = k_.data() + std::size_t(j) * nl + x0;
+        const double* cj = coef_.data() + std::size_t(j) * L_;
+        for (std::size_t l = 0; l < L_; ++l) coupling[l] += cj[l] * kj[l];
+      }
+      const double* fx = f + x0;
+      const double* ftx = ft_.data() + x0;
+      double* kx = k + x0;
+      for (std::size_t l = 0; l < L_; ++l) kx[l] = fx[l] + coupling[l] + scale_[l] * ftx[l];
+    }
+    linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
+    ++solve_calls_;
+  }
+  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
+  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
+}
+
+// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order);
+// base null = 0 + the sum.
+void Block::combine(const double* base, const double* w, int count, double* out) const {
+  // Accumulated in `out` stage by stage (so the loops vectorize), then the base added: per
+  // entry the same operations in the same order as acc = sum_j w_j k_j; base + acc.
+  const std::size_t nl = n_ * L_;
+  std::fill(out, out + nl, 0.0);
+  for (int j = 0; j < count; ++j) {
+    if (w[j] == 0.0) continue;
+    const double wj = w[j];
+    const double* kj = k_.data() + std::size_t(j) * nl;
+    for (std::size_t x = 0; x < nl; ++x) out[x] += wj * kj[x];
+  }
+  if (base)
+    for (std::size_t x = 0; x < nl; ++x) out[x] = base[x] + out[x];
+}
+
+ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
+                       std::span<std::int32_t> cell_steps) {
+  ShardResult r;
+  rhs_calls_ = jac_calls_ = lu_calls_ = solve_calls_ = 0;
+  const long slots_per_attempt = static_cast<long>(L_);
+  std::size_t next = begin;
+  std::size_t live = 0;
+  for (std::size_t l = 0; l < L_; ++l)
+    if (next < end) {
+      load(l, data, next++, t0);
+      ++live;
+    }
+  if (live == 0) return r;
+  auto pad = [&](std::size_t l) {
+    // Copy a live real cell from scratch; its results are dropped.
+    for (std::size_t s = 0; s < L_; ++s)
+      if (!lanes_[s].padding && !lanes_[s].done && lanes_[s].cell >= 0) {
+        load(l, data, std::size_t(lanes_[s].cell), t0);
+        lanes_[l].padding = true;
+        return;
+      }
+  };
+  for (std::size_t l = live; l < L_; ++l) pad(l);
+
+  auto finish = [&](std::size_t l, ReturnCode code, const std::string& why) {
+    LaneState& lane = lanes_[l];
+    if (!lane.padding) {
+      const std::size_t c = std::size_t(lane.cell), C = data.cells;
+      for (std::size_t s = 0; s < n_; ++s) data.states[s * C + c] = u0_[s * L_ + l];
+      if (!data.step_size.empty()) data.step_size[c] = h_[l];
+      if (!cell_steps.empty()) cell_steps[c] = static_cast<std::int32_t>(lane.attempts);
+      r.accepted += lane.attempts - lane.rejected;
+      r.rejected += lane.rejected;
+      r.max_cell_steps = std::max(r.max_cell_steps, lane.attempts);
+      if (code != ReturnCode::Success) {
+        ++r.failed;
+        if (r.first_failed < 0 || lane.cell < r.first_failed) {
+          r.first_failed = lane.cell;
+          r.code = code;
+          r.message = "cell " + std::to_string(c) + ": " +
+                      std::string(method::return_code_name(code)) + " at t = " +
+                      std::to_string(t_[l]) + ": " + why;
+        }
+      }
+      --live;
+    }
+    lane.done = true;
+    if (next < end) {
+      load(l, data, next++, t0);
+      ++live;
+    } else if (live > 0) {
+      pad(l);
+    }
+  };
+
+  bool dirty = true;  // some lane's (t, u0) changed since f0 and J were computed
+  while (live > 0) {
+    if (dirty) {
+      // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
+      // keeps the f its last stage computed (what the scalar Integrator does too).
+      bool any_f0 = false;
+      for (const LaneState& lane : lanes_) any_f0 = any_f0 || lane.needs_f0;
+      if (any_f0) {
+        rhs(t_.data(), u0_.data(), fs_.data());
+        for (std::size_t l = 0; l < L_; ++l) {
+          if (!lanes_[l].needs_f0) continue;
+          for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
+          lanes_[l].needs_f0 = false;
+        }
+      }
+      bool any_fresh = false;
+      for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
+      if (any_fresh) starting_steps();
+      jacobian(t_.data(), u0_.data());
+      dirty = false;
+    }
+    // Plan each lane's step as the scalar Integrator does (landing slack, dt_max, dt_min).
+    bool stop_lane = false;
+    for (std::size_t l = 0; l < L_; ++l) {
+      double h = opt_.dt_max > 0 ? std::min(h_[l], opt_.dt_max) : h_[l];
+      lands_[l] = t_[l] + (1 + kLandingSlack) * h >= t1;
+      hh_[l] = lands_[l] ? t1 - t_[l] : h;
+      const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
+      if (lanes_[l].attempts >= opt_.max_steps || (!(hh_[l] >= dt_min) && !lands_[l]))
+        stop_lane = true;
+    }
+    if (stop_lane) {
+      for (std::size_t l = 0; l < L_; ++l) {
+        const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
+        if (lanes_[l].attempts >= opt_.max_steps) {
+          finish(l, ReturnCode::MaxSteps, std::to_string(opt_.max_steps) + " attempts used");
+          dirty = true;
+        } else if (!(hh_[l] >= dt_min) && !lands_[l]) {
+          const Cause c = lanes_[l].cause;
+          finish(l,
+                 c == Cause::NonFinite     ? ReturnCode::NonFinite
+                 : c == Cause::LinearSolve ? ReturnCode::LinearSolveFailed
+                                           : ReturnCode::DtBelowMin,
+                 "step below dt_min");
+          dirty = true;
+        }
+      }
+      continue;  // refilled lanes need their derivatives
+    }
+    if (!m_.autonomous) time_derivative();
+    attempt();
+    r.slots += slots_per_attempt;
+    norms(err_.data(), u1_.data(), enorm_.data(), nonfinite_.data());
+    for (std::size_t l = 0; l < L_; ++l) {
+      LaneState& lane = lanes_[l];
+      ++lane.attempts;
+      double h_next = hh_[l];
+      bool accept = false;
+      const bool finite = nonfinite_[l] == 0;
+      if (failed_[l]) {
+        // A pivot that is not finite usually comes from a state or rate that is not: say so.
+        bool inputs_finite = true;
+        for (std::size_t i = 0; i < n_ && inputs_finite; ++i)
+          inputs_finite = std::isfinite(u0_[i * L_ + l]) && std::isfinite(f0_[i * L_ + l]);
+        lane.cause = inputs_finite ? Cause::LinearSolve : Cause::NonFinite;
+        h_next = hh_[l] * (inputs_finite ? kSolverFailFactor : kNonFiniteFactor);
+      } else if (!finite) {
+        lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
+      } else {
+        const double e = enorm_[l];
+        if (!std::isfinite(e)) {
+          lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
+        } else {
+          const method::detail::Proposal p = ctl_[l]->propose(hh_[l], e, control_order_);
+          accept = p.accept;
+          h_next = p.h_next;
+          lane.cause = accept ? Cause::None : Cause::ErrorTest;
+        }
+      }
+      if (!accept) {
+        ++lane.rejected;
+        h_[l] = h_next;
+        const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
+        if (lands_[l] && !(h_[l] >= dt_min)) {
+          finish(l, ReturnCode::DtBelowMin, "step below dt_min");
+          dirty = true;
+        }
+        continue;
+      }
+      t_[l] = lands_[l] ? t1 : t_[l] + hh_[l];
+      for (std::size_t i = 0; i < n_; ++i) u0_[i * L_ + l] = u1_[i * L_ + l];
+      if (fsal_)  // the last stage evaluated f at (t + h, u1): the next step's f0
+        for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
+      else
+        lane.needs_f0 = true;
+      if (lands_[l] && hh_[l] < h_[l] && h_next > hh_[l]) h_next = std::max(h_next, h_[l]);
+      h_[l] = opt_.dt_max > 0 ? std::min(h_next, opt_.dt_max) : h_next;
+      dirty = true;
+      if (lands_[l]) finish(l, ReturnCode::Success, "");
+    }
+  }
+  // Per lane: what a cell-by-cell solver would have counted for the same lane slots.
+  const long lanes = static_cast<long>(L_);
+  r.rhs = rhs_calls_ * lanes;
+  r.jac = jac_calls_ * lanes;
+  r.lu = lu_calls_ * lanes;
+  r.solves = solve_calls_ * lanes;
+  return r;
+}
+
+}  // namespace
+
+LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0, double t1,
+                              const LanePoolOptions& options, std::span<std::int32_t> cell_steps) {
+  const CellModel::Impl& m = model.impl();
+  const std::size_t C = data.cells;
+  auto invalid = [](const std::string& why) {
+    throw Error("invalid_lane_pool_options", "", "", why);
+  };
+  if (method::detail::family_of(options.method) != method::detail::Family::Rosenbrock)
+    invalid("lane pools run Rosenbrock methods; " +
+            std::string(method::method_info(options.method).name) + " is not one");
+  if (std::find(std::begin(linalg::kLuLaneWidths), std::end(linalg::kLuLaneWidths),
+                options.lanes) == std::end(linalg::kLuLaneWidths))
+    invalid("lanes must be one of 1, 2, 4, 8, 16, 32, 64");
+  if (!(t1 > t0)) invalid("the end time must be after the start time");
+  if (options.atol.size() != 1 && options.atol.size() != m.n)
+    invalid("atol needs one value or one per state (" + std::to_string(m.n) + ")");
+  if (!(options.rtol > 0) || options.threads < 1 || options.shard_cells < 1 ||
+      options.max_steps < 1)
+    invalid("rtol must be > 0 and threads, shard_cells, max_steps >= 1");
+  if (data.states.size() != m.n * C || data.cell_parameters.size() != m.cell_parameter_index.size() * C ||
+      (!data.step_size.empty() && data.step_size.size() != C) ||
+      (!cell_steps.empty() && cell_steps.size() != C) ||
+      (!data.parameters.empty() && data.parameters.size() != m.system.parameters.size()))
+    invalid("cell data sizes do not match the model and the cell count");
+
+  LanePoolStats stats;
+  stats.cells = C;
+  if (C == 0) return stats;
+  const std::span<const double> p = data.parameters.empty() ? std::span<const double>(m.p)
+                                                            : data.parameters;
+  // Fewer cells than lanes: a narrower block (the bits do not depend on the width).
+  LanePoolOptions narrowed = options;
+  const std::size_t most = std::min(C, options.shard_cells);
+  while (narrowed.lanes > 1 && std::size_t(narrowed.lanes / 2) >= most) narrowed.lanes /= 2;
+  const std::size_t shards = (C + options.shard_cells - 1) / options.shard_cells;
+  const unsigned workers = detail::worker_count(shards, static_cast<unsigned>(options.threads));
+  std::vector<std::unique_ptr<Block>> blocks;
+  for (unsigned w = 0; w < workers; ++w) blocks.push_back(std::make_unique<Block>(m, narrowed, p));
+  // Cell constants once per cell for the whole call (they read no state and no t).
+  std::vector<double> hoisted(m.hoisted * C);
+  if (m.cell_setup) {
+    kernel::Workspace ws = m.cell_setup->make_workspace(64);
+    m.cell_setup->prepare(ws, p);
+    std::vector<kernel::ForcingField<double>> fields;
+    for (std::size_t q = 0; q < m.cell_parameter_index.size(); ++q)
+      fields.push_back({data.cell_parameters.data() + q * C, 1});
+    kernel::RunArgs<double> a;
+    a.u = {data.states.data(), m.n, C, C};
+    a.t = {&t0, 1};
+    a.forcing = fields;
+    a.du = {hoisted.data(), m.hoisted, C, C};
+    kernel::run(*m.cell_setup, ws, a);
+  }
+  for (auto& b : blocks) b->hoisted_ = hoisted.data();
+  std::vector<ShardResult> results(shards);
+  detail::parallel_for(shards, workers, [&](std::size_t s, unsigned worker) {
+    const std::size_t begin = s * options.shard_cells;
+    const std::size_t end = std::min(C, begin + options.shard_cells);
+    results[s] = blocks[worker]->run(data, t0, t1, begin, end, cell_steps);
+  });
+  for (const ShardResult& r : results) {  // shard order: the same sums for any thread count
+    stats.accepted += r.accepted;
+    stats.rejected += r.rejected;
+    stats.rhs_evaluations += r.rhs;
+    stats.jacobian_evaluations += r.jac;
+    stats.factorizations += r.lu;
+    stats.linear_solves += r.solves;
+    stats.lane_slots += r.slots;
+    stats.max_cell_steps = std::max(stats.max_cell_steps, r.max_cell_steps);
+    stats.failed_cells += r.failed;
+    if (r.code != ReturnCode::Success && stats.worst == ReturnCode::Success) {
+      stats.worst = r.code;
+      stats.message = r.message;
+    }
+  }
+  return stats;
+}
+
+}  // namespace esi::exec
