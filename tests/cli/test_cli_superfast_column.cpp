@@ -1,8 +1,10 @@
 // examples/superfast_column.esm (issue 10): SuperFast lifted pointwise onto a 25-layer column
 // with per-layer temperature and pressure and day/night photolysis. Its inline tests pass, a
-// one-hour run across sunset succeeds, and every layer of the column equals the plain SuperFast
-// box model run by `esi simulate --component SuperFast` at that layer's T, P and photolysis
-// (read from the column run's own output), by day and by night.
+// one-hour run across sunset succeeds on lane pools (one controller per cell, 2 threads) and as
+// one system of all cells (--cells), the two agreeing, and every layer of the column equals the
+// plain SuperFast box model run by `esi simulate --component SuperFast` at that layer's T, P
+// and photolysis (read from the column run's own output), by day (lane pools) and by night
+// (--cells).
 #include <unistd.h>
 
 #include <cmath>
@@ -73,18 +75,33 @@ class SuperFastColumn : public ::testing::Test {
 
   /// Runs the column for one hour with photolysis held at local hour `hour` (diurnal 0), then
   /// the box model at the T, P and j of `layers`, and compares every species at t = 3600 s.
-  void expect_layers_equal_box(double hour, const std::vector<int>& layers) {
+  void expect_layers_equal_box(double hour, const std::vector<int>& layers, bool one_system) {
     const std::vector<std::string> tight = {"--method", "Rodas3", "--rtol", "1e-10", "--atol", "1e-16",
                                             "--tspan", "0", "3600", "--saveat", "3600", "--quiet"};
-    std::vector<std::string> col = {"simulate", example(), "--cells", "--set", "Column.hour_start=" + exact(hour),
+    std::vector<std::string> col = {"simulate", example(), "--set", "Column.hour_start=" + exact(hour),
                                     "--set", "Column.diurnal=0", "--output", (dir_ / "column.csv").string()};
     col.insert(col.end(), tight.begin(), tight.end());
+    // one_system: every cell in one system with one step; else lane pools, one controller per cell.
+    if (one_system) {
+      col.push_back("--cells");
+    } else {
+      col.push_back("--threads");
+      col.push_back("2");
+    }
     const Result rc = run(col);
     ASSERT_EQ(rc.status, 0) << rc.err;
     const auto column = read_csv(dir_ / "column.csv");
     ASSERT_EQ(column.size(), 2u);
-    const auto& start = column.front();
     const auto& end = column.back();
+    // The layers' T, P and j as the document computes them, from a one-second run as one
+    // system (lane-pool runs do not write the observed arrays Column.T[k], Column.P[k]).
+    const Result rp = run({"simulate", example(), "--cells", "--set", "Column.hour_start=" + exact(hour), "--set",
+                           "Column.diurnal=0", "--tspan", "0", "1", "--saveat", "1", "--quiet", "--output",
+                           (dir_ / "profile.csv").string()});
+    ASSERT_EQ(rp.status, 0) << rp.err;
+    const auto profile = read_csv(dir_ / "profile.csv");
+    ASSERT_FALSE(profile.empty());
+    const auto& start = profile.front();
     for (int layer : layers) {
       const std::string cell = "[" + std::to_string(layer) + "]";
       std::vector<std::string> box = {"simulate", example(), "--component", "SuperFast",
@@ -119,11 +136,21 @@ TEST_F(SuperFastColumn, ValidatesAndItsInlineTestsPass) {
   EXPECT_NE(c.out.find("67 assertions, 67 passed, 0 failed, 0 errors"), std::string::npos) << c.out;
 }
 
-TEST_F(SuperFastColumn, OneHourAcrossSunsetRunsWithRodas3AndEveryValueIsFinite) {
-  const Result r = run({"simulate", example(), "--method", "Rodas3", "--cells", "--tspan", "0", "3600",
-                        "--quiet", "--output", (dir_ / "out.csv").string()});
+TEST_F(SuperFastColumn, OneHourAcrossSunsetRunsOnLanePoolsAndAsOneSystemAlike) {
+  const Result r = run({"simulate", example(), "--method", "Rodas3", "--threads", "2", "--tspan", "0", "3600",
+                        "--output", (dir_ / "out.csv").string()});
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("lane pools: 25 cells x 12 states"), std::string::npos) << r.err;
+  const Result one = run({"simulate", example(), "--method", "Rodas3", "--cells", "--tspan", "0", "3600",
+                          "--quiet", "--output", (dir_ / "one.csv").string()});
+  ASSERT_EQ(one.status, 0) << one.err;
   const auto rows = read_csv(dir_ / "out.csv");
+  const auto one_rows = read_csv(dir_ / "one.csv");
+  ASSERT_EQ(one_rows.size(), rows.size());
+  // Default tolerances (rtol 1e-6): the per-cell and whole-column controllers agree to 1e-4.
+  for (const auto& [name, value] : rows.back())
+    if (name.rfind("SuperFast.", 0) == 0 && std::abs(value) > 1e-6)
+      EXPECT_NEAR(one_rows.back().at(name), value, 1e-4 * std::abs(value)) << name;
   ASSERT_EQ(rows.size(), 101u);
   for (const auto& row : rows)
     for (const auto& [name, value] : row) ASSERT_TRUE(std::isfinite(value)) << name << " at t " << row.at("t");
@@ -136,11 +163,11 @@ TEST_F(SuperFastColumn, OneHourAcrossSunsetRunsWithRodas3AndEveryValueIsFinite) 
 }
 
 TEST_F(SuperFastColumn, LayersEqualTheBoxModelAtTheirTemperaturePressureAndDaylight) {
-  expect_layers_equal_box(14.0, {1, 13, 25});
+  expect_layers_equal_box(14.0, {1, 13, 25}, /*one_system=*/false);
 }
 
 TEST_F(SuperFastColumn, LayersEqualTheBoxModelAtNight) {
-  expect_layers_equal_box(0.0, {1, 25});
+  expect_layers_equal_box(0.0, {1, 25}, /*one_system=*/true);
 }
 
 }  // namespace
