@@ -287,6 +287,7 @@ struct Row {
   std::size_t failed = 0;
   double max_err = 0, rms_err = 0;
   std::string note;
+  long lane_slots = 0, rhs_lane_evaluations = 0, factorizations = 0;  ///< lane pool only
 };
 
 struct Settings {
@@ -417,6 +418,9 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
   for (double ta = k.t0; ta < k.t1;) {
     const double tb = std::min(k.t1, ta + k.dt_chem);
     const auto st = esi::exec::integrate_cells(*model, d, ta, tb, o, chem_steps);
+    row.lane_slots += st.lane_slots;
+    row.rhs_lane_evaluations += st.rhs_evaluations;
+    row.factorizations += st.factorizations;
     for (std::size_t c = 0; c < k.cells.count; ++c) steps[c] += chem_steps[c];
     if (st.failed_cells && row.failed == 0) row.note = st.message;
     row.failed = std::max(row.failed, st.failed_cells);
@@ -497,6 +501,11 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
       if (base == 0) base = r.wall;
       if (threads == 1) one_thread = r.wall;
       print_row(k, r, base);
+      if (threads == 1)
+        std::printf("%-34s lane slots used %.1f %% (steps / lane-steps, padding included); %.2f RHS and %.2f LU "
+                    "per cell-step\n", "", 100.0 * double(r.steps_total) / double(std::max(1L, r.lane_slots)),
+                    double(r.rhs_lane_evaluations) / double(std::max(1L, r.steps_total)),
+                    double(r.factorizations) / double(std::max(1L, r.steps_total)));
       if (threads == 2)
         std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall))\n", "",
                     100.0 * one_thread / (2.0 * r.wall));
