@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Renders the plots `esi analyze` describes, with matplotlib's Agg backend (no display).
 
-usage: esi_plot.py [--quiet-missing] PLOTS.json
+usage: esi_plot.py [--quiet-missing] PLOTS.json...
 
-PLOTS.json is {"dir": FOLDER, "plots": [...]}, each plot as exec::plot_data writes it:
+Each PLOTS.json is {"dir": FOLDER, "plots": [...]}, each plot as exec::plot_data writes it:
 line / scatter {id, type, title, xlabel, ylabel, lines: [{label, x, y}]}, heatmap {id, type,
 title, xlabel, ylabel, zlabel, x, y, z (one row per y), xscale, yscale}; a plot with "skipped"
 is not drawn. Each drawn plot becomes FOLDER/<file>.png and FOLDER/<file>.svg (file: the
@@ -26,8 +26,8 @@ def main(argv):
     quiet_missing = len(argv) > 1 and argv[1] == "--quiet-missing"
     if quiet_missing:
         argv = argv[:1] + argv[2:]
-    if len(argv) != 2:
-        print("usage: esi_plot.py [--quiet-missing] PLOTS.json", file=sys.stderr)
+    if len(argv) < 2:
+        print("usage: esi_plot.py [--quiet-missing] PLOTS.json...", file=sys.stderr)
         return 1
     try:
         import matplotlib
@@ -38,7 +38,13 @@ def main(argv):
             print(f"matplotlib is not installed ({e}); install python3-matplotlib",
                   file=sys.stderr)
         return 4
-    with open(argv[1], encoding="utf-8") as f:
+    for path in argv[1:]:
+        draw(plt, path)
+    return 0
+
+
+def draw(plt, path):
+    with open(path, encoding="utf-8") as f:
         spec = json.load(f)
     folder = spec["dir"]
     for plot in spec["plots"]:
@@ -66,11 +72,12 @@ def main(argv):
         ax.set_xlabel(plot.get("xlabel", ""))
         ax.set_ylabel(plot.get("ylabel", ""))
         ax.set_title(plot.get("title", ""), fontsize="medium")
-        fig.tight_layout()
+        # Fixed margins: tight_layout measured every text box and took a third of the time.
+        fig.subplots_adjust(left=0.15, right=0.97 if plot["type"] != "heatmap" else 0.99,
+                            bottom=0.12, top=0.92)
         for ext in ("png", "svg"):
             fig.savefig(os.path.join(folder, f"{plot['file']}.{ext}"), dpi=120)
         plt.close(fig)
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: installs missing Debian packages, builds `esi` in build/,
-# validates examples/ozone_box.esm and prints its flattened system (`esi inspect`).
+# validates examples/ozone_box.esm, runs its inline tests, simulates it (the run summary on
+# stderr, the CSV and its units sidecar) and runs its inline analysis (a sweep with plots).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,3 +26,11 @@ echo "\$ build/esi simulate $example --tspan 0 21600 --saveat 3600 --output $out
 build/esi simulate "$example" --tspan 0 21600 --saveat 3600 --output "$out"
 echo "(first columns of $out)"
 cut -d, -f1-8 "$out"
+echo
+an=build/ozone_box_analyses
+echo "\$ build/esi analyze $example --out $an      # its inline analyses (spec 6.7): sweep, CSV, plots"
+build/esi analyze "$example" --out "$an"
+for png in "$an"/*/*.png; do
+  [[ -f "$png" ]] && echo "plot: $png"
+done
+echo "(open $an/index.html in a browser: every analysis with its description and plots)"

@@ -14,6 +14,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,7 @@
 #include "cli/csv.hpp"
 #include "esi/core/error.hpp"
 #include "esi/exec/analyze.hpp"
+#include "esi/exec/check.hpp"
 
 extern char** environ;
 
@@ -42,6 +44,7 @@ using nlohmann::json;
 #endif
 
 struct AnalyzeArgs {
+  std::vector<std::string> paths;
   std::string file, component, out;
   std::vector<std::string> ids;
   unsigned jobs = 1;
@@ -86,19 +89,10 @@ void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
   csv.close();
 }
 
-/// Runs `python script plots_json`: "" when it drew the plots, else why not; `no_matplotlib`
-/// says whether the interpreter ran but lacked matplotlib.
-std::string run_plot_script(const std::string& python, const std::string& script, const std::string& json_path,
-                            bool& no_matplotlib) {
+/// How one plot process ended: "" when it drew its plots, else why not; `no_matplotlib` when
+/// the interpreter ran but lacked matplotlib.
+std::string plot_status(int status, const std::string& python, bool& no_matplotlib) {
   no_matplotlib = false;
-  std::string quiet = "--quiet-missing";  // esi says why the plots were skipped, once
-  std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>(script.c_str()), quiet.data(),
-                          const_cast<char*>(json_path.c_str()), nullptr};
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-    return "'" + python + "' could not be started (is python3 installed?)";
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return "waiting for the plot script failed";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
     no_matplotlib = true;
@@ -108,10 +102,43 @@ std::string run_plot_script(const std::string& python, const std::string& script
   return "the plot script failed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
 }
 
-/// Draws the plots of `plots_json` with $ESI_PYTHON, else python3 from PATH and then the
-/// system's /usr/bin/python3 (where Debian's python3-matplotlib lives when PATH holds another
-/// interpreter, e.g. pyenv's); "" when drawn, else why the plots were skipped.
-std::string render_plots(const fs::path& plots_json) {
+/// Runs `python script plots_json...` in up to `jobs` processes at once (python's start and
+/// matplotlib's import cost about 0.3 s, so each process draws a share of every plot file);
+/// "" when every process drew its plots, else why not (the first failure).
+std::string run_plot_script(const std::string& python, const std::string& script,
+                            const std::vector<std::string>& json_paths, unsigned jobs, bool& no_matplotlib) {
+  no_matplotlib = false;
+  const std::size_t groups = std::max<std::size_t>(1, std::min<std::size_t>(jobs, json_paths.size()));
+  std::vector<pid_t> pids;
+  std::string failure;
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::string quiet = "--quiet-missing";  // esi says why the plots were skipped, once
+    std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>(script.c_str()), quiet.data()};
+    for (std::size_t k = g; k < json_paths.size(); k += groups) argv.push_back(const_cast<char*>(json_paths[k].c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
+      failure = "'" + python + "' could not be started (is python3 installed?)";
+      break;
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    std::string why = waitpid(pid, &status, 0) < 0 ? "waiting for the plot script failed" : "";
+    bool missing = false;
+    if (why.empty()) why = plot_status(status, python, missing);
+    no_matplotlib = no_matplotlib || missing;
+    if (failure.empty()) failure = why;
+  }
+  return failure;
+}
+
+/// Draws the plots of every `plots_json` with $ESI_PYTHON, else python3 from PATH and then
+/// the system's /usr/bin/python3 (where Debian's python3-matplotlib lives when PATH holds
+/// another interpreter, e.g. pyenv's); "" when drawn, else why the plots were skipped.
+std::string render_plots(const std::vector<std::string>& plots_json, unsigned jobs) {
+  if (plots_json.empty()) return "";
   const char* env_script = std::getenv("ESI_PLOT_SCRIPT");
   const std::string script = env_script && *env_script ? env_script : ESI_PLOT_SCRIPT_DEFAULT;
   std::error_code ec;
@@ -126,7 +153,7 @@ std::string render_plots(const fs::path& plots_json) {
   for (const std::string& python : interpreters) {
     if (python.front() == '/' && !fs::exists(python, ec)) continue;
     bool no_matplotlib = false;
-    const std::string failure = run_plot_script(python, script, plots_json.string(), no_matplotlib);
+    const std::string failure = run_plot_script(python, script, plots_json, jobs, no_matplotlib);
     if (failure.empty()) return "";
     if (why.empty()) why = failure;
     if (!no_matplotlib && python != "python3") break;  // a real failure of the script
@@ -139,6 +166,7 @@ struct Written {
   std::vector<std::pair<std::string, std::string>> images;  ///< (file stem, plot description)
   std::vector<std::string> notes;
   std::string error;
+  std::string plots_json;  ///< to draw (empty: nothing to draw)
 };
 
 /// Runs one analysis and writes its folder; returns what index.html shows.
@@ -192,13 +220,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
     }
   }
   write_text(folder / "plots.json", spec.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-  if (any_drawn) {
-    const std::string why = render_plots(folder / "plots.json");
-    if (!why.empty()) {
-      w.notes.push_back("plots skipped: " + why + " (the data is in plots.json and the CSV files)");
-      w.images.clear();
-    }
-  }
+  if (any_drawn) w.plots_json = (folder / "plots.json").string();
   if (!a.quiet)
     std::fprintf(stderr, "esi analyze: %s (%s): %zu run%s, %zu plot%s -> %s\n", ref.id.c_str(), ref.component.c_str(),
                  result.runs.size(), result.runs.size() == 1 ? "" : "s", w.images.size(),
@@ -261,11 +283,9 @@ int parse_args(Args args, AnalyzeArgs& a) {
       continue;
     }
     if (s.size() > 1 && s[0] == '-') return usage_error("analyze", "unknown option '" + s + "'");
-    if (!a.file.empty()) return usage_error("analyze", "one FILE at a time (got '" + a.file + "' and '" + s + "')");
-    a.file = s;
+    a.paths.push_back(s);
   }
-  if (a.file.empty()) return usage_error("analyze", "missing FILE");
-  if (a.out.empty()) a.out = fs::path(a.file).stem().string() + "_analyses";
+  if (a.paths.empty()) return usage_error("analyze", "missing FILE");
   return kExitOk;
 }
 
@@ -273,7 +293,8 @@ int parse_args(Args args, AnalyzeArgs& a) {
 
 void print_analyze_help(std::FILE* out) {
   std::fputs(
-      "usage: esi analyze FILE [--component NAME] [--analysis ID ...] [--out DIR] [--jobs N] [--quiet]\n"
+      "usage: esi analyze FILE_OR_DIR... [--component NAME] [--analysis ID ...] [--out DIR] [--jobs N]\n"
+      "                   [--quiet]\n"
       "\n"
       "Runs the inline analyses of FILE (spec §6.7): each on its component flattened alone, with\n"
       "its parameters and initial_state, one run per point of its parameter_sweep (the last\n"
@@ -285,12 +306,16 @@ void print_analyze_help(std::FILE* out) {
       "                                  name and its units) and why a plot was not drawn\n"
       "  <plot>.png, <plot>.svg          line, scatter and heatmap plots, drawn by\n"
       "                                  scripts/esi_plot.py with python3 and matplotlib\n"
-      "and DIR/index.html lists every analysis with its description and images.\n"
+      "and DIR/index.html lists every analysis with its description and images. With several\n"
+      "paths or a folder (searched for *.esm), each document with analyses gets DIR/<its path\n"
+      "below the folder, without .esm>/ (default DIR: analyses) and DIR/index.html links them;\n"
+      "documents without analyses are counted and skipped.\n"
       "\n"
       "  --component NAME  only the analyses of this component (and its subsystems)\n"
       "  --analysis ID     only this analysis (repeatable); an unknown id is an error\n"
       "  --out DIR         output folder (default: FILE's name without .esm, plus _analyses)\n"
-      "  --jobs N          runs of a sweep on N threads (default 1); results are the same\n"
+      "  --jobs N          runs of a sweep on N threads and plots drawn by N processes\n"
+      "                    (default 1); results are the same\n"
       "\n"
       "Line and scatter plots against t draw each run's trajectory; against a swept parameter,\n"
       "one point per run (each series' final value). Heatmaps need two swept parameters and a\n"
@@ -304,68 +329,166 @@ void print_analyze_help(std::FILE* out) {
       out);
 }
 
+namespace {
+
+/// One document's analyses and where they go.
+struct FileJob {
+  fs::path file;
+  fs::path out;
+  std::vector<Written> written;
+};
+
+/// Runs the analyses of one document into job.out; false when something failed (reported).
+bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& without) {
+  const std::string file = job.file.string();
+  const std::optional<esm::ResolvedDocument> loaded = load_or_report(file);
+  if (!loaded) return false;
+  const esm::ResolvedDocument& doc = *loaded;
+  std::vector<exec::AnalysisRef> found = exec::find_analyses(doc, a.component);
+  if (!a.ids.empty()) {
+    std::vector<exec::AnalysisRef> chosen;
+    for (const std::string& id : a.ids) {
+      bool hit = false;
+      for (const auto& r : found)
+        if (r.id == id) chosen.push_back(r), hit = true;
+      if (!hit && !many) {
+        std::string known;
+        for (const auto& r : found) known += (known.empty() ? "" : ", ") + r.id;
+        throw Error("unknown_analysis", file, "",
+                    "no analysis '" + id + "'" + (a.component.empty() ? "" : " in component '" + a.component + "'") +
+                        (known.empty() ? std::string("; the document has none") : "; known: " + known));
+      }
+    }
+    found = std::move(chosen);
+  }
+  if (found.empty()) {
+    if (many) return ++without, true;  // a folder holds documents without analyses too
+    throw Error("no_analyses", file, "",
+                a.component.empty() ? "the document has no inline analyses (spec §6.7)"
+                                    : "component '" + a.component + "' has no inline analyses (or does not exist)");
+  }
+  std::error_code ec;
+  fs::create_directories(job.out, ec);
+  if (ec || !fs::is_directory(job.out))
+    throw Error("output_not_writable", job.out.string(), "", "cannot create the output folder: " + ec.message());
+  bool ok = true;
+  for (const exec::AnalysisRef& ref : found) {
+    try {
+      job.written.push_back(analyze_one(doc, ref, a, job.out));
+    } catch (const Error& e) {
+      Diagnostic d = e.diagnostic();
+      if (d.file.empty()) d.file = ref.file;
+      if (d.pointer.empty()) d.pointer = ref.pointer;
+      std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+      Written w;
+      w.id = ref.id;
+      w.component = ref.component;
+      w.dir = safe_name(ref.id);
+      w.description = ref.spec.is_object() ? ref.spec.value("description", std::string()) : std::string();
+      w.error = "error[" + d.code + "] at " + d.pointer + ": " + d.message;
+      job.written.push_back(std::move(w));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+/// The documents to analyze and their output folders: a FILE named alone writes into `out`;
+/// with several paths or a folder, each document gets out/<its path below the folder named,
+/// without .esm> (a file named directly: out/<its name>).
+std::vector<FileJob> plan_jobs(const AnalyzeArgs& a, bool many, bool& failed) {
+  std::vector<FileJob> jobs;
+  if (!many) {
+    jobs.push_back({a.paths[0], a.out, {}});
+    return jobs;
+  }
+  for (const std::string& path : a.paths) {
+    for (const exec::CheckInput& in : exec::find_esm_inputs({path})) {
+      if (in.error) {
+        std::fprintf(stderr, "%s\n", format_diagnostic(*in.error).c_str());
+        failed = true;
+        continue;
+      }
+      std::error_code ec;
+      fs::path rel = fs::is_directory(path, ec) ? in.file.lexically_relative(path) : in.file.filename();
+      rel.replace_extension();
+      jobs.push_back({in.file, fs::path(a.out) / rel, {}});
+    }
+  }
+  return jobs;
+}
+
+}  // namespace
+
 int run_analyze(Args args) {
   AnalyzeArgs a;
   if (const int rc = parse_args(args, a); rc != kExitOk) return rc < 0 ? kExitOk : rc;
-  try {
-    const std::optional<esm::ResolvedDocument> loaded = load_or_report(a.file);
-    if (!loaded) return kExitInvalid;
-    const esm::ResolvedDocument& doc = *loaded;
-    std::vector<exec::AnalysisRef> found = exec::find_analyses(doc, a.component);
-    if (!a.ids.empty()) {
-      std::vector<exec::AnalysisRef> chosen;
-      for (const std::string& id : a.ids) {
-        bool hit = false;
-        for (const auto& r : found)
-          if (r.id == id) chosen.push_back(r), hit = true;
-        if (!hit) {
-          std::string known;
-          for (const auto& r : found) known += (known.empty() ? "" : ", ") + r.id;
-          throw Error("unknown_analysis", a.file, "",
-                      "no analysis '" + id + "'" + (a.component.empty() ? "" : " in component '" + a.component + "'") +
-                          (known.empty() ? std::string("; the document has none") : "; known: " + known));
-        }
-      }
-      found = std::move(chosen);
+  std::error_code ec;
+  const bool many = a.paths.size() > 1 || fs::is_directory(a.paths[0], ec);
+  if (a.out.empty()) a.out = many ? "analyses" : fs::path(a.paths[0]).stem().string() + "_analyses";
+  const auto started = std::chrono::steady_clock::now();
+  bool failed = false;
+  std::vector<FileJob> jobs = plan_jobs(a, many, failed);
+  std::size_t without = 0;
+  for (FileJob& job : jobs) {
+    try {
+      if (!analyze_file(job, a, many, without)) failed = true;
+    } catch (const Error& e) {
+      Diagnostic d = e.diagnostic();
+      if (d.file.empty()) d.file = job.file.string();
+      std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+      failed = true;
+      if (!many) return kExitInvalid;
     }
-    if (found.empty())
-      throw Error("no_analyses", a.file, "",
-                  a.component.empty() ? "the document has no inline analyses (spec §6.7)"
-                                      : "component '" + a.component + "' has no inline analyses (or does not exist)");
-    const fs::path dir(a.out);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir))
-      throw Error("output_not_writable", a.out, "", "cannot create the output folder: " + ec.message());
-    std::vector<Written> all;
-    bool failed = false;
-    for (const exec::AnalysisRef& ref : found) {
-      try {
-        all.push_back(analyze_one(doc, ref, a, dir));
-      } catch (const Error& e) {
-        Diagnostic d = e.diagnostic();
-        if (d.file.empty()) d.file = ref.file;
-        if (d.pointer.empty()) d.pointer = ref.pointer;
-        std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
-        Written w;
-        w.id = ref.id;
-        w.component = ref.component;
-        w.dir = safe_name(ref.id);
-        w.description = ref.spec.is_object() ? ref.spec.value("description", std::string()) : std::string();
-        w.error = "error[" + d.code + "] at " + d.pointer + ": " + d.message;
-        all.push_back(std::move(w));
-        failed = true;
-      }
-    }
-    write_index(dir, a.file, all);
-    if (!a.quiet) std::fprintf(stderr, "esi analyze: wrote %s\n", (dir / "index.html").string().c_str());
-    return failed ? kExitInvalid : kExitOk;
-  } catch (const Error& e) {
-    Diagnostic d = e.diagnostic();
-    if (d.file.empty()) d.file = a.file;
-    std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
-    return kExitInvalid;
   }
+  // Every plot of the run drawn at the end, by `jobs` plot processes.
+  std::vector<std::string> to_draw;
+  for (const FileJob& job : jobs)
+    for (const Written& w : job.written)
+      if (!w.plots_json.empty()) to_draw.push_back(w.plots_json);
+  const std::string why = render_plots(to_draw, a.jobs);
+  std::size_t analyses = 0, drawn = 0, documents = 0;
+  std::string top;
+  for (FileJob& job : jobs) {
+    if (job.written.empty()) continue;
+    ++documents;
+    for (Written& w : job.written) {
+      ++analyses;
+      if (!why.empty() && !w.plots_json.empty()) {
+        w.notes.push_back("plots skipped: " + why + " (the data is in plots.json and the CSV files)");
+        w.images.clear();
+      }
+      drawn += w.images.size();
+    }
+    try {
+      write_index(job.out, job.file.string(), job.written);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
+      failed = true;
+    }
+    const std::string rel = job.out.lexically_relative(a.out).generic_string();
+    top += "<li><a href=\"" + html_escape(rel) + "/index.html\">" + html_escape(job.file.string()) + "</a> (" +
+           std::to_string(job.written.size()) + " analyses)</li>\n";
+  }
+  if (!why.empty() && !a.quiet) std::fprintf(stderr, "esi analyze: plots skipped: %s\n", why.c_str());
+  if (many) {
+    try {
+      write_text(fs::path(a.out) / "index.html",
+                 "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Analyses</title></head><body>\n"
+                 "<h1>Analyses</h1>\n<ul>\n" + top + "</ul>\n</body></html>\n");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
+      failed = true;
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!a.quiet) {
+    if (many)
+      std::fprintf(stderr, "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn, %.1f s\n",
+                   documents, without, analyses, drawn, wall);
+    std::fprintf(stderr, "esi analyze: wrote %s\n", (fs::path(a.out) / "index.html").string().c_str());
+  }
+  return failed ? kExitInvalid : kExitOk;
 }
 
 }  // namespace esi::cli

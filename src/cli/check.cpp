@@ -6,6 +6,7 @@
 // prints exec::to_json (files in the order given, whatever --jobs is).
 #ifdef ESI_HAVE_EXEC  // built only when the exec module exists
 #include <charconv>
+#include <optional>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/exec/check.hpp"
+#include "esi/method/integrator.hpp"
 
 namespace esi::cli {
 namespace {
@@ -26,6 +28,7 @@ struct CheckArgs {
   int jobs = 1;
   std::vector<std::string> paths;
   std::string inputs;
+  method::MethodId method = method::MethodId::Auto;
 };
 
 int parse_args(Args args, CheckArgs& c) {
@@ -47,6 +50,17 @@ int parse_args(Args args, CheckArgs& c) {
     } else if (a == "--inputs") {
       if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("check", "--inputs needs a FILE.json");
       c.inputs = args[++i];
+    } else if (a == "--method") {
+      if (i + 1 >= args.size()) return usage_error("check", "--method needs a method name");
+      const std::string& v = args[++i];
+      const auto m = v == "auto" ? std::optional<method::MethodId>(method::MethodId::Auto) : method::method_from_name(v);
+      if (!m) return usage_error("check", "unknown method '" + v + "'");
+      if (!method::method_available(*m))
+        return usage_error("check", "--method " + v + ": esi was built without SUNDIALS");
+      if (*m != method::MethodId::Auto && *m != method::MethodId::CVODE_BDF &&
+          method::method_info(*m).embedded_order == 0)
+        return usage_error("check", "--method " + v + " has no error control (a fixed-step method)");
+      c.method = *m;
     } else if (a.size() > 1 && a[0] == '-') {
       return usage_error("check", "unknown option '" + a + "'");
     } else {
@@ -87,7 +101,7 @@ void print_human(const std::vector<exec::FileResult>& results) {
 
 void print_check_help(std::FILE* out) {
   std::fputs(
-      "usage: esi check [--json] [--jobs N] [--inputs FILE.json] FILE_OR_DIR...\n"
+      "usage: esi check [--json] [--jobs N] [--inputs FILE.json] [--method M] FILE_OR_DIR...\n"
       "\n"
       "Runs every inline test (the `tests` blocks of models and reaction systems) of each file;\n"
       "directories are searched recursively for *.esm files. Each test runs its component alone\n"
@@ -98,6 +112,8 @@ void print_check_help(std::FILE* out) {
       "  --jobs N   run N files at a time, 1 to 256 (the output does not depend on N)\n"
       "  --inputs F values by flat name for every test (as for 'esi simulate --inputs'):\n"
       "             data the documents read from files esi cannot open yet\n"
+      "  --method M run every test with method M (Rodas5P, CVODE_BDF, ...) instead of the\n"
+      "             automatic choice; a method without error control is refused\n"
       "\n"
       "A path that does not exist or cannot be read, a folder with no .esm document and a test\n"
       "with no assertions are reported as errors; the other files still run.\n"
@@ -112,6 +128,7 @@ int run_check(Args args) {
   // Paths that cannot be searched or read become per-file errors; the rest still run.
   const std::vector<exec::CheckInput> inputs = exec::find_esm_inputs(c.paths);
   exec::CheckOptions options;
+  options.method = c.method;
   if (!c.inputs.empty()) {
     try {
       options.inputs = read_json_file(c.inputs);

@@ -437,6 +437,15 @@ AnalysisPlan plan_analysis(const AnalysisRef& ref) {
   return plan;
 }
 
+namespace {
+bool defined_by_equation(const esm::System& sys, const std::string& flat) {
+  if (sys.observed_index(flat) >= 0) return true;
+  for (const auto& a : sys.algebraic)
+    if (a.name == flat) return true;
+  return false;
+}
+}  // namespace
+
 AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan& plan, const AnalyzeOptions& options) {
   AnalysisResult result;
   result.plan = plan;
@@ -453,6 +462,10 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
     } else if (const int s = sys.state_index(flat); s >= 0) {
       sys.states[s].default_value = v;
       sys.states[s].initial = expr::kNoNode;
+    } else if (!sweep && defined_by_equation(sys, flat)) {
+      // An unknown its equation defines (an observed, or an algebraic unknown substituted into
+      // one) follows from the states: its initial_state value is at most a guess, as in
+      // `esi check`'s initial_conditions.
     } else {
       throw Error(sweep ? "invalid_analysis" : "unknown_override", ref.file, ptr,
                   "'" + flat + "' is neither a parameter nor a state of the system, so it cannot be " +

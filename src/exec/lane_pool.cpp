@@ -61,6 +61,8 @@ std::size_t CellModel::cell_parameter_count() const { return impl_->cell_paramet
 std::size_t CellModel::jacobian_nonzeros() const { return impl_->jacobian->col.size(); }
 std::size_t CellModel::lu_nonzeros() const { return impl_->lu.nonzeros(); }
 
+const std::string& CellModel::native_status() const { return impl_->rhs->native_status(); }
+
 std::string CellModel::describe() const {
   return std::to_string(impl_->n) + " states, " + std::to_string(jacobian_nonzeros()) +
          " Jacobian nonzeros, LU " + linalg::describe(impl_->lu) +

@@ -667,6 +667,7 @@ Trajectory simulate_split(const esm::System& system, const SimulateOptions& opti
                      " with one controller per cell on " + std::to_string(lp.lanes) + " lanes, " +
                      std::to_string(lp.threads) + (lp.threads == 1 ? " thread" : " threads") +
                      "; " + cells->describe();
+  if (options.native) out.native_status = cells->native_status();
   out.held_data.assign(model->events.held_data.begin(), model->events.held_data.end());
   if (options.on_columns) options.on_columns(out.names);
   SplitDriver driver(*model, *split, *cells, options, out);

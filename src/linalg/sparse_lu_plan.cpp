@@ -1,9 +1,10 @@
 // Planning the lane-batched LU: pattern checks, the Markowitz order, symbolic fill and the
-// flat operation lists lu_factor / lu_solve walk (the encoding is described at the top of
-// sparse_lu_numeric.cpp).
+// flat operation lists lu_factor / lu_solve walk (the encodings are described at the top of
+// lu_factor.cpp and sparse_lu_numeric.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,62 +51,78 @@ void check_pattern(const Pattern& p) {
 
 /// Symbolic elimination with diagonal pivots. Rows keep every column they ever hold (the
 /// final factor pattern); counts follow the active submatrix only (the Markowitz criterion).
+/// With `markowitz`, an ordered set of (cost, index) over the active indices gives the next
+/// pivot in O(log n): the same choice as a scan for the least cost, smallest index first.
 class Elimination {
  public:
-  explicit Elimination(const Pattern& p)
-      : n_(p.n), rows_(p.n), cols_(p.n), rcount_(p.n), ccount_(p.n), active_(p.n, 1) {
+  Elimination(const Pattern& p, bool markowitz)
+      : n_(p.n), rows_(p.n), cols_(p.n), rcount_(p.n), ccount_(p.n), active_(p.n, 1),
+        markowitz_(markowitz) {
     for (int i = 0; i < n_; ++i) {
       auto& row = rows_[i];
       row.assign(p.col.begin() + p.row_ptr[i], p.col.begin() + p.row_ptr[i + 1]);
-      if (!std::binary_search(row.begin(), row.end(), i)) row.insert(std::lower_bound(row.begin(), row.end(), i), i);
+      if (!std::binary_search(row.begin(), row.end(), i))
+        row.insert(std::lower_bound(row.begin(), row.end(), i), i);
       for (int j : row) cols_[j].push_back(i);
       rcount_[i] = static_cast<std::int64_t>(row.size());
     }
     for (int j = 0; j < n_; ++j) ccount_[j] = static_cast<std::int64_t>(cols_[j].size());
+    if (markowitz_) {
+      key_.resize(n_);
+      for (int i = 0; i < n_; ++i) queue_.emplace(key_[i] = cost(i), i);
+    }
   }
 
   /// The active index of least (r-1)(c-1); the smallest index among equals.
-  int markowitz_choice() const {
-    int best = -1;
-    std::int64_t best_cost = std::numeric_limits<std::int64_t>::max();
-    for (int i = 0; i < n_; ++i) {
-      if (!active_[i]) continue;
-      const std::int64_t cost = (rcount_[i] - 1) * (ccount_[i] - 1);
-      if (cost < best_cost) best_cost = cost, best = i;
-    }
-    return best;
-  }
+  int markowitz_choice() const { return queue_.begin()->second; }
 
   void eliminate(int p) {
     active_[p] = 0;
+    if (markowitz_) queue_.erase({key_[p], p});
     pivot_cols_.clear();
     for (int j : rows_[p])
       if (active_[j]) pivot_cols_.push_back(j), --ccount_[j];
     for (int i : cols_[p]) {
       if (!active_[i]) continue;
       --rcount_[i];
+      touched_.push_back(i);
       auto& row = rows_[i];
-      merged_.clear();
-      std::set_union(row.begin(), row.end(), pivot_cols_.begin(), pivot_cols_.end(),
-                     std::back_inserter(merged_));
-      if (merged_.size() == row.size()) continue;
       added_.clear();
       std::set_difference(pivot_cols_.begin(), pivot_cols_.end(), row.begin(), row.end(),
                           std::back_inserter(added_));
-      for (int j : added_) cols_[j].push_back(i), ++ccount_[j];
+      if (added_.empty()) continue;
+      merged_.clear();
+      std::merge(row.begin(), row.end(), added_.begin(), added_.end(), std::back_inserter(merged_));
+      for (int j : added_) cols_[j].push_back(i), ++ccount_[j], touched_.push_back(j);
       rcount_[i] += static_cast<std::int64_t>(added_.size());
       row.swap(merged_);
     }
+    if (markowitz_) {
+      for (int j : pivot_cols_) rekey(j);
+      for (int i : touched_) rekey(i);
+    }
+    touched_.clear();
   }
 
   const std::vector<int>& row(int i) const { return rows_[i]; }
 
  private:
+  std::int64_t cost(int i) const { return (rcount_[i] - 1) * (ccount_[i] - 1); }
+  void rekey(int i) {
+    const std::int64_t k = cost(i);
+    if (k == key_[i]) return;
+    queue_.erase({key_[i], i});
+    queue_.emplace(key_[i] = k, i);
+  }
+
   int n_;
   std::vector<std::vector<int>> rows_, cols_;  // cols_ unsorted: only scanned
   std::vector<std::int64_t> rcount_, ccount_;
   std::vector<char> active_;
-  std::vector<int> pivot_cols_, merged_, added_;
+  bool markowitz_;
+  std::set<std::pair<std::int64_t, int>> queue_;  // (cost, index) of the active indices
+  std::vector<std::int64_t> key_;                 // each active index's cost in queue_
+  std::vector<int> pivot_cols_, merged_, added_, touched_;
 };
 
 /// Factor pattern, maps, flop counts and operation lists once the order and fill are known.
@@ -151,7 +168,7 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
   for (int i = 0; i < n; ++i) plan.diag_of[i] = plan.diag[plan.position[i]];
   plan.fill = plan.col.size() - p.col.size() - missing_diagonals;
 
-  // Factor operations, row by row (see sparse_lu_numeric.cpp): the targets of every row update.
+  // Factor operations, row by row (see lu_factor.cpp): the targets of every row update.
   std::vector<int> where(n, -1);  // factor position of column c in the current row
   for (int k = 0; k < n; ++k) {
     for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where[plan.col[q]] = q;
@@ -177,9 +194,8 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
 
 }  // namespace
 
-SparseLuPlan plan_sparse_lu(const Pattern& pattern) {
-  check_pattern(pattern);
-  Elimination elim(pattern);
+namespace {
+std::vector<int> eliminate_markowitz(const Pattern& pattern, Elimination& elim) {
   std::vector<int> order;
   order.reserve(pattern.n);
   for (int k = 0; k < pattern.n; ++k) {
@@ -187,7 +203,21 @@ SparseLuPlan plan_sparse_lu(const Pattern& pattern) {
     order.push_back(p);
     elim.eliminate(p);
   }
+  return order;
+}
+}  // namespace
+
+SparseLuPlan plan_sparse_lu(const Pattern& pattern) {
+  check_pattern(pattern);
+  Elimination elim(pattern, /*markowitz=*/true);
+  auto order = eliminate_markowitz(pattern, elim);
   return finish_plan(pattern, std::move(order), elim);
+}
+
+std::vector<int> markowitz_order(const Pattern& pattern) {
+  check_pattern(pattern);
+  Elimination elim(pattern, /*markowitz=*/true);
+  return eliminate_markowitz(pattern, elim);
 }
 
 SparseLuPlan plan_sparse_lu_in_order(const Pattern& pattern, std::span<const int> order) {
@@ -202,7 +232,7 @@ SparseLuPlan plan_sparse_lu_in_order(const Pattern& pattern, std::span<const int
                       std::to_string(pattern.n - 1) + " (entry " + std::to_string(k) + ")");
     seen[order[k]] = 1;
   }
-  Elimination elim(pattern);
+  Elimination elim(pattern, /*markowitz=*/false);
   for (int p : order) elim.eliminate(p);
   return finish_plan(pattern, std::vector<int>(order.begin(), order.end()), elim);
 }

@@ -273,6 +273,61 @@ TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
   EXPECT_EQ(runs[3].substr(runs[3].find(",run_") - 2, 7), ",0,run_");
 }
 
+// A folder: every document with analyses gets its own folder below --out (its path below the
+// folder named, without .esm), documents without analyses are counted, one index links all;
+// the plots of every document are drawn by the same plot processes.
+TEST_F(Analyze, AFolderOfDocumentsIsAnalyzedIntoOneTree) {
+  fs::create_directories(dir_ / "models" / "sub");
+  write("models/a.esm", decay_document(kSweep));
+  write("models/sub/b.esm", decay_document(kSweep));
+  std::string plain = decay_document(kSweep);
+  plain.replace(plain.find("\"analyses\": ["), std::string("\"analyses\": [").size() + std::string(kSweep).size() + 1,
+                "\"tests\": []");
+  write("models/plain.esm", plain);
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);  // the data; drawing is tested above
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", (dir_ / "models").string(), "--out", out.string(), "--jobs", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("2 documents with analyses (1 without), 2 analyses"), std::string::npos) << r.err;
+  for (const char* sub : {"a", "sub/b"}) {
+    const fs::path csv = out / sub / "decay_sweep" / "run_0003.csv";
+    ASSERT_TRUE(fs::exists(csv)) << csv;
+    const auto last = fields_of(lines_of(esi::testing::read_all(csv)).back());
+    EXPECT_NEAR(std::stod(last[1]), 2.0 * std::exp(-2.0 * 2.0), 1e-6) << sub;
+    EXPECT_TRUE(fs::exists(out / sub / "index.html")) << sub;
+  }
+  const std::string index = esi::testing::read_all(out / "index.html");
+  EXPECT_NE(index.find("a/index.html"), std::string::npos) << index;
+  EXPECT_NE(index.find("sub/b/index.html"), std::string::npos) << index;
+  EXPECT_FALSE(fs::exists(out / "plain"));
+}
+
+// initial_state may name an unknown its equation defines (y = 2 x): like esi check's
+// initial_conditions, the value is at most a guess; y follows from x.
+TEST_F(Analyze, InitialStateOfAnUnknownDefinedByItsEquationFollowsTheEquation) {
+  std::string doc = decay_document(R"json({"id": "guess", "time_span": {"start": 0, "end": 1},
+      "initial_state": {"x": 3.0, "y": 99.0},
+      "plots": [{"id": "y_vs_t", "type": "line", "x": {"variable": "t"}, "y": {"variable": "y"}}]})json");
+  doc.replace(doc.find(R"("k": {)"), 0, R"("y": {"type": "unknown", "units": "mol/mol"}, )");
+  const std::string eq = R"(, {"lhs": "y", "rhs": {"op": "*", "args": [2, "x"]}})";
+  doc.insert(doc.find("\n      ],\n      \"analyses\""), eq);
+  const std::string file = write("guess.esm", doc);
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", file, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = lines_of(esi::testing::read_all(out / "guess" / "data.csv"));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "t,Box.x,Box.y");
+  EXPECT_EQ(lines[1], "0,3,6");  // y = 2 x at t = 0, not the 99 given
+  // A name that is no variable at all is still an error with its pointer.
+  std::string bad = doc;
+  bad.replace(bad.find(R"("y": 99.0)"), 4, R"("zz")");
+  const Result rb = run({"analyze", write("bad.esm", bad), "--out", (dir_ / "o2").string(), "-q"});
+  EXPECT_EQ(rb.status, 1);
+  EXPECT_NE(rb.err.find("/analyses/0/initial_state/zz"), std::string::npos) << rb.err;
+}
+
 TEST_F(Analyze, UsageErrors) {
   EXPECT_EQ(run({"analyze"}).status, 2);
   EXPECT_EQ(run({"analyze", "x.esm", "--jobs", "0"}).status, 2);

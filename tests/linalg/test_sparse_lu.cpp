@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -200,6 +201,35 @@ TEST(SparseLu, BitwiseAcrossLanesWidthsAndIsa) {
     }
 }
 
+// Alignment changes speed only: a 64-byte aligned LaneVector and a buffer 8 bytes off give the
+// same bits.
+TEST(SparseLu, AlignmentDoesNotChangeBits) {
+  const Pattern p = random_pattern(40, 0.1, 17);
+  const auto plan = plan_sparse_lu(p);
+  const int lanes = 8;
+  const std::size_t nnz = plan.nonzeros();
+  std::mt19937 rng(18);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> jac(p.col.size() * lanes), shift(lanes, 4.0), b(p.n * lanes);
+  for (auto& e : jac) e = u(rng);
+  for (auto& e : b) e = u(rng);
+  LaneVector<double> aligned(nnz * lanes), xa(b.begin(), b.end());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned.data()) % kLuAlignment, 0u);
+  std::vector<double> off_buffer(nnz * lanes + 1), xo_buffer(b.size() + 1);
+  double* off = off_buffer.data() + 1;
+  double* xo = xo_buffer.data() + 1;
+  std::copy(b.begin(), b.end(), xo);
+  std::vector<std::uint8_t> failed(lanes);
+  assemble_shifted<double>(plan, jac.data(), shift.data(), aligned.data(), lanes);
+  assemble_shifted<double>(plan, jac.data(), shift.data(), off, lanes);
+  EXPECT_EQ(lu_factor<double>(plan, aligned.data(), lanes, failed), 0);
+  EXPECT_EQ(lu_factor<double>(plan, off, lanes, failed), 0);
+  lu_solve<double>(plan, aligned.data(), xa.data(), lanes);
+  lu_solve<double>(plan, off, xo, lanes);
+  EXPECT_EQ(std::memcmp(aligned.data(), off, nnz * lanes * sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(xa.data(), xo, b.size() * sizeof(double)), 0);
+}
+
 TEST(SparseLu, FloatSolvesAndIsBitwiseAcrossWidths) {
   const Pattern p = random_pattern(30, 0.15, 11);
   const auto plan = plan_sparse_lu(p);
@@ -240,8 +270,9 @@ Pattern arrowhead(int n) {  // dense row 0 and column 0, plus the diagonal
   return p;
 }
 
-// (4) Markowitz: the hub of an arrowhead goes last (no fill); the natural order fills it all.
-TEST(SparseLuPlan, ArrowheadHubLastHasNoFill) {
+// (4) Markowitz: the hub of an arrowhead goes after its leaves (no fill); the natural order
+// fills it all.
+TEST(SparseLuPlan, ArrowheadHubAfterLeavesHasNoFill) {
   const int n = 9;
   const Pattern p = arrowhead(n);
   const auto plan = plan_sparse_lu(p);
@@ -322,6 +353,11 @@ TEST(SparseLuPlan, Deterministic) {
   EXPECT_EQ(a.solve_ops, b.solve_ops);
   EXPECT_EQ(a.fill, b.fill);
   EXPECT_EQ(a.multiply_adds, b.multiply_adds);
+  EXPECT_EQ(markowitz_order(p), a.order);
+  // A plan in its own order is the same plan.
+  const auto c = plan_sparse_lu_in_order(p, a.order);
+  EXPECT_EQ(c.col, a.col);
+  EXPECT_EQ(c.ops, a.ops);
 }
 
 // (6) A tiny, zero or non-finite pivot flags exactly its lane; the other lanes' bits are

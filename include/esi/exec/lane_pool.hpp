@@ -45,6 +45,8 @@ class CellModel {
   std::size_t jacobian_nonzeros() const;
   std::size_t lu_nonzeros() const;  ///< factor nonzeros, fill included
   std::string describe() const;     ///< one line: states, Jacobian nonzeros, LU fill and flops
+  /// The RHS program's Program::native_status() ("tape", "native <file>", or why not).
+  const std::string& native_status() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

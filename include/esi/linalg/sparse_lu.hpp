@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ struct SparseLuPlan {
 /// are added where the pattern lacks them. Throws esi::Error `invalid_pattern` (n < 0,
 /// row_ptr not monotone, columns out of range or not increasing).
 SparseLuPlan plan_sparse_lu(const Pattern& pattern);
+/// The elimination order plan_sparse_lu chooses, without the factor pattern and operation
+/// lists (whose size grows with the flop count): for planners that need only the order.
+std::vector<int> markowitz_order(const Pattern& pattern);
 /// The same plan for a given elimination order (order[k] = original index eliminated k-th):
 /// fill, maps and flops of that order. Throws `invalid_pattern` for a bad pattern or an order
 /// that is not a permutation of 0..n-1.
@@ -74,6 +78,28 @@ SparseLuPlan plan_dense_lu(int n);
 
 /// Lane widths the numeric routines are instantiated for.
 inline constexpr int kLuLaneWidths[] = {1, 2, 4, 8, 16, 32, 64};
+
+/// Alignment (bytes) of lane-SoA buffers at which the numeric routines run fastest: an entry's
+/// lanes then start on a cache line (at L = 8 doubles, misaligned buffers make lu_factor about
+/// 1.6x slower). Results do not depend on it.
+inline constexpr std::size_t kLuAlignment = 64;
+
+/// Allocator for such buffers: `LaneVector<double> values(plan.nonzeros() * lanes);`.
+template <class T>
+struct LaneAllocator {
+  using value_type = T;
+  LaneAllocator() = default;
+  template <class U>
+  LaneAllocator(const LaneAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kLuAlignment}));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kLuAlignment}); }
+  template <class U>
+  bool operator==(const LaneAllocator<U>&) const noexcept { return true; }
+};
+template <class T>
+using LaneVector = std::vector<T, LaneAllocator<T>>;
 
 /// values: plan.nonzeros() * lanes entries (entry k of lane l at values[k * lanes + l]);
 /// factored in place (the L multipliers below the diagonal, U above it and the reciprocal of

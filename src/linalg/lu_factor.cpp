@@ -1,0 +1,124 @@
+// lu_factor: the lane-batched LU's factorisation (solve and assembly: sparse_lu_numeric.cpp,
+// kept at -O2, where -O3 made the solve 2x slower; this file is built with -O3). Values are
+// lane-SoA (entry q of lane l at v[q * L + l]); every arithmetic statement is a loop over the L
+// lanes of one entry, so with L a compile-time constant it becomes a few vector instructions.
+//
+// Operation encoding (built by plan_sparse_lu, sparse_lu_plan.cpp):
+//   Factorisation is row-oriented (Doolittle "IKJ", as KPP's KppDecomp): factor row k is
+//   finished before row k+1 is touched. For each L entry q of row k (column c < k, increasing):
+//       l = a[q] * r[c]                        (r[c] = 1 / pivot c, see below)
+//       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c —
+//   where the targets t (the entry of row k in column col[s]) are read in sequence from
+//   plan.ops; nothing else is stored, the rest follows from row_ptr / col / diag. Each entry
+//   receives its updates in increasing pivot order (the order of any elimination).
+//   Once row k is eliminated and its pivot checked, the diagonal entry is replaced by its
+//   reciprocal: one division per pivot instead of one per multiplier (a division's latency
+//   sits on the chain from one multiplier of row k to the next; L = 1 runs 2-3x faster). The
+//   bits differ from dividing, the same way in every lane.
+//   (Finishing each entry in a register instead, one store per entry rather than per update,
+//   was no faster once buffers were 64-byte aligned, except at L = 1; see bench/RESULTS.md.)
+//   plan.solve_ops (the solve's encoding) is described in sparse_lu_numeric.cpp.
+//
+// Tiny pivots: before row k is eliminated its entries are still the assembled input, so one
+// pass over them gives the row's largest magnitude (and whether any entry is inf or NaN). After
+// elimination the lane fails if !(|pivot| > tiny * rowmax) or the pivot is not finite. All
+// comparisons are branch-free per lane; a failed lane keeps computing garbage on its own.
+//
+// Bitwise reproducibility: this module is compiled with -ffp-contract=off, no operation mixes
+// lanes, and the per-lane operation sequence does not depend on L, so a cell gives the same
+// bits in any lane, at any lane width and in any ISA clone (scalar, SSE2, AVX2, AVX-512: all
+// IEEE-754 round-to-nearest adds, multiplies and divisions).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "esi/linalg/sparse_lu.hpp"
+#include "linalg/lanes.hpp"
+
+namespace esi::linalg {
+namespace {
+
+using std::size_t;
+
+template <class T, int L>
+[[gnu::always_inline]] inline int factor_lanes(const SparseLuPlan& plan, T* v,
+                                               std::uint8_t* lane_failed, T tiny) {
+  constexpr T kLargest = std::numeric_limits<T>::max();
+  const int n = plan.n;
+  const int* row_ptr = plan.row_ptr.data();
+  const int* col = plan.col.data();
+  const int* diag = plan.diag.data();
+  const std::int32_t* target = plan.ops.data();
+  T failed[L];  // 0 or 1 per lane
+  ESI_LANES for (int l = 0; l < L; ++l) failed[l] = 0;
+
+  for (int k = 0; k < n; ++k) {
+    T rowmax[L], nonfinite[L];  // nonfinite: 0, or NaN once an entry was inf or NaN
+    ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
+    for (int q = row_ptr[k]; q < row_ptr[k + 1]; ++q) {
+      const T* a = v + static_cast<size_t>(q) * L;
+      ESI_LANES for (int l = 0; l < L; ++l) {
+        const T m = std::abs(a[l]);
+        rowmax[l] = m > rowmax[l] ? m : rowmax[l];
+        nonfinite[l] += a[l] - a[l];
+      }
+    }
+    for (int q = row_ptr[k]; q < diag[k]; ++q) {
+      const int c = col[q];
+      T* lik = v + static_cast<size_t>(q) * L;
+      const T* inverse_pivot = v + static_cast<size_t>(diag[c]) * L;
+      T multiplier[L];
+      ESI_LANES for (int l = 0; l < L; ++l) multiplier[l] = lik[l] = lik[l] * inverse_pivot[l];
+      const int end = row_ptr[c + 1];
+      for (int s = diag[c] + 1; s < end; ++s) {
+        T* t = v + static_cast<size_t>(*target++) * L;
+        const T* u = v + static_cast<size_t>(s) * L;
+        ESI_LANES for (int l = 0; l < L; ++l) t[l] -= multiplier[l] * u[l];
+      }
+    }
+    T* d = v + static_cast<size_t>(diag[k]) * L;
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const T m = std::abs(d[l]);
+      const bool ok = (m > tiny * rowmax[l] + nonfinite[l]) & (m <= kLargest);
+      failed[l] = ok ? failed[l] : T(1);
+      d[l] = T(1) / d[l];
+    }
+  }
+  int count = 0;
+  for (int l = 0; l < L; ++l) {
+    lane_failed[l] = failed[l] != 0 ? 1 : 0;
+    count += lane_failed[l];
+  }
+  return count;
+}
+
+#define ESI_LU_FACTOR_KERNEL(T, L)                                                            \
+  ESI_LU_CLONES int factor_##T##_##L(const SparseLuPlan& p, T* v, std::uint8_t* f, T tiny) { \
+    return factor_lanes<T, L>(p, v, f, tiny);                                                 \
+  }
+ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, double)
+ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, float)
+
+int factor_dispatch(const SparseLuPlan& p, double* v, int lanes, std::uint8_t* f, double tiny) {
+  ESI_LU_DISPATCH(factor, double, lanes, p, v, f, tiny)
+  return 0;
+}
+int factor_dispatch(const SparseLuPlan& p, float* v, int lanes, std::uint8_t* f, float tiny) {
+  ESI_LU_DISPATCH(factor, float, lanes, p, v, f, tiny)
+  return 0;
+}
+
+}  // namespace
+
+template <class T>
+int lu_factor(const SparseLuPlan& plan, T* values, int lanes, std::span<std::uint8_t> lane_failed,
+              T tiny) {
+  ESI_ASSERT(lanes >= 1 && lane_failed.size() >= static_cast<size_t>(lanes));
+  return factor_dispatch(plan, values, lanes, lane_failed.data(), tiny);
+}
+
+template int lu_factor<double>(const SparseLuPlan&, double*, int, std::span<std::uint8_t>, double);
+template int lu_factor<float>(const SparseLuPlan&, float*, int, std::span<std::uint8_t>, float);
+
+}  // namespace esi::linalg
