@@ -22,7 +22,6 @@
 #include <unordered_set>
 
 #include "esi/core/error.hpp"
-#include "esi/expr/substitute.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
@@ -79,16 +78,9 @@ std::string hoisted_name(std::size_t k) { return "$cell" + std::to_string(k); }
 std::vector<expr::NodeId> hoist_cell_constants(esm::System& sys,
                                                const std::vector<std::string>& cell_parameters) {
   expr::Pool& pool = sys.pool;
-  // Inline observeds (dependency order: each reads only earlier ones).
-  std::unordered_map<expr::StrId, expr::NodeId> inline_map;
-  for (std::size_t o = 0; o < sys.observed.size(); ++o) {
-    std::unordered_map<expr::NodeId, expr::NodeId> memo;
-    const expr::NodeId rhs = expr::substitute(pool, sys.observed_rhs[o], inline_map, memo);
-    inline_map[pool.intern(sys.observed[o].name)] = rhs;
-  }
-  if (!inline_map.empty()) {
-    std::unordered_map<expr::NodeId, expr::NodeId> memo;
-    for (auto& r : sys.state_rhs) r = expr::substitute(pool, r, inline_map, memo);
+  {
+    kernel::DefinitionInliner inline_observed(sys, /*tendencies=*/false);
+    for (auto& r : sys.state_rhs) r = inline_observed(r);
   }
   sys.observed.clear();
   sys.observed_rhs.clear();

@@ -13,20 +13,37 @@ namespace {
 using expr::NodeId;
 using expr::Op;
 
-/// Rebuilds expressions with every observed symbol replaced by its definition and every
-/// D(x, t) of a state by x's right-hand side, memoized so shared subtrees stay shared.
-struct Inliner {
+/// The names of every Symbol under `root` (one walk of the DAG, each node once).
+std::unordered_set<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
+  std::unordered_set<expr::StrId> names;
+  std::unordered_set<NodeId> seen{root};
+  std::vector<NodeId> stack{root};
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    const expr::Node& n = pool.node(id);
+    if (n.op == Op::Symbol) names.insert(n.name);
+    for (NodeId k : pool.children(id))
+      if (seen.insert(k).second) stack.push_back(k);
+  }
+  return names;
+}
+
+}  // namespace
+
+struct DefinitionInliner::Impl {
   esm::System& sys;
   std::unordered_map<expr::StrId, NodeId> definition;  // observed name -> its RHS
   std::unordered_map<expr::StrId, NodeId> tendency;     // state name -> its RHS
   std::unordered_map<NodeId, NodeId> memo;
   std::unordered_set<NodeId> in_progress;
 
-  explicit Inliner(esm::System& s) : sys(s) {
+  Impl(esm::System& s, bool tendencies) : sys(s) {
     for (std::size_t i = 0; i < s.observed.size(); ++i)
       definition[s.pool.intern(s.observed[i].name)] = s.observed_rhs[i];
-    for (std::size_t i = 0; i < s.states.size(); ++i)
-      tendency[s.pool.intern(s.states[i].name)] = s.state_rhs[i];
+    if (tendencies)
+      for (std::size_t i = 0; i < s.states.size(); ++i)
+        if (s.state_rhs[i] != expr::kNoNode) tendency[s.pool.intern(s.states[i].name)] = s.state_rhs[i];
   }
 
   NodeId replaced_by(NodeId id) {
@@ -67,23 +84,10 @@ struct Inliner {
   }
 };
 
-/// The names of every Symbol under `root` (one walk of the DAG, each node once).
-std::unordered_set<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
-  std::unordered_set<expr::StrId> names;
-  std::unordered_set<NodeId> seen{root};
-  std::vector<NodeId> stack{root};
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    const expr::Node& n = pool.node(id);
-    if (n.op == Op::Symbol) names.insert(n.name);
-    for (NodeId k : pool.children(id))
-      if (seen.insert(k).second) stack.push_back(k);
-  }
-  return names;
-}
-
-}  // namespace
+DefinitionInliner::DefinitionInliner(esm::System& system, bool tendencies)
+    : impl_(std::make_unique<Impl>(system, tendencies)) {}
+DefinitionInliner::~DefinitionInliner() = default;
+expr::NodeId DefinitionInliner::operator()(expr::NodeId root) { return (*impl_)(root); }
 
 JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions& options) {
   esm::System sys = system;  // derivatives are interned into a private copy of the pool
@@ -100,7 +104,7 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
                       "' has no scalar equation (a cell of an array in the per-region form): its "
                       "Jacobian is not built from that form");
   }
-  Inliner inline_defs(sys);
+  DefinitionInliner inline_defs(sys);
   std::vector<expr::StrId> wrt;
   std::unordered_map<expr::StrId, std::size_t> column_of;
   for (int j : dofs) {

@@ -18,6 +18,8 @@
 #include "esi/expr/differentiate.hpp"
 #include "esi/expr/parse.hpp"
 #include "esi/plan/plan.hpp"
+
+#include "esi/kernel/jacobian.hpp"
 #include "esi/linalg/sparse_lu.hpp"
 #include "plan/plan_internal.hpp"
 
@@ -53,36 +55,7 @@ std::string vertical_axis_of(const std::vector<std::string>& axes) {
 namespace detail {
 namespace {
 
-/// Rebuilds an expression with every observed replaced by its definition (memoized; the
-/// observeds are in dependency order, so no cycle is possible here).
-struct ObservedInliner {
-  esm::System& sys;
-  std::unordered_map<expr::StrId, NodeId> definition;
-  std::unordered_map<NodeId, NodeId> memo;
-  explicit ObservedInliner(esm::System& s) : sys(s) {
-    for (std::size_t i = 0; i < s.observed.size(); ++i) definition[s.pool.intern(s.observed[i].name)] = s.observed_rhs[i];
-  }
-  NodeId operator()(NodeId id) {
-    if (auto it = memo.find(id); it != memo.end()) return it->second;
-    NodeId out = id;
-    const expr::Node n = sys.pool.node(id);
-    if (n.op == Op::Symbol) {
-      if (auto it = definition.find(n.name); it != definition.end()) out = (*this)(it->second);
-    } else if (n.child_count > 0) {
-      std::vector<NodeId> kids(sys.pool.children(id).begin(), sys.pool.children(id).end());
-      bool changed = false;
-      for (NodeId& k : kids) {
-        const NodeId r = (*this)(k);
-        changed |= r != k;
-        k = r;
-      }
-      if (changed) out = sys.pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
-    }
-    memo.emplace(id, out);
-    return out;
-  }
-};
-
+/// Every Symbol name under `root`, in first-seen order.
 std::vector<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
   std::vector<expr::StrId> names;
   std::unordered_set<expr::StrId> named;
@@ -194,7 +167,7 @@ void plan_scalar(esm::System& s, Plan& plan) {
   }
 
   // Passes 3-4: rows, then the symbolic Jacobian of each operator (observeds inlined).
-  ObservedInliner inline_observed(s);
+  kernel::DefinitionInliner inline_observed(s, /*tendencies=*/false);
   const NodeId zero = s.pool.number(0.0);
   for (std::size_t o = 0; o < plan.operators.size(); ++o) {
     Operator& op = plan.operators[o];

@@ -58,6 +58,13 @@ double param_default(const esi::esm::System& s, const std::string& name) {
   return NAN;
 }
 
+/// SuperFast with temperature and three photolysis rates per cell.
+std::shared_ptr<const CellModel> superfast_model(const esi::esm::System& s) {
+  esi::exec::CellModelOptions mo;
+  mo.cell_parameters = kCellParams;
+  return CellModel::build(s, mo);
+}
+
 /// Heterogeneous cells as in research/anchors-heavy.md §2.2 (fixed seed): T in 220-300 K,
 /// 30 % dark, the rest with photolysis scaled in (0, 1], NO and NO2 times 10^U(0,2).
 Cells heterogeneous(const esi::esm::System& s, std::size_t count, unsigned seed = 7) {
@@ -114,9 +121,7 @@ Cells permuted(const Cells& c, const std::vector<std::size_t>& perm, std::size_t
 TEST(LanePool, ResultsAreBitwiseIndependentOfThreadsShardsLanesOrderAndPadding) {
   const esi::esm::System s = superfast();
   if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  esi::exec::CellModelOptions mo;
-  mo.cell_parameters = kCellParams;
-  const auto model = CellModel::build(s, mo);
+  const auto model = superfast_model(s);
   const std::size_t n = s.states.size();
   const Cells cells = heterogeneous(s, 61);  // prime: every lane width pads somewhere
   LanePoolOptions base;
@@ -167,9 +172,7 @@ TEST(LanePool, ResultsAreBitwiseIndependentOfThreadsShardsLanesOrderAndPadding) 
 TEST(LanePool, EachCellAgreesWithTheScalarIntegratorAndATightReference) {
   const esi::esm::System s = superfast();
   if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  esi::exec::CellModelOptions mo;
-  mo.cell_parameters = kCellParams;
-  const auto model = CellModel::build(s, mo);
+  const auto model = superfast_model(s);
   const std::size_t n = s.states.size();
   const Cells cells = heterogeneous(s, 12, 11);
   LanePoolOptions o;
@@ -259,9 +262,7 @@ TEST(LanePool, TimeDependentDecayMatchesItsClosedForm) {
 TEST(LanePool, AFailingCellFailsAloneAndOthersKeepTheirBits) {
   const esi::esm::System s = superfast();
   if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  esi::exec::CellModelOptions mo;
-  mo.cell_parameters = kCellParams;
-  const auto model = CellModel::build(s, mo);
+  const auto model = superfast_model(s);
   const Cells good = heterogeneous(s, 20, 5);
   Cells bad = good;
   bad.states[index_of(s, "SuperFast.O3") * bad.count + 13] = NAN;

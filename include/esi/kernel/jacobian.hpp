@@ -9,6 +9,7 @@
 // held fixed. The value program is an ordinary Program: same targets, lanes, dtypes, prepare.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "esi/kernel/program.hpp"
@@ -20,6 +21,21 @@ struct JacobianProgram {
   std::vector<int> row_ptr;  ///< CSR: nonzeros of row i are [row_ptr[i], row_ptr[i+1])
   std::vector<int> col;      ///< column (position in dofs) of each nonzero, increasing per row
   Program values;            ///< output k = nonzero k; du rows = col.size()
+};
+
+/// Rebuilds expressions of `system` with every observed symbol replaced by its definition and,
+/// when `tendencies`, every D(x, t) of a state by x's right-hand side; recursively, memoized
+/// (shared subtrees stay shared), interned into system.pool. One object serves many roots.
+/// Throws `observed_cycle` when a definition reaches itself.
+class DefinitionInliner {
+ public:
+  explicit DefinitionInliner(esm::System& system, bool tendencies = true);
+  ~DefinitionInliner();
+  expr::NodeId operator()(expr::NodeId root);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// Builds the Jacobian of the equations selected by options.dofs (empty = all states) with
