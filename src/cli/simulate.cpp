@@ -862,7 +862,9 @@ int run_simulate(Args args) {
     // Without a separable pointwise part, implicit methods get one equation per cell.
     std::string no_split;
     if (fo.grid && !explicit_method) {
-      if (!probe.grid.empty() && exec::split_pointwise(probe, no_split)) {
+      const bool has_events = !probe.events.empty();
+      if (has_events) no_split = "the model has events, which split runs do not apply yet";
+      if (!probe.grid.empty() && !has_events && exec::split_pointwise(probe, no_split)) {
         exec::SimulateOptions::CellSplit split;
         split.cells.method = requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
         split.cells.rtol = s.options.integrator.rtol;

@@ -647,6 +647,11 @@ Trajectory simulate_split(const esm::System& system, const SimulateOptions& opti
     throw Error("unsupported_event", "", "", "events are not run when the cells are split from the grid");
   const auto model = detail::build_model(split->rest, options.document, false,
                                          options.require_observed_values, options.native);
+  if (!model->events.events.empty())
+    throw Error("unsupported_event", "", "",
+                "the document updates parameters by events (" + model->events.events.front().name +
+                    "), which split runs do not apply yet; run the cells as one system (esi simulate "
+                    "--cells)");
   CellModelOptions co;
   co.cell_parameters = split->cell_input_names;
   co.native = options.native;

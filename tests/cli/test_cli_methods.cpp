@@ -106,4 +106,29 @@ TEST(CliMethods, GriddedRosenbrockRunsCellsOnLanePoolsWithTheSameBytesOnAnyThrea
   }
 }
 
+// A gridded model with events runs as one system (split runs do not apply events yet) and
+// says why, rather than running without its events.
+TEST(CliMethods, GriddedModelWithEventsRunsAsOneSystemAndSaysWhy) {
+  TempDir dir;
+  std::string doc = kGridDoc;
+  doc.replace(doc.find(R"("K": {"type": "parameter", "units": "1/s", "default": 0.01}})"),
+              std::string(R"("K": {"type": "parameter", "units": "1/s", "default": 0.01}})").size(),
+              R"("K": {"type": "parameter", "units": "1/s", "default": 0.01},
+                  "c": {"type": "unknown", "units": "1", "default": 0.0}})");
+  doc.replace(doc.find(R"("equations": [)"), std::string(R"("equations": [)").size(),
+              R"("discrete_events": [{"trigger": {"type": "periodic", "interval": 50.0},
+                  "affects": [{"lhs": "c", "rhs": {"op": "+", "args": ["c", 1]}}]}],
+                "equations": [{"lhs": {"op": "D", "args": ["c"], "wrt": "t"}, "rhs": 0},)");
+  const auto file = dir.write("events.esm", doc).string();
+  const auto out = (dir.path() / "o.csv").string();
+  const CliResult r = run(dir, {"simulate", file, "--method", "Rodas3", "--tspan", "0", "100",
+                                "--saveat", "10", "--output", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no lane pools (the model has events"), std::string::npos) << r.err;
+  // The event fired at 50 and 100: c is 2 in the last row.
+  const std::string csv = esi::testing::read_all(out);
+  const std::string last = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+  EXPECT_EQ(last.substr(0, 6), "100,2,") << last;
+}
+
 }  // namespace
