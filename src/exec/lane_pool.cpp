@@ -247,8 +247,7 @@ class Block {
     order_ = info.order;
     control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
     fsal_ = is_fsal();
-    for (double a : opt.atol) atol_.push_back(a);
-    for (std::size_t i = 0; i < n_; ++i) atol_full_.push_back(atol(i));
+    for (std::size_t i = 0; i < n_; ++i) atol_.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
     enorm_.assign(L_, 0);
     nonfinite_.assign(L_, 0);
     coef_.assign(std::size_t(tab_.stages) * L_, 0);
@@ -266,7 +265,6 @@ class Block {
       if (tab_.a[last][j] != tab_.b[j]) return false;
     return true;
   }
-  double atol(std::size_t i) const { return atol_.size() == 1 ? atol_[0] : atol_[i]; }
 
   void load(std::size_t l, const CellData& data, std::size_t cell, double t0) {
     const std::size_t C = data.cells;
@@ -312,7 +310,7 @@ class Block {
     for (std::size_t i = 0; i < n_; ++i) {
       const double a = std::abs(u0_[i * L_ + l]);
       const double b = u1 ? std::abs(u1[i * L_ + l]) : a;
-      const double w = v[i * L_ + l] / (atol(i) + opt_.rtol * std::max(a, b));
+      const double w = v[i * L_ + l] / (atol_[i] + opt_.rtol * std::max(a, b));
       sum += w * w;
     }
     return std::sqrt(sum / double(n_));
@@ -324,7 +322,7 @@ class Block {
     std::fill(out, out + L_, 0.0);
     std::fill(bad, bad + L_, 0);
     for (std::size_t i = 0; i < n_; ++i) {
-      const double at = atol_full_[i], rt = opt_.rtol;
+      const double at = atol_[i], rt = opt_.rtol;
       const double* a0 = u0_.data() + i * L_;
       const double* a1 = u1 + i * L_;
       const double* e = v + i * L_;
@@ -337,7 +335,6 @@ class Block {
     for (std::size_t l = 0; l < L_; ++l) out[l] = std::sqrt(out[l] / double(n_));
   }
 
-  void derivatives(bool any_fresh);
   void starting_steps();
   void time_derivative();
   void attempt();
@@ -355,7 +352,7 @@ class Block {
   std::vector<LaneState> lanes_;
   std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
   std::vector<kernel::ForcingField<double>> fields_;
-  std::vector<double> atol_, atol_full_, enorm_, coef_;
+  std::vector<double> atol_, enorm_, coef_;  // atol_: one per state
   std::vector<std::uint8_t> nonfinite_;
   int order_ = 1, control_order_ = 1;
   bool fsal_ = false;

@@ -2,6 +2,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <unordered_set>
 
 #include "esi/expr/expr.hpp"
 
@@ -179,6 +180,22 @@ std::span<const NodeId> Pool::children(NodeId id) const {
 std::span<const NodeId> Pool::args(NodeId id) const {
   const Node& n = nodes_[id];
   return {child_store_.data() + n.first_child, n.arg_count};
+}
+
+std::vector<StrId> symbols_under(const Pool& pool, NodeId root) {
+  std::vector<StrId> names;
+  std::unordered_set<StrId> named;
+  std::unordered_set<NodeId> seen{root};
+  std::vector<NodeId> stack{root};
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    const Node& n = pool.node(id);
+    if (n.op == Op::Symbol && named.insert(n.name).second) names.push_back(n.name);
+    for (NodeId k : pool.children(id))
+      if (seen.insert(k).second) stack.push_back(k);
+  }
+  return names;
 }
 
 }  // namespace esi::expr

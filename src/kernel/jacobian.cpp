@@ -8,28 +8,9 @@
 #include "esi/expr/differentiate.hpp"
 
 namespace esi::kernel {
-namespace {
 
 using expr::NodeId;
 using expr::Op;
-
-/// The names of every Symbol under `root` (one walk of the DAG, each node once).
-std::unordered_set<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
-  std::unordered_set<expr::StrId> names;
-  std::unordered_set<NodeId> seen{root};
-  std::vector<NodeId> stack{root};
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    const expr::Node& n = pool.node(id);
-    if (n.op == Op::Symbol) names.insert(n.name);
-    for (NodeId k : pool.children(id))
-      if (seen.insert(k).second) stack.push_back(k);
-  }
-  return names;
-}
-
-}  // namespace
 
 struct DefinitionInliner::Impl {
   esm::System& sys;
@@ -121,7 +102,7 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
     // nonzeros, not rows x columns (fullchem has 272^2 pairs and 2,977 nonzeros; a system of
     // 10^5 independent equations has 10^10 pairs and 10^5 nonzeros).
     columns.clear();
-    for (expr::StrId s : symbols_under(sys.pool, rhs))
+    for (expr::StrId s : expr::symbols_under(sys.pool, rhs))
       if (auto c = column_of.find(s); c != column_of.end()) columns.push_back(c->second);
     std::sort(columns.begin(), columns.end());
     for (std::size_t c : columns) {

@@ -407,17 +407,8 @@ void plan_grid(esm::System& s, Plan& plan) {
         by_row[row].emplace_back(pos[f.read], d);
       }
     }
-    std::vector<NodeId> entries;
     op.block.species = species;
-    op.block.row_ptr.push_back(0);
-    for (auto& row : by_row) {
-      std::sort(row.begin(), row.end());
-      for (auto& [c, d] : row) {
-        op.block.col.push_back(c);
-        entries.push_back(d);
-      }
-      op.block.row_ptr.push_back(static_cast<int>(op.block.col.size()));
-    }
+    const std::vector<NodeId> entries = fill_block_rows(op.block, by_row);
     op.has_pattern = true;
     if (op.locality == Locality::Pointwise && !chain_through_observed &&
         std::none_of(entries.begin(), entries.end(), [](NodeId d) { return d == expr::kNoNode; }))

@@ -53,26 +53,22 @@ std::string vertical_axis_of(const std::vector<std::string>& axes) {
 }
 
 namespace detail {
-namespace {
 
-/// Every Symbol name under `root`, in first-seen order.
-std::vector<expr::StrId> symbols_under(const expr::Pool& pool, NodeId root) {
-  std::vector<expr::StrId> names;
-  std::unordered_set<expr::StrId> named;
-  std::unordered_set<NodeId> seen{root};
-  std::vector<NodeId> stack{root};
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    const expr::Node& n = pool.node(id);
-    if (n.op == Op::Symbol && named.insert(n.name).second) names.push_back(n.name);
-    for (NodeId k : pool.children(id))
-      if (seen.insert(k).second) stack.push_back(k);
+std::vector<NodeId> fill_block_rows(BlockPattern& block,
+                                    std::vector<std::vector<std::pair<int, NodeId>>>& by_row) {
+  std::vector<NodeId> entries;
+  block.row_ptr.assign(1, 0);
+  block.col.clear();
+  for (auto& row : by_row) {
+    std::sort(row.begin(), row.end());
+    for (auto& [c, d] : row) {
+      block.col.push_back(c);
+      entries.push_back(d);
+    }
+    block.row_ptr.push_back(static_cast<int>(block.col.size()));
   }
-  return names;
+  return entries;
 }
-
-}  // namespace
 
 void plan_block_structure(esm::System& system, Operator& op, const std::vector<NodeId>& entries) {
   op.block_entries = entries;
@@ -182,7 +178,7 @@ void plan_scalar(esm::System& s, Plan& plan) {
       species.insert(state);
       const NodeId full = inline_observed(op.rhs.back());
       std::vector<std::pair<int, NodeId>> entries;
-      for (expr::StrId name : symbols_under(s.pool, full)) {
+      for (expr::StrId name : expr::symbols_under(s.pool, full)) {
         auto it = state_of.find(std::string(s.pool.str(name)));
         if (it == state_of.end()) continue;
         const NodeId d = expr::differentiate(s.pool, full, name);
@@ -201,16 +197,7 @@ void plan_scalar(esm::System& s, Plan& plan) {
     std::vector<std::vector<std::pair<int, NodeId>>> by_row(species.size());
     for (std::size_t r = 0; r < row_states.size(); ++r)
       for (auto& [col, d] : row_entries[r]) by_row[position[row_states[r]]].emplace_back(position[col], d);
-    std::vector<NodeId> entries;
-    op.block.row_ptr.push_back(0);
-    for (auto& row : by_row) {
-      std::sort(row.begin(), row.end());
-      for (auto& [c, d] : row) {
-        op.block.col.push_back(c);
-        entries.push_back(d);
-      }
-      op.block.row_ptr.push_back(static_cast<int>(op.block.col.size()));
-    }
+    const std::vector<NodeId> entries = fill_block_rows(op.block, by_row);
     op.has_pattern = true;
     plan_block_structure(s, op, entries);
   }

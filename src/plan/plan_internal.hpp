@@ -78,6 +78,11 @@ void validate_grid(esm::System& system, Plan& plan, const PlanOptions& options);
 std::vector<double> sampled_state(const esm::System& s, std::mt19937_64& rng);
 std::vector<double> parameter_values(const esm::System& s);
 
+/// Writes the CSR pattern of `block` (row_ptr, col) from per-row (column, entry) lists, each
+/// row sorted by column here; returns the entries in CSR order.
+std::vector<expr::NodeId> fill_block_rows(BlockPattern& block,
+                                          std::vector<std::vector<std::pair<int, expr::NodeId>>>& by_row);
+
 /// Structure of a block: Markowitz LU summary (linalg) and the Gershgorin bound, from the
 /// symbolic entries entry[k] (CSR order of `block`).
 void plan_block_structure(esm::System& system, Operator& op, const std::vector<expr::NodeId>& entries);

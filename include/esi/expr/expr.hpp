@@ -105,4 +105,8 @@ Op op_from_name(std::string_view name);
 /// True for ops whose value is a plain function of scalar arguments.
 bool is_scalar_op(Op op);
 
+/// The name of every Symbol under `root`, each once, in first-seen order (one walk of the DAG,
+/// each node visited once).
+std::vector<StrId> symbols_under(const Pool& pool, NodeId root);
+
 }  // namespace esi::expr
