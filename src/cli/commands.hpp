@@ -61,6 +61,9 @@ void print_sample_help(std::FILE* out);
 /// `esi analyze FILE [--component C] [--analysis ID] [--out DIR] [--jobs N]`
 int run_analyze(Args args);
 void print_analyze_help(std::FILE* out);
+/// `esi run [MODEL.esm] --config RUN.json --output OUT [--restart F] [--restart-every S --restart-dir D]`
+int run_run(Args args);
+void print_run_help(std::FILE* out);
 #endif
 
 /// Runs one command line (argv without the program name) and returns its exit status. Input

@@ -38,6 +38,9 @@ void print_help(std::FILE* out) {
 #ifdef ESI_HAVE_EXEC
       "  simulate FILE --tspan T0 T1 --output CSV   integrate a model; units and run metadata in\n"
       "                                             CSV.json (see 'esi help simulate')\n"
+      "  run [MODEL] --config RUN.json --output OUT  run a model by a run configuration: operator\n"
+      "                                             splitting, forcing, NetCDF, restart files\n"
+      "                                             (see 'esi help run')\n"
       "  check [--json] [--jobs N] FILE_OR_DIR...   run the inline tests of documents\n"
       "  sample FILE --energy E --rows R --steps K ...  Langevin chains on an energy (see\n"
       "                                             'esi help sample')\n"
@@ -83,6 +86,10 @@ int run_help(Args args) {
     print_simulate_help(stdout);
     return kExitOk;
   }
+  if (args[0] == "run") {
+    print_run_help(stdout);
+    return kExitOk;
+  }
   if (args[0] == "check") {
     print_check_help(stdout);
     return kExitOk;
@@ -120,6 +127,7 @@ int dispatch(const std::vector<std::string>& argv) {
 #endif
 #ifdef ESI_HAVE_EXEC
   if (command == "simulate") return run_simulate(rest);
+  if (command == "run") return run_run(rest);
   if (command == "check") return run_check(rest);
   if (command == "sample") return run_sample(rest);
   if (command == "analyze") return run_analyze(rest);

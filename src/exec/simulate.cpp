@@ -10,7 +10,9 @@
 #include "esi/core/error.hpp"
 #include "esi/exec/pointwise.hpp"
 #include "esi/kernel/grid.hpp"
+#include "exec/cell_operator.hpp"
 #include "exec/model.hpp"
+#include "exec/run_support.hpp"
 
 namespace esi::exec {
 namespace {
@@ -19,77 +21,10 @@ using detail::Assignment;
 using detail::Event;
 using detail::Model;
 using detail::Trigger;
-
-/// Shortest round-trip spelling of a number, for messages.
-std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
-
-/// The output times in increasing order, generated one at a time: t0, t0 + k * saveat (while
-/// below t1), t1, merged with the sample times; a time not above the previous one is skipped.
-class OutputClock {
- public:
-  explicit OutputClock(const SimulateOptions& o) : o_(o) {
-    for (double t : o.sample_times)
-      if (t >= o.t0 && t <= o.t1) samples_.push_back(t);
-    std::sort(samples_.begin(), samples_.end());
-    skip_passed();
-  }
-
-  bool done() const { return peek() == kNone; }
-  /// The next output time (kNone when there is none).
-  double peek() const { return std::min(grid_time(), sample_time()); }
-  /// Consumes the next output time and every later one that does not exceed it.
-  void pop() {
-    last_ = peek();
-    has_last_ = true;
-    skip_passed();
-  }
-
- private:
-  static constexpr double kNone = std::numeric_limits<double>::infinity();
-  enum Phase { Start, Grid, End, Done };
-
-  double grid_time() const {
-    switch (phase_) {
-      case Start: return o_.t0;
-      case Grid: return o_.t0 + static_cast<double>(k_) * o_.saveat;
-      case End: return o_.t1;
-      case Done: break;
-    }
-    return kNone;
-  }
-  double sample_time() const { return next_sample_ < samples_.size() ? samples_[next_sample_] : kNone; }
-
-  void advance_grid() {
-    if (phase_ == Start) {
-      phase_ = Grid;
-      k_ = 1;
-    } else if (phase_ == Grid) {
-      ++k_;
-    } else {
-      phase_ = Done;
-      return;
-    }
-    if (!(o_.saveat > 0 && o_.t0 + static_cast<double>(k_) * o_.saveat < o_.t1)) phase_ = End;
-  }
-
-  void skip_passed() {
-    if (!has_last_) return;
-    while (grid_time() <= last_) advance_grid();
-    while (sample_time() <= last_) ++next_sample_;
-  }
-
-  const SimulateOptions& o_;
-  std::vector<double> samples_;  // sorted, inside [t0, t1]
-  std::size_t next_sample_ = 0;
-  Phase phase_ = Start;
-  long k_ = 0;
-  double last_ = 0;
-  bool has_last_ = false;
-};
+using detail::number_text;
+using detail::non_finite_text;
+using detail::OutputClock;
+using detail::RowWriter;
 
 void check_span(const SimulateOptions& o) {
   if (!std::isfinite(o.t0) || !std::isfinite(o.t1) || !(o.t1 >= o.t0))
@@ -109,9 +44,6 @@ void check_span(const SimulateOptions& o) {
                     " output rows; the limit is " + number_text(kMaxOutputRows));
 }
 
-/// "nan", "inf" or "-inf".
-std::string non_finite_text(double x) { return std::isnan(x) ? "NaN" : (x > 0 ? "+inf" : "-inf"); }
-
 int sign_of(double x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 
 /// One crossing located inside the last step: the event, its direction and the time just past
@@ -120,54 +52,6 @@ struct Crossing {
   std::size_t event = 0;
   bool upward = false;
   double time = 0;
-};
-
-/// Output rows (states, then observeds) into a Trajectory or the caller's on_row; a state or
-/// observed that is not finite ends the run with ReturnCode::NonFinite instead.
-class RowWriter {
- public:
-  RowWriter(Model& model, const SimulateOptions& options, Trajectory& out)
-      : m_(model), o_(options), out_(out) {}
-  bool stopped = false;  // a non-finite value ended the run
-
-  /// Ends the run with ReturnCode::NonFinite: `what` is not finite at time t.
-  void stop_non_finite(double t, const std::string& what) {
-    out_.code = method::ReturnCode::NonFinite;
-    out_.message = "NonFinite at t = " + number_text(t) + ": " + what;
-    stopped = true;
-  }
-
-  void record(double t, std::span<const double> u) {
-    if (stopped) return;
-    const auto obs = m_.observed->evaluate(t, u);
-    for (std::size_t i = 0; i < u.size(); ++i)
-      if (!std::isfinite(u[i]))
-        return stop_non_finite(t, "state " + m_.system.states[i].name + " is " + non_finite_text(u[i]));
-    // Observeds the caller does not read may lack parameter values (and read NaN) by design.
-    if (o_.require_observed_values)
-      for (std::size_t i = 0; i < obs.size(); ++i)
-        if (!std::isfinite(obs[i]))
-          return stop_non_finite(t, "observed " + m_.system.observed[i].name + " is " +
-                                        non_finite_text(obs[i]) +
-                                        " (its equation has no finite value at this state)");
-    ++out_.rows;
-    out_.last_time = t;
-    if (o_.on_row) {
-      row_.assign(u.begin(), u.end());
-      row_.insert(row_.end(), obs.begin(), obs.end());
-      o_.on_row(t, row_);
-      return;
-    }
-    out_.times.push_back(t);
-    out_.values.insert(out_.values.end(), u.begin(), u.end());
-    out_.values.insert(out_.values.end(), obs.begin(), obs.end());
-  }
-
- private:
-  Model& m_;
-  const SimulateOptions& o_;
-  Trajectory& out_;
-  std::vector<double> row_;
 };
 
 class Driver {
@@ -463,38 +347,8 @@ class SplitDriver {
  public:
   SplitDriver(Model& rest, const PointwiseSplit& split, const CellModel& cells,
               const SimulateOptions& options, Trajectory& out)
-      : m_(rest), split_(split), cells_(cells), o_(options), out_(out), rows_(rest, options, out),
-        clock_(options) {
-    count_ = 1;
-    for (std::int64_t e : split.extents) count_ *= static_cast<std::size_t>(e);
-    for (std::size_t a : split.cell_state_array)
-      first_.push_back(static_cast<std::size_t>(rest.system.arrays[a].first_state));
-    for (std::size_t q = 0; q < split.cell_input_array.size(); ++q) {
-      Input in;
-      if (split.cell_input_array[q] == PointwiseSplit::kPosition) {
-        in.position_axis = split.cell_input_axes[q][0];
-        inputs_.push_back(std::move(in));
-        continue;
-      }
-      const auto& arr = rest.system.arrays[split.cell_input_array[q]];
-      in.state_first = arr.first_state >= 0 && !arr.parameter ? arr.first_state : -1;
-      if (in.state_first < 0) {
-        for (std::size_t k = 0; k < rest.grid->arrays.size(); ++k)
-          if (rest.grid->arrays[k].name == arr.name) in.grid_array = k;
-      }
-      // Cell (x_0, ..., x_r-1), first index fastest, reads the input at (x_axes[j])_j.
-      std::int64_t stride = 1;
-      in.stride.assign(split.extents.size(), 0);
-      for (std::size_t j = 0; j < split.cell_input_axes[q].size(); ++j) {
-        in.stride[static_cast<std::size_t>(split.cell_input_axes[q][j])] += stride;
-        stride *= arr.extents[j];
-      }
-      inputs_.push_back(std::move(in));
-    }
-    states_.resize(cells.state_count() * count_);
-    params_.resize(inputs_.size() * count_);
-    step_size_.assign(count_, 0.0);
-  }
+      : m_(rest), split_(split), cells_(rest, split, cells), o_(options), out_(out), rows_(rest, options, out),
+        clock_(options) {}
 
   void run(std::vector<double> u) {
     out_.method = o_.cell_split->cells.method;  // what ran, when there is no grid part
@@ -526,7 +380,7 @@ class SplitDriver {
         if (out_.code != method::ReturnCode::Success) break;
         u.assign(integrator_->u().begin(), integrator_->u().end());
       }
-      if (!run_cells(t, t_next, u)) break;
+      if (!cells_.run(t, t_next, u, o_.cell_split->cells, out_.cell_stats, out_.code, out_.message)) break;
       t = t_next;
       if (o_.on_step) o_.on_step(t);
       const bool due = !clock_.done() && clock_.peek() == t;
@@ -545,94 +399,13 @@ class SplitDriver {
   }
 
  private:
-  struct Input {
-    int position_axis = -1;         // "$index[@d]": the cell's position along axis d
-    std::int64_t state_first = -1;  // a state array held over the step
-    std::size_t grid_array = 0;     // else: GridProgram::arrays index
-    std::vector<std::int64_t> stride;  // per grid axis
-  };
-
-  bool run_cells(double t, double t_next, std::vector<double>& u) {
-    const std::size_t n = cells_.state_count();
-    for (std::size_t s = 0; s < n; ++s)
-      std::copy_n(u.begin() + static_cast<std::ptrdiff_t>(first_[s]), count_,
-                  states_.begin() + static_cast<std::ptrdiff_t>(s * count_));
-    for (std::size_t q = 0; q < inputs_.size(); ++q) {
-      const Input& in = inputs_[q];
-      if (in.position_axis >= 0) {
-        positions(static_cast<std::size_t>(in.position_axis), params_.data() + q * count_);
-        continue;
-      }
-      const double* src = in.state_first >= 0
-                              ? u.data() + in.state_first
-                              : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t, u, in.grid_array).data();
-      double* dst = params_.data() + q * count_;
-      gather(src, in.stride, dst);
-    }
-    CellData data;
-    data.cells = count_;
-    data.states = states_;
-    data.cell_parameters = params_;
-    data.step_size = step_size_;
-    const LanePoolStats st = integrate_cells(cells_, data, t, t_next, o_.cell_split->cells);
-    LanePoolStats& sum = out_.cell_stats;
-    sum.cells = st.cells;
-    sum.failed_cells += st.failed_cells;
-    sum.accepted += st.accepted, sum.rejected += st.rejected;
-    sum.rhs_evaluations += st.rhs_evaluations, sum.jacobian_evaluations += st.jacobian_evaluations;
-    sum.factorizations += st.factorizations, sum.linear_solves += st.linear_solves;
-    sum.lane_slots += st.lane_slots;
-    sum.max_cell_steps = std::max(sum.max_cell_steps, st.max_cell_steps);
-    for (std::size_t s = 0; s < n; ++s)
-      std::copy_n(states_.begin() + static_cast<std::ptrdiff_t>(s * count_), count_,
-                  u.begin() + static_cast<std::ptrdiff_t>(first_[s]));
-    if (st.failed_cells > 0) {
-      out_.code = st.worst;
-      out_.message = "the cells (" + std::string(method::method_info(o_.cell_split->cells.method).name) +
-                     "): " + std::to_string(st.failed_cells) + " of " + std::to_string(count_) +
-                     " failed between t = " + number_text(t) + " and " + number_text(t_next) +
-                     "; first " + st.message;
-      return false;
-    }
-    return true;
-  }
-
-  /// dst[c] = 1-based position of cell c along `axis`.
-  void positions(std::size_t axis, double* dst) const {
-    std::size_t inner = 1;
-    for (std::size_t d = 0; d < axis; ++d) inner *= static_cast<std::size_t>(split_.extents[d]);
-    const auto extent = static_cast<std::size_t>(split_.extents[axis]);
-    for (std::size_t c = 0; c < count_; ++c) dst[c] = double((c / inner) % extent + 1);
-  }
-
-  /// dst[c] = src[sum_d x_d(c) * stride[d]] for every cell c of the grid (first index fastest).
-  void gather(const double* src, const std::vector<std::int64_t>& stride, double* dst) const {
-    const std::size_t r = split_.extents.size();
-    std::vector<std::int64_t> x(r, 0);
-    std::int64_t at = 0;
-    for (std::size_t c = 0; c < count_; ++c) {
-      dst[c] = src[at];
-      for (std::size_t d = 0; d < r; ++d) {  // odometer, first index fastest
-        at += stride[d];
-        if (++x[d] < split_.extents[d]) break;
-        at -= stride[d] * x[d];
-        x[d] = 0;
-      }
-    }
-  }
-
- private:
   Model& m_;
   const PointwiseSplit& split_;
-  const CellModel& cells_;
+  detail::CellOperator cells_;
   const SimulateOptions& o_;
   Trajectory& out_;
   RowWriter rows_;
   OutputClock clock_;
-  std::size_t count_ = 0;
-  std::vector<std::size_t> first_;
-  std::vector<Input> inputs_;
-  std::vector<double> states_, params_, step_size_;
   std::optional<method::Integrator> integrator_;
 };
 

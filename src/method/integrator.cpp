@@ -381,4 +381,18 @@ void Integrator::restart(double time, std::span<const double> u) {
   m.cause = Cause::None;
 }
 
+Integrator::Carry Integrator::carry() const {
+  const Impl& m = *impl_;
+  return {m.dt, m.started, m.attempts, m.stats};
+}
+
+void Integrator::resume(double time, std::span<const double> u, const Carry& carry) {
+  Impl& m = *impl_;
+  m.dt = carry.dt;
+  m.started = carry.started;
+  m.attempts = carry.attempts;
+  m.stats = carry.stats;
+  restart(time, u);
+}
+
 }  // namespace esi::method

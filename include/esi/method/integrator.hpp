@@ -124,6 +124,20 @@ class Integrator {
   /// the parameters behind problem.context. time must lie in [t_previous(), t()].
   void restart(double time, std::span<const double> u);
 
+  /// What restart() keeps of an integrator's history: the proposed step, whether the first
+  /// step was taken, the attempts counted against max_steps, the statistics. A run that saves
+  /// it at a restart point and later calls resume() on a fresh integrator of the same problem
+  /// and options continues bit for bit as the original did after restart() at that point.
+  struct Carry {
+    double dt = 0;
+    bool started = false;
+    long attempts = 0;
+    IntegratorStats stats;
+  };
+  Carry carry() const;
+  /// restart(time, u) with the history `carry` (see Carry).
+  void resume(double time, std::span<const double> u, const Carry& carry);
+
   MethodId method() const;  ///< the resolved method (never Auto)
   double dt() const;        ///< the proposed next step
   const IntegratorStats& stats() const;

@@ -1,0 +1,121 @@
+// The schedule interpreter (seed 002 §4.3): runs a run configuration's schedule tree over a
+// flattened system, macro step by macro step, with forcing epochs, output and restart points.
+//
+// Binding. The configuration's operators select the planner's operators (plan.hpp) by
+// locality and component. Each selector must match at least one, no planner operator may be
+// selected twice, and every one must be selected (`selector_matches_nothing`,
+// `operators_overlap`, `operator_terms_unassigned`, located at the selector). esi then runs
+// two kinds of operator: the pointwise part of a gridded system's tendencies (one step
+// controller per cell on lane pools, `dt_scope` cell) and the rest (one Integrator over the
+// grid, `dt_scope` global); the leaf "all" is the whole right-hand side on one Integrator. An
+// operator whose selection mixes pointwise and other terms, or two operators over the same
+// kind, is refused (`unsupported_operator_split`) with the planner's operators listed.
+//
+// Stepping. A macro step runs from t to the earliest of t + step.dt, the next output time,
+// the next forcing refresh (record time), the next restart point, the next `every` due time
+// and the end. Within it: a leaf integrates its operator over the interval it is given (the
+// Integrator restarts there keeping its step size; cells keep theirs); `sequence` / `lie`
+// runs its children in order over the whole interval; `strang` runs children 0..n-2 over
+// half the interval, the last over all of it, then n-2..0 over the second half; `subcycle`
+// runs its child `substeps` times over equal parts; `every` runs its child only in macro steps
+// that end on a multiple of its period after the start, over the time since its last run.
+//
+// Forcing. A provider has record times t_k (model seconds, increasing) and reads record k into
+// its target (a parameter array or a scalar parameter). Over a macro step starting at t, the
+// target holds record k with t_k <= t < t_k+1 (half-open), or with `bracket` the pair (k, k+1)
+// along that index set; macro steps end on every record time, so no step crosses an epoch.
+// Before the first record or from the last one on, the run is refused (`forcing_out_of_range`).
+//
+// Restart. At restart points (multiples of restart_every after the start, always macro-step
+// ends) the runner hands the caller a RestartState: time, state, every leaf's carried step
+// control and a fingerprint of the model and configuration. Resuming from it reproduces the
+// uninterrupted run bit for bit (the test kills a run and compares).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "esi/esm/load.hpp"
+#include "esi/esm/system.hpp"
+#include "esi/exec/run_config.hpp"
+#include "esi/exec/simulate.hpp"
+#include "esi/method/integrator.hpp"
+
+namespace esi::exec {
+
+struct ForcingProvider {
+  std::string target;          ///< a parameter array or scalar parameter of the system
+  std::string bracket;         ///< "" or the index set of extent 2 holding records (k, k+1)
+  std::vector<double> times;   ///< record times [s], increasing; one record = constant forever
+  std::size_t record_values = 0;  ///< values one record holds (the target without the bracket axis)
+  /// Reads record k: record_values numbers in the target's cell order (first index fastest,
+  /// the bracket axis left out). Called from the run's thread, between macro steps.
+  std::function<void(std::size_t record, std::span<double> out)> read;
+  std::string pointer;  ///< where the configuration declared it (for errors)
+};
+
+struct RestartState {
+  std::uint64_t fingerprint = 0;
+  double t = 0;
+  std::uint64_t macro_steps = 0;
+  std::vector<double> u;
+  struct Leaf {
+    bool has_integrator = false;
+    method::Integrator::Carry carry;
+    std::vector<double> step_size;  ///< cell leaves: each cell's carried step
+    LanePoolStats cells;            ///< cell leaves: statistics so far
+  };
+  std::vector<Leaf> leaves;
+};
+
+/// Writes `state` to `path` atomically (a temporary file renamed), or throws
+/// `restart_write_failed`. The format is esi's own binary (little-endian doubles, a header
+/// with a magic, a version and the fingerprint).
+void write_restart(const std::string& path, const RestartState& state);
+/// Throws `restart_unreadable` (missing, truncated, not a restart file).
+RestartState read_restart(const std::string& path);
+
+struct LeafReport {
+  std::string what;  ///< "transport: SSPRK43 (global dt)", "chemistry: Rodas3 (cell dt)"
+  long calls = 0, accepted = 0, rejected = 0;
+};
+
+struct ScheduleOptions {
+  const esm::ResolvedDocument* document = nullptr;
+  bool native = false;
+  std::vector<ForcingProvider> forcing;
+  std::function<void(const std::vector<std::string>& names)> on_columns;
+  std::function<void(double t, std::span<const double> row)> on_row;
+  /// After every macro step: time reached, leaves' statistics so far.
+  std::function<void(double t, const std::vector<LeafReport>& leaves)> on_step;
+  const std::atomic<bool>* stop = nullptr;
+  double restart_every = 0;  ///< [s] of model time; 0 = no restart points
+  std::function<void(const RestartState&)> on_restart;
+  const RestartState* resume = nullptr;  ///< continue from here instead of the start
+  /// Extra bits folded into the fingerprint (e.g. the model file's bytes' hash).
+  std::uint64_t fingerprint_salt = 0;
+};
+
+struct ScheduleResult {
+  Trajectory trajectory;  ///< rows streamed to on_row when given; code, message, summaries
+  std::vector<LeafReport> leaves;
+  std::string operators;  ///< how the configuration's operators were bound, in words
+  std::uint64_t macro_steps = 0;
+};
+
+/// Checks the configuration against the system (operators, leaves, forcing targets) without
+/// running: what `esi run` does before it opens any output. Throws the binding errors above
+/// and `forcing_target_unknown`, `forcing_shape_mismatch`.
+void check_schedule(const esm::System& system, const RunConfig& config,
+                    const std::vector<ForcingProvider>& forcing);
+
+/// Runs the schedule from config.start (or options.resume) to config.stop. `system` is
+/// flattened with FlattenOptions::grid (a box model has no arrays and needs nothing else).
+/// Bad input throws esi::Error; a failed solve returns with Trajectory::code set.
+ScheduleResult run_schedule(const esm::System& system, const RunConfig& config, const ScheduleOptions& options);
+
+}  // namespace esi::exec

@@ -1,0 +1,161 @@
+// `esi run`: a run configuration's schedule from the command line, its refusals before any
+// output exists, and a run killed (SIGKILL) at a random moment that resumes from its last
+// restart file and ends with the same records as the uninterrupted run (compared as text,
+// numbers in shortest round-trip form, so bit for bit).
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/run_esi.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using esi::testing::read_all;
+using esi::testing::run_esi;
+using nlohmann::json;
+
+// Six cells: a pointwise decay (rate 0.01 i) plus diffusion between neighbours.
+const char* kModel = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": {"x": {"kind": "interval", "size": 6}},
+ "models": {"M": {"variables": {
+   "u": {"type": "unknown", "shape": ["x"], "default": 1.0},
+   "k": {"type": "unknown", "shape": ["x"]},
+   "K": {"type": "parameter", "default": 0.002}},
+  "equations": [
+   {"lhs": "k", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
+                        "expr": {"op": "*", "args": [0.00001, "i"]}}},
+   {"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "+", "args": [
+     {"op": "makearray", "args": [], "regions": [[[2, 5]], [[1, 1]], [[6, 6]]], "values": [
+       {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": [2, 5]},
+        "expr": {"op": "*", "args": ["K", {"op": "+", "args": [
+          {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]},
+          {"op": "*", "args": [-2, {"op": "index", "args": ["u", "i"]}]},
+          {"op": "index", "args": ["u", {"op": "-", "args": ["i", 1]}]}]}]}},
+       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 2]}, {"op": "index", "args": ["u", 1]}]}]},
+       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 5]}, {"op": "index", "args": ["u", 6]}]}]}]},
+     {"op": "*", "args": [{"op": "-", "args": ["k"]}, "u"]}]}}]}}})";
+
+json config(double stop, double dt, double every) {
+  return {{"time", {{"stop", stop}}},
+          {"operators", {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
+                         {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
+          {"schedule", {{"lie", {{{"leaf", "transport"}, {"alg", "SSPRK43"}, {"control", {{"reltol", 1e-8}, {"abstol", 1e-10}}}},
+                                 {{"leaf", "chemistry"}, {"alg", "Rodas3"}, {"control", {{"reltol", 1e-8}, {"abstol", 1e-10}}}}}}}},
+          {"step", {{"dt", dt}}},
+          {"partition", {{"lanes", 4}}},
+          {"output", {{"every", every}}}};
+}
+
+struct Fixture {
+  esi::testing::TempDir dir;
+  fs::path model = dir.write("m.esm", kModel);
+  fs::path err = dir.path() / "err.txt";
+  fs::path write_config(const json& c, const std::string& name = "run.json") { return dir.write(name, c.dump(1)); }
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(CliRun, WritesTheRecordsEsiSimulateWritesForTheSameSplit) {
+  Fixture f;
+  const auto cfg = f.write_config(config(200, 20, 50));
+  const auto out = f.dir.path() / "run.csv";
+  auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "--config", cfg.string(), "--output", out.string()}, f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(fs::exists(out.string() + ".partial"));
+  EXPECT_NE(r.err.find("chemistry: pointwise terms on lane pools"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("record 5 written"), std::string::npos) << r.err;  // one log line per record
+  const auto sim = f.dir.path() / "sim.csv";
+  r = run_esi(ESI_BINARY, {"simulate", f.model.string(), "--tspan", "0", "200", "--saveat", "50", "--method", "Rodas3",
+                           "--rtol", "1e-8", "--atol", "1e-10", "--split-step", "20", "--lanes", "4", "--output",
+                           sim.string(), "--quiet"},
+              f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string a = read_all(out), b = read_all(sim);
+  EXPECT_EQ(lines_of(a).size(), 6u);  // header + t = 0, 50, ..., 200
+  EXPECT_EQ(a, b);
+}
+
+TEST(CliRun, BadConfigurationsFailBeforeTheRunAndLeaveNoOutput) {
+  Fixture f;
+  const auto out = f.dir.path() / "out.csv";
+  auto expect_refused = [&](const json& c, const std::string& code, const std::string& pointer) {
+    const auto cfg = f.write_config(c);
+    const auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", out.string()}, f.err);
+    EXPECT_EQ(r.status, 1) << code << ": " << r.err;
+    EXPECT_NE(r.err.find("error[" + code + "]"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(cfg.string() + ":" + pointer + ":"), std::string::npos) << "file and pointer: " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << code;
+    EXPECT_FALSE(fs::exists(out.string() + ".partial")) << code;
+  };
+  json c = config(100, 10, 50);
+  c["shedule"] = c["schedule"];
+  expect_refused(c, "run_config_unknown_key", "/");
+  c = config(100, 10, 50);
+  c["operators"]["transport"]["select"]["locality"] = "global";
+  expect_refused(c, "selector_matches_nothing", "/operators/transport/select");
+  c = config(100, 10, 50);
+  c["forcing"] = {{"M.K", {{"netcdf", "missing.nc"}, {"variable", "K"}}}};
+  expect_refused(c, "unsupported_forcing", "/forcing/M.K");
+  c = config(100, 10, 50);
+  c["forcing"] = {{"M.Q", {{"constant", 1.0}}}};
+  expect_refused(c, "forcing_target_unknown", "/forcing/M.Q");
+  // Usage: no configuration.
+  const auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-o", out.string()}, f.err);
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(CliRun, AKilledRunResumesFromItsLastRestartFileBitForBit) {
+  if (std::system("command -v timeout >/dev/null 2>&1") != 0) GTEST_SKIP() << "no timeout(1)";
+  Fixture f;
+  // 400,000 macro steps of 0.5 s: a few seconds, long enough to be killed in the middle.
+  const auto cfg = f.write_config(config(200000, 0.5, 10000));
+  const auto full = f.dir.path() / "full.csv";
+  auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", full.string(), "--quiet"}, f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto reference = lines_of(read_all(full));
+  ASSERT_EQ(reference.size(), 22u);
+
+  std::random_device rd;
+  const double delay = 0.4 + 2.0 * std::uniform_real_distribution<double>(0, 1)(rd);
+  const auto killed = f.dir.path() / "killed.csv";
+  const auto restarts = f.dir.path() / "restarts";
+  r = run_esi("timeout", {"-s", "KILL", std::to_string(delay), ESI_BINARY, "run", f.model.string(), "-c", cfg.string(),
+                          "-o", killed.string(), "--restart-every", "5000", "--restart-dir", restarts.string(), "--quiet"},
+              f.err);
+  if (r.status == 0) GTEST_SKIP() << "the run finished within " << delay << " s; nothing was killed";
+  EXPECT_NE(r.status, 1) << r.err;
+  EXPECT_FALSE(fs::exists(killed)) << "a killed run leaves no output under the final name";
+  std::vector<fs::path> files;
+  if (fs::exists(restarts))
+    for (const auto& e : fs::directory_iterator(restarts))
+      if (e.path().extension() == ".esr") files.push_back(e.path());
+  if (files.empty()) GTEST_SKIP() << "killed after " << delay << " s, before the first restart point";
+  std::sort(files.begin(), files.end());
+  const auto resumed = f.dir.path() / "resumed.csv";
+  r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", resumed.string(), "--restart",
+                           files.back().string(), "--quiet"},
+              f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto tail = lines_of(read_all(resumed));
+  ASSERT_GE(tail.size(), 2u);
+  EXPECT_EQ(tail.front(), reference.front());  // the header
+  // The resumed records are the reference's last ones, bit for bit.
+  ASSERT_LE(tail.size(), reference.size());
+  const std::vector<std::string> expected(reference.end() - static_cast<std::ptrdiff_t>(tail.size() - 1), reference.end());
+  EXPECT_EQ(std::vector<std::string>(tail.begin() + 1, tail.end()), expected)
+      << "killed after " << delay << " s, resumed from " << files.back();
+}
+
+}  // namespace

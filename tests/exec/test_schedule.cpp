@@ -1,0 +1,347 @@
+// Run configurations (run_config.hpp) and the schedule interpreter (schedule.hpp).
+//
+// Oracles: the Lie schedule against the SplitDriver of `esi simulate` (bitwise: two drivers of
+// the same splitting); Strang's second order in the macro step against an unsplit tight
+// reference (the error quarters when the step halves) next to Lie's first order; `subcycle` and
+// `every` against the equivalent plain schedules (bitwise); resuming from a restart state
+// against the uninterrupted run (bitwise); forcing records bracketed by stage time against
+// the exact integral of a piecewise-linear forcing; and every refusal by code and pointer.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "esi/core/error.hpp"
+#include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
+#include "esi/exec/run_config.hpp"
+#include "esi/exec/schedule.hpp"
+#include "esi/exec/simulate.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using esi::exec::RunConfig;
+using esi::method::MethodId;
+using esi::method::ReturnCode;
+using nlohmann::json;
+
+// du_i/dt = -0.01 i u_i + K (u_i+1 - 2 u_i + u_i-1) with closed ends: a pointwise decay plus a
+// stencil diffusion, six cells.
+const char* kModel = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": {"x": {"kind": "interval", "size": 6}},
+ "models": {"M": {"variables": {
+   "u": {"type": "unknown", "shape": ["x"], "default": 1.0},
+   "k": {"type": "unknown", "shape": ["x"]},
+   "K": {"type": "parameter", "default": 0.002}},
+  "equations": [
+   {"lhs": "k", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
+                        "expr": {"op": "*", "args": [0.01, "i"]}}},
+   {"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "+", "args": [
+     {"op": "makearray", "args": [], "regions": [[[2, 5]], [[1, 1]], [[6, 6]]], "values": [
+       {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": [2, 5]},
+        "expr": {"op": "*", "args": ["K", {"op": "+", "args": [
+          {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]},
+          {"op": "*", "args": [-2, {"op": "index", "args": ["u", "i"]}]},
+          {"op": "index", "args": ["u", {"op": "-", "args": ["i", 1]}]}]}]}},
+       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 2]}, {"op": "index", "args": ["u", 1]}]}]},
+       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 5]}, {"op": "index", "args": ["u", 6]}]}]}]},
+     {"op": "*", "args": [{"op": "-", "args": ["k"]}, "u"]}]}}]}}})";
+
+struct Loaded {
+  esi::testing::TempDir dir;
+  esi::esm::ResolvedDocument doc;
+  esi::esm::System grid, cells;
+  explicit Loaded(const std::string& text) {
+    doc = esi::esm::load_resolved(dir.write("m.esm", text));
+    esi::esm::FlattenOptions fo;
+    cells = esi::esm::flatten(doc, fo);
+    fo.grid = true;
+    grid = esi::esm::flatten(doc, fo);
+  }
+};
+
+json leaf(const char* op, const char* alg, double rtol = 1e-10, double atol = 1e-12) {
+  return {{"leaf", op}, {"alg", alg}, {"control", {{"reltol", rtol}, {"abstol", atol}}}};
+}
+
+json split_config(const json& schedule, double stop, double dt) {
+  json c = {{"time", {{"start", 0}, {"stop", stop}}},
+            {"operators", {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
+                           {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
+            {"schedule", schedule},
+            {"partition", {{"lanes", 4}}}};
+  if (dt > 0) c["step"] = {{"dt", dt}};
+  return c;
+}
+
+RunConfig parse(const json& c) { return esi::exec::parse_run_config(c, "run.json", ""); }
+
+esi::exec::ScheduleResult run(const esi::esm::System& s, const json& c, const esi::exec::ScheduleOptions& o = {}) {
+  return esi::exec::run_schedule(s, parse(c), o);
+}
+
+std::vector<double> final_row(const esi::exec::Trajectory& tr) {
+  const std::size_t n = tr.names.size();
+  return {tr.values.end() - static_cast<std::ptrdiff_t>(n), tr.values.end()};
+}
+
+std::string code_of(const std::function<void()>& f, std::string* pointer = nullptr) {
+  try {
+    f();
+  } catch (const esi::Error& e) {
+    if (pointer) *pointer = e.diagnostic().pointer;
+    return e.code();
+  }
+  return "no error";
+}
+
+TEST(RunConfig, ParsesTheSeedsReseactExampleShape) {
+  const json c = split_config({{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 3600, 300);
+  const RunConfig r = parse(c);
+  ASSERT_EQ(r.operators.size(), 2u);
+  EXPECT_EQ(r.stop, 3600);
+  EXPECT_EQ(r.macro_dt, 300);
+  EXPECT_EQ(r.lanes, 4);
+  ASSERT_EQ(r.schedule.children.size(), 2u);
+  EXPECT_EQ(r.schedule.children[1].leaf.method, MethodId::Rodas3);
+  EXPECT_EQ(*r.schedule.children[1].leaf.rtol, 1e-10);
+  EXPECT_EQ(r.schedule.children[1].pointer, "/schedule/sequence/1");
+}
+
+TEST(RunConfig, RefusesWhatItDoesNotKnowWithFileAndPointer) {
+  std::string ptr;
+  json c = split_config(leaf("all", "Tsit5"), 10, 0);
+  c["schedule"]["contrl"] = json::object();
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_unknown_key");
+  EXPECT_EQ(ptr, "/schedule");
+  c = split_config(leaf("all", "Tsit5"), 10, 0);
+  c["outptu"] = json::object();
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_unknown_key");
+  EXPECT_EQ(ptr, "");
+  c = split_config(leaf("chem", "Tsit5"), 10, 0);
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "unknown_operator");
+  EXPECT_EQ(ptr, "/schedule/leaf");
+  c = split_config(leaf("all", "Tsit6"), 10, 0);
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "unknown_method");
+  EXPECT_EQ(ptr, "/schedule/alg");
+  c = split_config(leaf("all", "Tsit5"), 10, 0);
+  c["precision"] = {{"state", "f32"}};
+  EXPECT_EQ(code_of([&] { parse(c); }), "unsupported_precision");
+  c = split_config(leaf("all", "Tsit5"), -1, 0);
+  EXPECT_EQ(code_of([&] { parse(c); }), "invalid_time_span");
+  c = split_config(leaf("all", "Tsit5"), 10, 0);
+  c["step"] = {{"dt", -5}};
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_invalid");
+  EXPECT_EQ(ptr, "/step/dt");
+}
+
+TEST(Schedule, SelectorsAreCheckedAgainstThePlannersOperators) {
+  Loaded m(kModel);
+  std::string ptr;
+  json c = split_config(leaf("all", "SSPRK43"), 10, 0);
+  c["operators"]["transport"]["select"]["locality"] = "global";
+  c["schedule"] = {{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}};
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "selector_matches_nothing");
+  EXPECT_EQ(ptr, "/operators/transport/select");
+  c["operators"]["transport"]["select"]["locality"] = "all";
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "operators_overlap");
+  c["operators"].erase("transport");
+  c["schedule"] = leaf("chemistry", "Rodas3");
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }), "operator_terms_unassigned");
+  c["operators"]["chemistry"]["select"]["locality"] = {"pointwise", "stencil"};
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }), "unsupported_operator_split");
+  // A stiff method on the grid operator, a non-Rosenbrock one on the cells, a cell dt scope on
+  // the grid: each refused at its leaf.
+  c = split_config({{"sequence", {leaf("transport", "Rodas3"), leaf("chemistry", "Rodas3")}}}, 10, 0);
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "unsupported_method_for_operator");
+  EXPECT_EQ(ptr, "/schedule/sequence/0/alg");
+  c = split_config({{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Tsit5")}}}, 10, 0);
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "unsupported_method_for_operator");
+  EXPECT_EQ(ptr, "/schedule/sequence/1/alg");
+  c["schedule"]["sequence"][1] = leaf("chemistry", "Rodas3");
+  c["schedule"]["sequence"][0]["control"]["dt_scope"] = "cell";
+  EXPECT_EQ(code_of([&] { run(m.grid, c); }), "unsupported_dt_scope");
+}
+
+TEST(Schedule, LieEqualsTheSimulateSplitDriverBitForBit) {
+  Loaded m(kModel);
+  const json c = split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
+  const auto a = run(m.grid, c);
+  ASSERT_EQ(a.trajectory.code, ReturnCode::Success) << a.trajectory.message;
+  EXPECT_EQ(a.macro_steps, 10u);
+  esi::exec::SimulateOptions o;
+  o.t1 = 200;
+  o.integrator.method = MethodId::SSPRK43;
+  o.integrator.rtol = 1e-10;
+  o.integrator.atol = 1e-12;
+  esi::exec::SimulateOptions::CellSplit split;
+  split.cells.rtol = 1e-10;
+  split.cells.atol = {1e-12};
+  split.cells.lanes = 4;
+  split.step = 20;
+  o.cell_split = split;
+  const auto b = esi::exec::simulate(m.grid, o);
+  ASSERT_EQ(b.code, ReturnCode::Success) << b.message;
+  EXPECT_EQ(a.trajectory.values, b.values);
+  EXPECT_EQ(a.trajectory.times, b.times);
+  ASSERT_EQ(a.leaves.size(), 2u);
+  EXPECT_EQ(a.leaves[0].calls, 10);
+  EXPECT_EQ(a.leaves[1].accepted, b.cell_stats.accepted);
+}
+
+TEST(Schedule, StrangIsSecondOrderAndLieFirstInTheMacroStep) {
+  Loaded m(kModel);
+  esi::exec::SimulateOptions ro;
+  ro.t1 = 200;
+  ro.integrator.method = MethodId::Rodas5P;
+  ro.integrator.rtol = 1e-13;
+  ro.integrator.atol = 1e-15;
+  const auto ref = esi::exec::simulate(m.cells, ro);
+  ASSERT_EQ(ref.code, ReturnCode::Success) << ref.message;
+  const auto ref_last = final_row(ref);
+  auto error = [&](const char* kind, double dt) {
+    const json sched = {{kind, {leaf("transport", "SSPRK43", 1e-13, 1e-15), leaf("chemistry", "Rodas5P", 1e-13, 1e-15)}}};
+    const auto tr = run(m.grid, split_config(sched, 200, dt)).trajectory;
+    EXPECT_EQ(tr.code, ReturnCode::Success) << tr.message;
+    const auto last = final_row(tr);
+    double worst = 0;
+    for (std::size_t j = 0; j < ref.state_count; ++j)
+      worst = std::max(worst, std::abs(last[std::size_t(tr.column(ref.names[j]))] - ref_last[j]));
+    return worst;
+  };
+  const double l1 = error("lie", 40), l2 = error("lie", 20);
+  const double s1 = error("strang", 40), s2 = error("strang", 20), s3 = error("strang", 10);
+  EXPECT_NEAR(l1 / l2, 2.0, 0.4);
+  EXPECT_GT(s1, 1e-10);  // the split is really there
+  EXPECT_LT(s1, l1 / 10);
+  EXPECT_NEAR(s1 / s2, 4.0, 0.6);
+  EXPECT_NEAR(s2 / s3, 4.0, 0.6);
+}
+
+TEST(Schedule, SubcycleAndEveryEqualTheirPlainSchedules) {
+  Loaded m(kModel);
+  const json T = leaf("transport", "SSPRK43"), C = leaf("chemistry", "Rodas3");
+  // subcycle n of [T, C] over 4h == [T, C] over h.
+  const auto sub = run(m.grid, split_config({{"subcycle", {{"sequence", {T, C}}}}, {"substeps", 4}}, 200, 40));
+  const auto plain = run(m.grid, split_config({{"sequence", {T, C}}}, 200, 10));
+  ASSERT_EQ(sub.trajectory.code, ReturnCode::Success) << sub.trajectory.message;
+  EXPECT_EQ(sub.trajectory.values, plain.trajectory.values);
+  // [T, every 2h: C] at h == [subcycle 2: T, C] at 2h.
+  const auto every = run(m.grid, split_config({{"sequence", {T, {{"every", C}, {"period", 20}}}}}, 200, 10));
+  const auto twice = run(m.grid, split_config({{"sequence", {{{"subcycle", T}, {"substeps", 2}}, C}}}, 200, 20));
+  ASSERT_EQ(every.trajectory.code, ReturnCode::Success) << every.trajectory.message;
+  EXPECT_EQ(every.trajectory.values, twice.trajectory.values);
+  EXPECT_EQ(every.leaves[1].calls, 10);
+  EXPECT_EQ(every.leaves[0].calls, 20);
+}
+
+TEST(Schedule, ResumingFromARestartStateContinuesBitForBit) {
+  Loaded m(kModel);
+  json c = split_config({{"lie", {leaf("transport", "SSPRK43", 1e-8, 1e-10), leaf("chemistry", "Rodas3", 1e-8, 1e-10)}}},
+                        300, 7);
+  c["output"] = {{"every", 25}};
+  std::vector<esi::exec::RestartState> saved;
+  esi::exec::ScheduleOptions o;
+  o.restart_every = 50;
+  o.on_restart = [&](const esi::exec::RestartState& s) { saved.push_back(s); };
+  const auto full = run(m.grid, c, o);
+  ASSERT_EQ(full.trajectory.code, ReturnCode::Success) << full.trajectory.message;
+  ASSERT_EQ(saved.size(), 5u);  // 50, 100, ..., 250
+  EXPECT_EQ(saved[1].t, 100);
+  // Through a file, as esi run does.
+  esi::testing::TempDir dir;
+  const std::string path = (dir.path() / "r.esr").string();
+  esi::exec::write_restart(path, saved[1]);
+  const esi::exec::RestartState back = esi::exec::read_restart(path);
+  esi::exec::ScheduleOptions ro;
+  ro.resume = &back;
+  const auto resumed = run(m.grid, c, ro);
+  ASSERT_EQ(resumed.trajectory.code, ReturnCode::Success) << resumed.trajectory.message;
+  // The resumed rows are the full run's rows from t = 100 on, bit for bit.
+  const auto& ft = full.trajectory;
+  const auto& rt = resumed.trajectory;
+  ASSERT_EQ(rt.times.front(), 100);
+  const std::size_t skip = static_cast<std::size_t>(std::find(ft.times.begin(), ft.times.end(), 100.0) - ft.times.begin());
+  ASSERT_EQ(ft.times.size() - skip, rt.times.size());
+  EXPECT_EQ(std::vector<double>(ft.values.begin() + static_cast<std::ptrdiff_t>(skip * ft.names.size()), ft.values.end()),
+            rt.values);
+  EXPECT_EQ(resumed.leaves[0].accepted, full.leaves[0].accepted);
+  EXPECT_EQ(resumed.leaves[1].accepted, full.leaves[1].accepted);
+  // Another configuration, a damaged file: refused.
+  json other = c;
+  other["step"]["dt"] = 8;
+  EXPECT_EQ(code_of([&] { run(m.grid, other, ro); }), "restart_mismatch");
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+  EXPECT_EQ(code_of([&] { esi::exec::read_restart(path); }), "restart_unreadable");
+}
+
+// du_i/dt = (1 - w) F[1,i] + w F[2,i], w = frac(t / 3600): a forcing blended between two
+// bracketing records, as GEOS-FP fields are.
+const char* kForced = R"({"esm": "1.0.0", "metadata": {"name": "f"},
+ "index_sets": {"x": {"kind": "interval", "size": 3}, "tt": {"kind": "interval", "size": 2}},
+ "models": {"F": {"variables": {
+   "u": {"type": "unknown", "shape": ["x"], "default": 0.0},
+   "F": {"type": "parameter", "shape": ["tt", "x"]},
+   "w": {"type": "unknown"}},
+  "equations": [
+   {"lhs": "w", "rhs": {"op": "-", "args": [{"op": "/", "args": ["t", 3600]}, {"op": "floor", "args": [{"op": "/", "args": ["t", 3600]}]}]}},
+   {"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": ["F"],
+     "ranges": {"i": [1, 3]}, "expr": {"op": "+", "args": [
+       {"op": "*", "args": [{"op": "-", "args": [1, "w"]}, {"op": "index", "args": ["F", 1, "i"]}]},
+       {"op": "*", "args": ["w", {"op": "index", "args": ["F", 2, "i"]}]}]}}}]}}})";
+
+double record_value(std::size_t k, std::size_t i) { return double(k + 1) * double(i + 1) + double(k * k); }
+
+esi::exec::ForcingProvider bracket_provider(std::size_t records) {
+  esi::exec::ForcingProvider p;
+  p.target = "F.F";
+  p.bracket = "tt";
+  p.pointer = "/forcing/F.F";
+  for (std::size_t k = 0; k < records; ++k) p.times.push_back(3600.0 * double(k));
+  p.record_values = 3;
+  p.read = [](std::size_t k, std::span<double> out) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = record_value(k, i);
+  };
+  return p;
+}
+
+TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
+  Loaded m(kForced);
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+            {"step", {{"dt", 1000}}}};
+  esi::exec::ScheduleOptions o;
+  o.forcing = {bracket_provider(4)};
+  const auto r = run(m.grid, c, o);
+  ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
+  // Macro steps end on every record time: 0-1000-2000-3000-3600-4600-... (4 per hour).
+  EXPECT_EQ(r.macro_steps, 12u);
+  const auto last = final_row(r.trajectory);
+  for (std::size_t i = 0; i < 3; ++i) {
+    double exact = 0;  // the blend is linear in t within each hour: the trapezoid is exact
+    for (std::size_t k = 0; k < 3; ++k) exact += 3600 * 0.5 * (record_value(k, i) + record_value(k + 1, i));
+    const int col = r.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
+    ASSERT_GE(col, 0);
+    EXPECT_NEAR(last[std::size_t(col)], exact, 1e-9 * exact) << "cell " << i + 1;
+  }
+  // A run past the last bracketing pair is refused before it steps there.
+  c["time"]["stop"] = 4 * 3600;
+  std::string ptr;
+  EXPECT_EQ(code_of([&] { run(m.grid, c, o); }, &ptr), "forcing_out_of_range");
+  EXPECT_EQ(ptr, "/forcing/F.F");
+  // Targets and shapes are checked before a run.
+  auto bad = bracket_provider(4);
+  bad.record_values = 4;
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_shape_mismatch");
+  bad = bracket_provider(4);
+  bad.target = "F.G";
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+  bad = bracket_provider(4);
+  bad.target = "F.u";
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+}
+
+}  // namespace
