@@ -13,6 +13,10 @@ packages=(
                           # systems) and the SUNDIALS peer in bench/bench_stiff.cpp
   clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
   python3-matplotlib      # `esi analyze` renders plots with scripts/esi_plot.py (optional at run time)
+  libnetcdf-dev           # the io module (src/io/): NetCDF-4 output (`esi simulate --output X.nc`)
+                          # and NetCDF forcing; the build fails without it
+  netcdf-bin python3-netcdf4 python3-xarray  # tests/io/check_netcdf_output.py: ncdump -h and the
+                          # output opened with netCDF4 and xarray (skipped when absent)
 )
 
 # One dpkg-query for all of them; packages dpkg has never heard of are simply absent from its

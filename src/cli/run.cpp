@@ -204,7 +204,9 @@ int run_run(Args args) {
     }
 
     // Everything is checked: open the output (under a temporary name) and run.
-    RunOutput output(r.output, system, config, r.model, r.config);
+    std::string command_line = "esi run";
+    for (const std::string& a : args) command_line += " " + a;
+    RunOutput output(r.output, system, doc->doc, config, r.model, command_line);
     exec::ScheduleOptions so;
     so.document = &*doc;
     so.native = r.native;

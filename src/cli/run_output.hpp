@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "esi/esm/system.hpp"
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/schedule.hpp"
@@ -17,8 +19,10 @@ namespace esi::cli {
 /// removes the partial file: a run leaves a complete file or none.
 class RunOutput {
  public:
-  RunOutput(const std::string& path, const esm::System& system, const exec::RunConfig& config,
-            const std::string& model_file, const std::string& config_file);
+  /// `document` is the resolved model (its coordinates registry); `command_line` goes into the
+  /// NetCDF provenance. `system` must outlive the output.
+  RunOutput(const std::string& path, const esm::System& system, const nlohmann::json& document,
+            const exec::RunConfig& config, const std::string& model_file, const std::string& command_line);
   ~RunOutput();
   RunOutput(const RunOutput&) = delete;
   RunOutput& operator=(const RunOutput&) = delete;
@@ -35,8 +39,9 @@ class RunOutput {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A forcing provider reading `spec.variable` from the NetCDF file `spec.file` (checked now:
-/// file, variable, shape against the target, units).
+/// A forcing provider reading `spec.variable` from the NetCDF file `spec.file`, checked now
+/// (io::NetcdfForcing::bind: file, variable, shape against the target without its bracket
+/// axis, units, time axis); errors are located at the configuration's forcing entry.
 exec::ForcingProvider netcdf_forcing(const exec::RunConfig& config, const exec::ForcingSpec& spec,
                                      const esm::System& system);
 

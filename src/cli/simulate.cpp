@@ -15,6 +15,11 @@
 // a state, observed or derivative that is not finite, writes the rows it reached, says why
 // and exits 1.
 //
+// `--output X.nc` writes CF NetCDF-4 with io::NetcdfOutput instead (one variable per scalar and
+// per array, a CF time axis, coordinates, provenance and the run's outcome as global
+// attributes; no sidecar), under X.nc.partial renamed to X.nc at the end (deterministic models
+// only: a stochastic model's --output must be CSV).
+//
 // Stochastic models (a Wiener parameter, or a `distribution` parameter drawn at setup) run
 // through exec::simulate_ensemble: `--seed S` keys every random number, `--ensemble N` runs N
 // members (`--threads T`) and writes per output time `X.mean` and `X.var` (unbiased) of every
@@ -53,6 +58,7 @@
 #include "esi/exec/pointwise.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
+#include "esi/io/netcdf_output.hpp"
 #include "cli/interrupt.hpp"
 
 namespace esi::cli {
@@ -68,6 +74,7 @@ std::string method_names() {
 
 struct SimulateArgs {
   std::string file, component, output, stats, inputs;
+  std::string command_line;  ///< "esi simulate ..." as given (NetCDF provenance)
   bool quiet = false;
   bool cells = false;  ///< --cells: arrays as one equation per cell even for explicit methods
   bool default_saveat = false;  ///< no --saveat: (T1 - T0) / 100
@@ -542,6 +549,34 @@ std::string utc_now() {
   return buf;
 }
 
+/// `--output X.nc`: the CF NetCDF-4 writer (io::NetcdfOutput) instead of CSV.
+bool is_netcdf_output(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".nc") == 0;
+}
+
+/// The NetCDF file's global attributes known before the run (the outcome is added at close).
+io::NetcdfOutputOptions netcdf_options(const SimulateArgs& s, const esm::ResolvedDocument& doc,
+                                       const std::string& started_at) {
+  io::NetcdfOutputOptions o;
+  o.document = &doc.doc;
+  const auto& io = s.options.integrator;
+  const nlohmann::json metadata = doc.doc.value("metadata", nlohmann::json::object());
+  if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
+    o.provenance["title"] = metadata["name"].get<std::string>();
+  o.provenance["history"] = started_at + ": " + s.command_line;
+  o.provenance["esi_command_line"] = s.command_line;
+  o.provenance["esi_model_file"] = s.file;
+  if (!s.component.empty()) o.provenance["esi_component"] = s.component;
+  o.provenance["esi_method_requested"] =
+      io.method == method::MethodId::Auto ? std::string("auto") : std::string(method::method_info(io.method).name);
+  o.provenance["esi_rtol"] = format_number(io.rtol);
+  o.provenance["esi_atol"] = format_number(io.atol);
+  o.provenance["esi_tspan"] = format_number(s.options.t0) + " " + format_number(s.options.t1);
+  o.provenance["esi_saveat"] = format_number(s.options.saveat);
+  o.provenance["esi_started_at"] = started_at;
+  return o;
+}
+
 /// Kind ("state", "observed") and units of every output column, by name; a cell without
 /// units of its own takes its array's.
 struct ColumnCatalog {
@@ -652,6 +687,10 @@ int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::Resolv
     return usage_error("simulate", "--method " + std::string(method::sde_method_info(*s.sde_method).name) +
                                        " is an SDE method; this model has no Wiener parameter (its sampled "
                                        "parameters make each member an ODE)");
+  if (is_netcdf_output(s.output))
+    throw Error("unsupported_output_format", s.output, "",
+                "NetCDF output of stochastic models (paths, ensembles, members) is not written yet; "
+                "use --output FILE.csv");
   exec::StochasticOptions o;
   o.t0 = s.options.t0;
   o.t1 = s.options.t1;
@@ -748,7 +787,15 @@ void print_simulate_help(std::FILE* out) {
       "in command-line order, the --inputs file, esi version, start time (UTC), return code.\n"
       "\n"
       "  --output F   the CSV file, or - for standard output (then no sidecar is written: the\n"
-      "               units and metadata go nowhere); numbers in their shortest round-trip form\n"
+      "               units and metadata go nowhere); numbers in their shortest round-trip form.\n"
+      "               F ending in .nc: CF NetCDF-4 instead (no sidecar): one variable per scalar\n"
+      "               and per array (dims time, then the array's axes reversed: C.x[i,j,k] is\n"
+      "               C_x[time, k, j, i]; '.' in names becomes '_', the flat name is in the\n"
+      "               esm_name attribute), units, a CF time axis (seconds since 1970-01-01),\n"
+      "               coordinates from the document's `coordinates` registry or 1-based indices,\n"
+      "               the run's provenance as global attributes; compressed, one record per\n"
+      "               output time. Written as F.partial and renamed to F when the run ends, so a\n"
+      "               killed run never leaves a corrupt F (Ctrl-C still gives a valid F)\n"
       "  --saveat DT  output interval (> 0); at most 10000000 rows ((T1 - T0) / DT) per run.\n"
       "               Default: (T1 - T0) / 100, i.e. 101 evenly spaced rows including T0 and\n"
       "               T1, plus a row at each preset event time (discrete events with\n"
@@ -807,13 +854,16 @@ void print_simulate_help(std::FILE* out) {
       "run (rows up to then are kept) with a message naming it and the time.\n"
       "\n"
       "exit status: 0 ok, 1 invalid input, failed solve or failed write, 2 usage error,\n"
-      "             130 interrupted (Ctrl-C or SIGTERM: the rows reached are kept, the CSV is valid)\n",
+      "             130 interrupted (Ctrl-C or SIGTERM: the rows reached are kept, the CSV or\n"
+      "                 NetCDF file is valid)\n",
       out);
 }
 
 int run_simulate(Args args) {
   SimulateArgs s;
   if (const int rc = parse_args(args, s); rc != kExitOk) return rc < 0 ? kExitOk : rc;
+  s.command_line = "esi simulate";
+  for (const std::string& a : args) s.command_line += " " + a;
   try {
     const std::optional<esm::ResolvedDocument> loaded = load_or_report(s.file);
     if (!loaded) return kExitInvalid;
@@ -880,19 +930,25 @@ int run_simulate(Args args) {
                            "SDE methods do not apply and are ignored\n");
 
     // Opened before the solve, so an unwritable path fails now rather than after a long run.
-    CsvWriter csv(s.output);
+    // `--output X.nc`: CF NetCDF-4 written under X.nc.partial and renamed at the end.
+    const std::string started_at = utc_now();
+    std::optional<CsvWriter> csv;
+    std::optional<io::NetcdfOutput> netcdf;
+    if (is_netcdf_output(s.output)) netcdf.emplace(s.output, system, netcdf_options(s, doc, started_at));
+    else csv.emplace(s.output);
     NegativeWatch negatives{system.states.size(), {}, {}};
     std::vector<std::string> column_names;
     s.options.on_columns = [&](const std::vector<std::string>& names) {
-      csv.header(names);
+      if (netcdf) netcdf->define(names);
+      else csv->header(names);
       column_names = names;
     };
     s.options.on_row = [&](double t, std::span<const double> row) {
-      csv.row(t, row);
+      if (netcdf) netcdf->write(t, row);
+      else csv->row(t, row);
       negatives.see(t, row);
     };
     exec::Trajectory traj;
-    const std::string started_at = utc_now();
     const auto started = std::chrono::steady_clock::now();
     // A progress line on a terminal for runs longer than a second (model time, share of the
     // span, wall time, an estimate of what is left), redrawn at most 5 times a second.
@@ -917,14 +973,21 @@ int run_simulate(Args args) {
       s.options.stop = &g_interrupted;
       traj = exec::simulate(system, s.options);
     } catch (const Error& e) {
-      if (e.diagnostic().code != "output_write_failed") csv.discard();
+      if (netcdf) netcdf->discard();  // no NetCDF file rather than one the run did not finish
+      else if (e.diagnostic().code != "output_write_failed") csv->discard();
       throw;
     }
     if (progress_shown) std::fprintf(stderr, "\r\033[K");  // clear the progress line
-    csv.close();
+    if (csv) csv->close();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const nlohmann::json report = run_report(s, traj, wall);
-    if (s.output != "-") {
+    if (netcdf) {  // the outcome goes into the file's global attributes; no sidecar
+      netcdf->set_attribute("esi_method", report["method"].get<std::string>());
+      netcdf->set_attribute("esi_return_code", report["return_code"].get<std::string>());
+      if (!traj.ok()) netcdf->set_attribute("esi_failure", traj.message);
+      netcdf->set_attribute("esi_run", report.dump());
+      netcdf->close();
+    } else if (s.output != "-") {
       const ColumnCatalog catalog(system);
       nlohmann::json columns = nlohmann::json::array({{{"name", "t"}, {"kind", "time"}, {"units", "s"}}});
       for (const std::string& n : column_names) columns.push_back(catalog.column(n));

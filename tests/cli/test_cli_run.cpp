@@ -107,7 +107,7 @@ TEST(CliRun, BadConfigurationsFailBeforeTheRunAndLeaveNoOutput) {
   expect_refused(c, "selector_matches_nothing", "/operators/transport/select");
   c = config(100, 10, 50);
   c["forcing"] = {{"M.K", {{"netcdf", "missing.nc"}, {"variable", "K"}}}};
-  expect_refused(c, "unsupported_forcing", "/forcing/M.K");
+  expect_refused(c, "forcing_file_missing", "/forcing/M.K");
   c = config(100, 10, 50);
   c["forcing"] = {{"M.Q", {{"constant", 1.0}}}};
   expect_refused(c, "forcing_target_unknown", "/forcing/M.Q");
@@ -156,6 +156,54 @@ TEST(CliRun, AKilledRunResumesFromItsLastRestartFileBitForBit) {
   const std::vector<std::string> expected(reference.end() - static_cast<std::ptrdiff_t>(tail.size() - 1), reference.end());
   EXPECT_EQ(std::vector<std::string>(tail.begin() + 1, tail.end()), expected)
       << "killed after " << delay << " s, resumed from " << files.back();
+}
+
+}  // namespace
+
+namespace {
+
+/// A python3 with netCDF4 and xarray (Debian's live in /usr/bin/python3), or "".
+std::string python_with_netcdf() {
+  for (const char* py : {"/usr/bin/python3", "python3"})
+    if (std::system((std::string(py) + " -c 'import netCDF4, xarray' >/dev/null 2>&1").c_str()) == 0) return py;
+  return "";
+}
+
+TEST(CliRun, TheBundledPlumeExampleRunsOnNetcdfWindsAndWritesCfNetcdf) {
+  const std::string py = python_with_netcdf();
+  if (py.empty()) GTEST_SKIP() << "no python3 with netCDF4 and xarray";
+  esi::testing::TempDir dir;
+  const fs::path src = fs::path(ESI_SOURCE_DIR) / "examples/plume";
+  for (const char* f : {"plume_3d.esm", "plume_3d.run.json", "make_winds.py"}) fs::copy_file(src / f, dir.path() / f);
+  const fs::path err = dir.path() / "err.txt";
+  auto r = run_esi(py, {(dir.path() / "make_winds.py").string(), (dir.path() / "plume_winds.nc").string()}, err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path out = dir.path() / "out.nc";
+  r = run_esi(ESI_BINARY, {"run", "--config", (dir.path() / "plume_3d.run.json").string(), "-o", out.string()}, err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("25 records"), std::string::npos) << r.err;
+  // Read as a user would: xarray decodes the CF time axis; dims, coordinates and units as the
+  // document declares them; the plume is where the source is.
+  const fs::path check = dir.write("check.py", R"(
+import sys, numpy as np, xarray as xr
+ds = xr.open_dataset(sys.argv[1])
+assert dict(ds["Plume_NO"].sizes) == {"time": 25, "z": 6, "y": 16, "x": 24}, dict(ds["Plume_NO"].sizes)
+assert str(ds["time"].values[0])[:19] == "1970-01-01T06:00:00", ds["time"].values[0]
+assert str(ds["time"].values[-1])[:19] == "1970-01-01T18:00:00", ds["time"].values[-1]
+assert ds["Plume_O3"].attrs["units"] == "ppb"
+assert ds["x"].attrs["units"] == "m" and abs(float(ds["x"][0]) - 2000.0) < 1e-9
+no = ds["Plume_NO"].isel(time=12, z=0).values
+j, i = np.unravel_index(np.argmax(no), no.shape)
+assert (i, j) == (3, 7), (i, j)   # cell (4, 8, 1), 1-based: the source
+assert ds.attrs["esi_return_code"] == "Success"
+print("ok")
+)");
+  r = run_esi(py, {check.string(), out.string()}, err);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  r = run_esi("ncdump", {"-h", out.string()}, err);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Plume_O3:units = \"ppb\""), std::string::npos);
 }
 
 }  // namespace

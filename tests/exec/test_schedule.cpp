@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,52 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   bad = bracket_provider(4);
   bad.target = "F.u";
   EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 13 item 2: the reseact transport prototype keeps its conservation gate exactly (q = mq/m
+// exactly 1, dev exactly 0 in every cell) when run through a schedule.
+TEST(Schedule, Transport3dKeepsItsGateExactlyUnderASchedule) {
+  const std::filesystem::path corpus = esi::testing::corpus_dir();
+  const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
+  const std::filesystem::path inputs = std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !std::filesystem::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto doc = esi::esm::load_resolved(file.string());
+  esi::esm::FlattenOptions fo;
+  std::ifstream(inputs) >> fo.inputs;
+  fo.grid = true;
+  const esi::esm::System sys = esi::esm::flatten(doc, fo);
+  const json c = {{"time", {{"stop", 3600}}},
+                  {"schedule", {{"subcycle", leaf("all", "SSPRK43", 1e-6, 1e-8)}, {"substeps", 2}}},
+                  {"step", {{"dt", 600}}},
+                  {"output", {{"every", 1200}}}};
+  esi::exec::ScheduleOptions o;
+  o.document = &doc;
+  const auto r = run(sys, c, o);
+  const auto& tr = r.trajectory;
+  ASSERT_EQ(tr.code, ReturnCode::Success) << tr.message;
+  ASSERT_EQ(tr.times, (std::vector<double>{0, 1200, 2400, 3600}));
+  EXPECT_EQ(r.leaves[0].calls, 12);
+  std::map<std::string, std::size_t> at;
+  for (std::size_t j = 0; j < tr.names.size(); ++j) at[tr.names[j]] = j;
+  std::size_t gate_cells = 0, dev_cells = 0;
+  for (std::size_t k = 0; k < tr.times.size(); ++k)
+    for (std::size_t j = 0; j < tr.state_count; ++j) {
+      const std::string& name = tr.names[j];
+      if (name.rfind("Transport3D.dev[", 0) == 0) {
+        ASSERT_EQ(tr.at(k, j), 0.0) << name;
+        ++dev_cells;
+      } else if (name.rfind("Transport3D.mq[", 0) == 0) {
+        const std::string m = "Transport3D.m" + name.substr(std::string("Transport3D.mq").size());
+        ASSERT_EQ(tr.at(k, j), tr.at(k, at.at(m))) << name << " (q = mq/m must stay exactly 1)";
+        ++gate_cells;
+      }
+    }
+  EXPECT_EQ(gate_cells, tr.times.size() * 343);
+  EXPECT_EQ(dev_cells, tr.times.size() * 343);
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+// Forcing fields read from NetCDF files (NetCDF-3 or -4, through NetCDF-C).
+//
+// A forcing entry maps one variable of a file onto one array (or scalar) of a flattened
+// System. `NetcdfForcing::bind` checks it before any run, each refusal a located esi::Error:
+//   forcing_file_missing      the file does not exist (or is not a regular file)
+//   forcing_file_unreadable   it exists but NetCDF-C cannot open it (its message is quoted)
+//   forcing_variable_missing  no such variable; the message lists the variables the file has
+//   forcing_shape_mismatch    the variable's spatial dimensions are not the array's extents
+//   forcing_units_mismatch    the file's `units` cannot be converted to the declared units
+//   forcing_time_axis_invalid the time coordinate is missing, not "UNIT since DATE", uses a
+//                             calendar other than standard / gregorian / proleptic_gregorian,
+//                             or is not strictly increasing
+//   forcing_missing_value     (read) a record holds _FillValue, missing_value, NaN or infinity
+//   forcing_time_out_of_range (select_epoch) a time before the first record
+// Errors carry `origin` (the run configuration's file and the JSON pointer of the forcing
+// entry) when one is given, else the NetCDF file's path; the message always names the NetCDF
+// file and the variable.
+//
+// Layout: the variable's dimensions are (time, d_n, ..., d_1) or, for a field without a time
+// axis, (d_n, ..., d_1), where d_1..d_n are the array's axes in the document's order, reversed
+// (the last NetCDF dimension varies fastest, as the array's first index does; this is what
+// NetcdfOutput writes). Only the extents are compared, not the dimension names: files made
+// elsewhere name them freely. The time dimension is the variable's first dimension when it is
+// the file's unlimited dimension or has a coordinate variable whose `units` read "UNIT since
+// DATE" (CF §4.4: UNIT seconds, minutes, hours or days; DATE "YYYY-MM-DD[ T]hh:mm:ss[.f][Z]",
+// time of day optional); its values become model seconds: value * UNIT + (DATE - model epoch),
+// the model epoch being the Unix epoch unless the caller says otherwise (spec §9.2 counts model
+// time in UTC seconds since 1970-01-01).
+//
+// Units (decided here): both strings are parsed with the esm units module (a CF/UDUNITS
+// spelling such as "kg m-3" or "m2 s-1" is accepted as "kg m^-3"). Equal dimensions convert by
+// the scale (hPa in the file, Pa declared: values times 100) and, for a lone temperature, the
+// offset (degC to K); different dimensions, an unparseable string, or a file without a `units`
+// attribute where the document declares units are `forcing_units_mismatch`. A document that
+// declares no units takes the values as they are. CF packing (scale_factor, add_offset) is
+// applied before the conversion.
+//
+// Epochs are half-open: record k holds on [t_k, t_{k+1}); a time exactly on t_{k+1} selects
+// k + 1, and the last record holds from its time on.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "esi/esm/system.hpp"
+
+namespace esi::io {
+
+/// Where the forcing entry was configured (run-configuration file and JSON pointer), for errors.
+struct ForcingOrigin {
+  std::string file, pointer;
+};
+
+/// A CF time unit "UNIT since DATE": seconds per unit and the origin in seconds since the Unix
+/// epoch (proleptic Gregorian, no leap seconds). nullopt with `error` set when unreadable.
+struct CfTimeUnits {
+  double seconds_per_unit = 1;
+  double origin_unix_seconds = 0;
+};
+std::optional<CfTimeUnits> parse_cf_time_units(std::string_view units, std::string* error = nullptr);
+
+/// The record k with times[k] <= t < times[k+1] (the last record for t >= times.back()).
+/// `times` strictly increasing and not empty; t < times[0] throws forcing_time_out_of_range.
+std::size_t select_epoch(std::span<const double> times, double t);
+
+/// The first record time strictly after t (when the forcing next changes), or nullopt.
+std::optional<double> next_epoch_time(std::span<const double> times, double t);
+
+/// One variable bound to one target, checked; read it with NetcdfForcing::read.
+struct ForcingField {
+  std::string variable;     ///< the NetCDF variable
+  std::string target;       ///< the array's (or scalar's) flat name
+  std::size_t values = 1;   ///< values per record (the array's cell count)
+  std::vector<double> times;  ///< model seconds per record; empty for a field without time
+  std::string file_units, target_units;
+  double factor = 1, shift = 0;  ///< target value = file value * factor + shift (after packing)
+  // NetCDF details for read().
+  int varid = -1;
+  std::vector<std::size_t> count;  ///< per-record count (leading 1 when timed)
+  double scale_factor = 1, add_offset = 0;
+  std::vector<double> missing;     ///< _FillValue / missing_value, raw
+  std::size_t records() const { return times.empty() ? 1 : times.size(); }
+};
+
+class NetcdfForcing {
+ public:
+  /// Opens the file (forcing_file_missing / forcing_file_unreadable). `model_epoch_unix`: the
+  /// model's t = 0 in seconds since the Unix epoch (0: t is Unix time, spec §9.2).
+  explicit NetcdfForcing(std::string path, ForcingOrigin origin = {}, double model_epoch_unix = 0);
+  NetcdfForcing(const NetcdfForcing&) = delete;
+  NetcdfForcing& operator=(const NetcdfForcing&) = delete;
+  NetcdfForcing(NetcdfForcing&& other) noexcept;
+  NetcdfForcing& operator=(NetcdfForcing&& other) noexcept;
+  ~NetcdfForcing();
+
+  const std::string& path() const { return path_; }
+  /// Every variable of the file, in file order.
+  std::vector<std::string> variables() const;
+
+  /// Binds `variable` to array `array` of a System, checking name, shape, units and time axis.
+  ForcingField bind(const std::string& variable, const esm::System::Array& array) const;
+  /// Binds `variable` (dims () or (time)) to a scalar with declared units `units`.
+  ForcingField bind_scalar(const std::string& variable, const std::string& target, const std::string& units) const;
+
+  /// Record `record` of `field` into `out` (field.values numbers, the array's cell order: first
+  /// index fastest), in the target's units. forcing_missing_value when a value is missing.
+  void read(const ForcingField& field, std::size_t record, std::span<double> out) const;
+
+ private:
+  ForcingField bind_to(const std::string& variable, const std::string& target,
+                       const std::vector<std::int64_t>& extents, const std::string& units) const;
+  [[noreturn]] void refuse(const std::string& code, const std::string& message) const;
+
+  std::string path_;
+  ForcingOrigin origin_;
+  double model_epoch_unix_ = 0;
+  int ncid_ = -1;
+};
+
+}  // namespace esi::io
