@@ -306,3 +306,55 @@ TEST(NetcdfOutput, AnUnwritablePathIsOutputNotWritableNamingThePath) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(NetcdfOutput, CategoricalMembersAndAuxiliaryCoordinatesFromTheRegistry) {
+  // species is categorical (string members); lat2d over [x, species] is an auxiliary coordinate
+  // (two axes), named in the `coordinates` attribute of every variable over both axes.
+  const std::string text = R"({"esm": "1.0.0", "metadata": {"name": "Aux"},
+    "index_sets": {"x": {"kind": "interval", "size": 2},
+                   "species": {"kind": "categorical", "members": ["O3", "NO2", "CO"]}},
+    "coordinates": {"lat2d": {"source": "lat2d", "standard_name": "latitude", "units": "degrees_north"}},
+    "models": {"M": {
+      "variables": {
+        "c": {"type": "unknown", "shape": ["x", "species"], "units": "ppb", "default": 1.0},
+        "lat2d": {"type": "parameter", "shape": ["x", "species"], "units": "deg", "default": 0.0}},
+      "equations": [{"lhs": {"op": "D", "args": ["c"], "wrt": "t"},
+                     "rhs": {"op": "*", "args": [-0.001, "c", "lat2d"]}}]}}})";
+  esi::testing::TempDir dir;
+  const auto doc = esi::esm::load_resolved(dir.write("aux.esm", text));
+  esi::esm::FlattenOptions fo;
+  fo.inputs = {{"lat2d", {{40.0, 41.0, 42.0}, {50.0, 51.0, 52.0}}}};  // [x][species]
+  const auto sys = esi::esm::flatten(doc, fo);
+  std::vector<std::string> names;
+  for (const auto& s : sys.states) names.push_back(s.name);
+  esi::io::NetcdfOutputOptions o;
+  o.document = &doc.doc;
+  const fs::path path = dir.path() / "aux.nc";
+  {
+    NetcdfOutput out(path.string(), sys, o);
+    out.define(names);
+    std::vector<double> row(names.size(), 2.0);
+    out.write(0.0, row);
+    out.close();
+  }
+  int nc = -1;
+  ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR);
+  const int species = nc_var(nc, "species");
+  char* members[3] = {};
+  ASSERT_EQ(nc_get_var_string(nc, species, members), NC_NOERR);
+  EXPECT_STREQ(members[0], "O3");
+  EXPECT_STREQ(members[2], "CO");
+  nc_free_string(3, members);
+  const int lat = nc_var(nc, "lat2d");
+  EXPECT_EQ(nc_dims(nc, lat), (std::vector<std::string>{"species", "x"}));
+  // Cell (x, species) at [species-1][x-1]: lat2d[x=2][species=1] = 50.
+  EXPECT_EQ(nc_all(nc, lat, 6), (std::vector<double>{40.0, 50.0, 41.0, 51.0, 42.0, 52.0}));
+  EXPECT_EQ(nc_text(nc, lat, "standard_name"), "latitude");
+  EXPECT_EQ(nc_text(nc, lat, "axis"), "<absent>");
+  EXPECT_EQ(nc_text(nc, nc_var(nc, "M_c"), "coordinates"), "lat2d");
+  nc_close(nc);
+}
+
+}  // namespace
