@@ -140,6 +140,9 @@ struct ForcingSlot {
   int parameter = -1;  ///< System::parameters index
   int bracket_axis = -1;
   std::size_t values = 1;
+  /// Cell form (the array became one parameter per cell): per cell of the array, first index
+  /// fastest, its System::parameters index (-1: no equation reads that cell).
+  std::vector<int> cell_parameters;
 };
 
 ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, const ForcingProvider& f) {
@@ -159,10 +162,22 @@ ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, c
     return slot;
   }
   const auto& arr = system.arrays[static_cast<std::size_t>(slot.array)];
-  if (!arr.parameter || arr.values.empty())
+  if (!arr.parameter)
     throw Error("forcing_target_unknown", config.file, f.pointer,
                 "'" + f.target + "' is an array the model computes or integrates, not a parameter array; "
                 "forcing sets parameters");
+  if (arr.values.empty()) {  // cell form: one parameter per cell that some equation reads
+    std::vector<std::int64_t> x(arr.extents.size(), 1);
+    std::size_t cells = 1;
+    for (std::int64_t e : arr.extents) cells *= static_cast<std::size_t>(e);
+    for (std::size_t c = 0; c < cells; ++c) {
+      slot.cell_parameters.push_back(system.parameter_index(esm::cell_name(arr.name, x)));
+      for (std::size_t d = 0; d < x.size(); ++d) {  // odometer, first index fastest
+        if (++x[d] <= arr.extents[d]) break;
+        x[d] = 1;
+      }
+    }
+  }
   std::size_t n = 1;
   for (std::size_t d = 0; d < arr.axes.size(); ++d) {
     if (arr.axes[d] == f.bracket) {
@@ -213,11 +228,14 @@ class Runner {
     // Forcing targets get their values from the providers before anything is evaluated; until
     // then they hold 0 where nothing else gave a value (compiling refuses NaN parameter cells).
     esm::System system = given;
-    for (const ForcingProvider& f : o_.forcing)
+    for (const ForcingProvider& f : o_.forcing) {
       for (auto& a : system.arrays)
         if (a.name == f.target && a.parameter)
           for (double& v : a.values)
             if (std::isnan(v)) v = 0;
+      for (auto& p : system.parameters)  // the cell form: one parameter per cell
+        if ((p.name == f.target || p.array == f.target) && !p.default_value) p.default_value = 0.0;
+    }
     if (!system.events.empty())
       throw Error("unsupported_event", config.file, "",
                   "the model has events, which esi run does not apply yet (esi simulate does)");
@@ -621,22 +639,26 @@ class Runner {
         continue;
       }
       auto& arr = model_->system.arrays[static_cast<std::size_t>(slot.array)];
+      std::vector<double>& full = slot.cell_parameters.empty() ? arr.values : scratch_;
+      full.resize(slot.bracket_axis < 0 ? f.record_values : 2 * f.record_values);
       if (slot.bracket_axis < 0) {
         const auto& values = record(q, static_cast<std::size_t>(k));
-        std::copy(values.begin(), values.end(), arr.values.begin());
-        continue;
-      }
-      // Cells first index fastest: inner = cells per step of the bracket axis.
-      std::size_t inner = 1;
-      for (int d = 0; d < slot.bracket_axis; ++d) inner *= static_cast<std::size_t>(arr.extents[static_cast<std::size_t>(d)]);
-      const auto last = static_cast<std::ptrdiff_t>(f.times.size()) - 1;
-      for (int side = 0; side < 2; ++side) {
-        const auto& values = record(q, static_cast<std::size_t>(std::min<std::ptrdiff_t>(k + side, last)));
-        for (std::size_t v = 0; v < f.record_values; ++v) {
-          const std::size_t lo = v % inner, hi = v / inner;
-          arr.values[hi * inner * 2 + static_cast<std::size_t>(side) * inner + lo] = values[v];
+        std::copy(values.begin(), values.end(), full.begin());
+      } else {
+        // Cells first index fastest: inner = cells per step of the bracket axis.
+        std::size_t inner = 1;
+        for (int d = 0; d < slot.bracket_axis; ++d) inner *= static_cast<std::size_t>(arr.extents[static_cast<std::size_t>(d)]);
+        const auto last = static_cast<std::ptrdiff_t>(f.times.size()) - 1;
+        for (int side = 0; side < 2; ++side) {
+          const auto& values = record(q, static_cast<std::size_t>(std::min<std::ptrdiff_t>(k + side, last)));
+          for (std::size_t v = 0; v < f.record_values; ++v) {
+            const std::size_t lo = v % inner, hi = v / inner;
+            full[hi * inner * 2 + static_cast<std::size_t>(side) * inner + lo] = values[v];
+          }
         }
       }
+      for (std::size_t c = 0; c < slot.cell_parameters.size(); ++c)
+        if (slot.cell_parameters[c] >= 0) model_->p[static_cast<std::size_t>(slot.cell_parameters[c])] = full[c];
     }
     if (changed) model_->prepare_all();
   }
@@ -670,6 +692,7 @@ class Runner {
   std::vector<Leaf> leaves_;
   std::vector<ForcingSlot> slots_;
   std::vector<std::ptrdiff_t> loaded_;
+  std::vector<double> scratch_;
   std::vector<std::vector<std::pair<std::size_t, std::vector<double>>>> cache_;
   method::OdeProblem problem_;
   double epoch_start_ = 0, epoch_end_ = kNever;
@@ -679,6 +702,17 @@ class Runner {
 };
 
 }  // namespace
+
+bool whole_implicit(const RunConfig& config) {
+  std::vector<const ScheduleNode*> leaves;
+  collect_leaves(config.schedule, leaves);
+  bool implicit = false;
+  for (const ScheduleNode* l : leaves) {
+    if (l->leaf.op != "all") return false;
+    implicit = implicit || l->leaf.method == method::MethodId::Auto || method::method_info(l->leaf.method).needs_jacobian;
+  }
+  return implicit;
+}
 
 void check_schedule(const esm::System& system, const RunConfig& config, const std::vector<ForcingProvider>& forcing) {
   const Binding b = bind(system, config);

@@ -237,7 +237,7 @@ std::vector<std::string> NetcdfForcing::variables() const {
 }
 
 ForcingField NetcdfForcing::bind(const std::string& variable, const esm::System::Array& array) const {
-  return bind_to(variable, array.name, array.extents, array.units);
+  return bind_to(variable, array.name, array.extents, array.units, array.axes);
 }
 
 ForcingField NetcdfForcing::bind_scalar(const std::string& variable, const std::string& target,
@@ -245,8 +245,22 @@ ForcingField NetcdfForcing::bind_scalar(const std::string& variable, const std::
   return bind_to(variable, target, {}, units);
 }
 
+namespace {
+
+/// A file dimension named for an index set: the same name, or one is the other with a prefix
+/// ("lev" and "gf_lev").
+bool names_axis(const std::string& dim, const std::string& axis) {
+  auto suffix = [](const std::string& a, const std::string& b) {
+    return a.size() > b.size() + 1 && a.compare(a.size() - b.size(), b.size(), b) == 0 && a[a.size() - b.size() - 1] == '_';
+  };
+  return dim == axis || suffix(axis, dim) || suffix(dim, axis);
+}
+
+}  // namespace
+
 ForcingField NetcdfForcing::bind_to(const std::string& variable, const std::string& target,
-                                    const std::vector<std::int64_t>& extents, const std::string& units) const {
+                                    const std::vector<std::int64_t>& extents, const std::string& units,
+                                    const std::vector<std::string>& axes) const {
   ForcingField f;
   f.variable = variable;
   f.target = target;
@@ -297,15 +311,46 @@ ForcingField NetcdfForcing::bind_to(const std::string& variable, const std::stri
   for (std::size_t d = extents.size(); d-- > 0;) wanted += (wanted.size() > 1 ? ", " : "") + std::to_string(extents[d]);
   wanted += ")";
   const std::size_t spatial = static_cast<std::size_t>(ndims) - (timed ? 1 : 0);
-  bool shape_ok = spatial == extents.size();
-  for (std::size_t d = 0; shape_ok && d < spatial; ++d)
-    shape_ok = static_cast<std::int64_t>(lengths[(timed ? 1 : 0) + d]) == extents[extents.size() - 1 - d];
+  const std::size_t first = timed ? 1 : 0;
+  // Two layouts are read: the array's axes reversed (what NetcdfOutput writes: the last
+  // dimension is the first index) and the axes in the document's order (a GEOS-FP file
+  // (time, lev, lat, lon) for an array declared [lev, lat, lon]). Dimension names that name the
+  // index sets decide; otherwise the extents, and when both orders fit, the file is refused
+  // rather than read possibly transposed.
+  bool reversed_fits = spatial == extents.size(), declared_fits = reversed_fits;
+  bool reversed_named = reversed_fits && axes.size() == extents.size(), declared_named = reversed_named;
+  for (std::size_t d = 0; d < spatial && d < extents.size(); ++d) {
+    const std::size_t r = extents.size() - 1 - d;
+    reversed_fits = reversed_fits && static_cast<std::int64_t>(lengths[first + d]) == extents[r];
+    declared_fits = declared_fits && static_cast<std::int64_t>(lengths[first + d]) == extents[d];
+    reversed_named = reversed_named && names_axis(dim_names[first + d], axes[r]);
+    declared_named = declared_named && names_axis(dim_names[first + d], axes[d]);
+  }
+  bool shape_ok = false;
+  if (spatial <= 1 || (reversed_named && !declared_named)) {
+    shape_ok = reversed_fits;
+  } else if (declared_named) {
+    shape_ok = declared_fits;
+    f.declared_order = true;
+  } else if (reversed_fits != declared_fits) {
+    shape_ok = true;
+    f.declared_order = declared_fits;
+  } else if (reversed_fits) {
+    std::string order;
+    for (const std::string& a : axes) order += (order.empty() ? "" : ", ") + a;
+    refuse("forcing_dimension_order_ambiguous",
+           where + " has dimensions " + file_shape + ", which fit " + target + " (axes " + order +
+               ") both in the document's order and reversed; name the file's dimensions after the index sets "
+               "so esi knows which is which");
+  }
+  if (f.declared_order) f.extents.assign(extents.begin(), extents.end());
   if (!shape_ok)
     refuse("forcing_shape_mismatch",
            where + " has dimensions " + file_shape + "; " + target + " has " +
                (extents.empty() ? std::string("no axes (a scalar)") : std::to_string(extents.size()) + " axes") +
                ", so the variable needs dimensions " + wanted +
-               " (the array's axes reversed: the last NetCDF dimension is the first index)");
+               " (the array's axes reversed: the last NetCDF dimension is the first index) or the axes in the "
+               "document's order");
   f.count.assign(static_cast<std::size_t>(ndims), 1);
   f.values = 1;
   for (std::size_t d = timed ? 1 : 0; d < lengths.size(); ++d) f.count[d] = lengths[d], f.values *= lengths[d];
@@ -378,6 +423,20 @@ void NetcdfForcing::read(const ForcingField& f, std::size_t record, std::span<do
   if (status != NC_NOERR)
     refuse("forcing_file_unreadable", "reading record " + std::to_string(record + 1) + " of variable '" + f.variable +
                                           "' of " + path_ + " failed: " + nc_strerror(status));
+  if (f.declared_order) {  // the file's last dimension is the array's last axis: transpose
+    std::vector<double> file(out.begin(), out.end());
+    const std::size_t rank = f.extents.size();
+    std::vector<std::int64_t> x(rank, 0);
+    for (std::size_t c = 0; c < out.size(); ++c) {  // c: first index fastest
+      std::size_t at = 0;
+      for (std::size_t d = 0; d < rank; ++d) at = at * static_cast<std::size_t>(f.extents[d]) + static_cast<std::size_t>(x[d]);
+      out[c] = file[at];
+      for (std::size_t d = 0; d < rank; ++d) {
+        if (++x[d] < f.extents[d]) break;
+        x[d] = 0;
+      }
+    }
+  }
   const bool packed = f.scale_factor != 1 || f.add_offset != 0;
   const bool converted = f.factor != 1 || f.shift != 0;
   for (std::size_t c = 0; c < out.size(); ++c) {

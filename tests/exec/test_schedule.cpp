@@ -328,6 +328,20 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
     ASSERT_GE(col, 0);
     EXPECT_NEAR(last[std::size_t(col)], exact, 1e-9 * exact) << "cell " << i + 1;
   }
+  // The cell form (one parameter per forcing cell) with an implicit method: the same integral.
+  json implicit = c;
+  implicit["schedule"] = leaf("all", "Rodas5P", 1e-8, 1e-10);
+  const auto rc = run(m.cells, implicit, o);
+  ASSERT_EQ(rc.trajectory.code, ReturnCode::Success) << rc.trajectory.message;
+  const auto last_cells = final_row(rc.trajectory);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const int col = rc.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
+    ASSERT_GE(col, 0);
+    const int grid_col = r.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
+    EXPECT_NEAR(last_cells[std::size_t(col)], last[std::size_t(grid_col)], 1e-9 * last[std::size_t(grid_col)]);
+  }
+  EXPECT_TRUE(esi::exec::whole_implicit(parse(implicit)));
+  EXPECT_FALSE(esi::exec::whole_implicit(parse(c)));
   // A run past the last bracketing pair is refused before it steps there.
   c["time"]["stop"] = 4 * 3600;
   std::string ptr;

@@ -120,6 +120,44 @@ TEST(NetcdfForcing, ARecordReadsInCellOrderConvertedFromHpaToPa) {
     for (int i = 1; i <= 3; ++i) EXPECT_EQ(out[c++], (200.0 + 10.0 * j + i) * 100.0) << i << "," << j;
 }
 
+TEST(NetcdfForcing, DimensionsNamedInTheDocumentsAxisOrderAreReadTransposed) {
+  ForcingFile file;  // p(time, y = 2, x = 3)
+  const NetcdfForcing forcing(file.path.string());
+  esi::esm::System::Array a = array("Pa", {2, 3});
+  a.axes = {"y", "x"};  // declared [y, x], as a GEOS-FP array [lev, lat, lon] follows its file
+  const auto field = forcing.bind("p", a);
+  EXPECT_TRUE(field.declared_order);
+  std::vector<double> out(6);
+  forcing.read(field, 1, out);
+  // Cell (j, i) of M.p, first index (j) fastest, is the file's [record][j-1][i-1].
+  std::size_t c = 0;
+  for (int i = 1; i <= 3; ++i)
+    for (int j = 1; j <= 2; ++j) EXPECT_EQ(out[c++], (100.0 + 10.0 * j + i) * 100.0) << i << "," << j;
+  // Prefixed index-set names name the same dimensions ("gf_y" for "y").
+  a.axes = {"gf_y", "gf_x"};
+  EXPECT_TRUE(forcing.bind("p", a).declared_order);
+}
+
+TEST(NetcdfForcing, ASquareFieldWithDimensionsNamedForNoAxisIsRefusedAsAmbiguous) {
+  esi::testing::TempDir dir;
+  const fs::path path = dir.path() / "square.nc";
+  int nc = -1, d0 = -1, d1 = -1, v = -1;
+  ASSERT_EQ(nc_create(path.c_str(), NC_NETCDF4 | NC_CLOBBER, &nc), NC_NOERR);
+  nc_def_dim(nc, "d0", 3, &d0);
+  nc_def_dim(nc, "d1", 3, &d1);
+  const int dims[2] = {d0, d1};
+  nc_def_var(nc, "q", NC_DOUBLE, 2, dims, &v);
+  ForcingFile::put_text(nc, v, "units", "Pa");
+  nc_enddef(nc);
+  const std::vector<double> values(9, 1.0);
+  nc_put_var_double(nc, v, values.data());
+  ASSERT_EQ(nc_close(nc), NC_NOERR);
+  const NetcdfForcing forcing(path.string());
+  const esi::Error e = error_of([&] { forcing.bind("q", array("Pa", {3, 3})); });
+  EXPECT_EQ(e.code(), "forcing_dimension_order_ambiguous");
+  EXPECT_NE(e.diagnostic().message.find("name the file's dimensions after the index sets"), std::string::npos);
+}
+
 TEST(NetcdfForcing, TheTimeAxisBecomesModelSecondsFromItsCfUnits) {
   ForcingFile file;  // hours since 1970-01-01 01:00:00: 0, 1, 2 h after 01:00
   const NetcdfForcing forcing(file.path.string());

@@ -107,6 +107,11 @@ struct ScheduleResult {
   std::uint64_t macro_steps = 0;
 };
 
+/// True when every leaf runs "all" and some leaf's method needs a Jacobian (or is automatic):
+/// such a run needs the model in the cell form (one equation per cell), as the per-region form
+/// has no Jacobian.
+bool whole_implicit(const RunConfig& config);
+
 /// Checks the configuration against the system (operators, leaves, forcing targets) without
 /// running: what `esi run` does before it opens any output. Throws the binding errors above
 /// and `forcing_target_unknown`, `forcing_shape_mismatch`.

@@ -19,8 +19,11 @@
 // Layout: the variable's dimensions are (time, d_n, ..., d_1) or, for a field without a time
 // axis, (d_n, ..., d_1), where d_1..d_n are the array's axes in the document's order, reversed
 // (the last NetCDF dimension varies fastest, as the array's first index does; this is what
-// NetcdfOutput writes). Only the extents are compared, not the dimension names: files made
-// elsewhere name them freely. The time dimension is the variable's first dimension when it is
+// NetcdfOutput writes), or (time, d_1, ..., d_n), the axes in the document's order (a GEOS-FP
+// file (time, lev, lat, lon) for an array declared [lev, lat, lon]; read() transposes).
+// Dimension names that name the index sets ("lev" or "gf_lev" for the set gf_lev) decide the
+// order; without them the extents do, and a file that fits both orders is refused
+// (`forcing_dimension_order_ambiguous`) rather than read possibly transposed. The time dimension is the variable's first dimension when it is
 // the file's unlimited dimension or has a coordinate variable whose `units` read "UNIT since
 // DATE" (CF §4.4: UNIT seconds, minutes, hours or days; DATE "YYYY-MM-DD[ T]hh:mm:ss[.f][Z]",
 // time of day optional); its values become model seconds: value * UNIT + (DATE - model epoch),
@@ -83,6 +86,10 @@ struct ForcingField {
   std::vector<std::size_t> count;  ///< per-record count (leading 1 when timed)
   double scale_factor = 1, add_offset = 0;
   std::vector<double> missing;     ///< _FillValue / missing_value, raw
+  /// The file's spatial dimensions follow the array's axes in the document's order (not
+  /// reversed): read() transposes. `extents` are the array's then.
+  bool declared_order = false;
+  std::vector<std::int64_t> extents;
   std::size_t records() const { return times.empty() ? 1 : times.size(); }
 };
 
@@ -112,7 +119,8 @@ class NetcdfForcing {
 
  private:
   ForcingField bind_to(const std::string& variable, const std::string& target,
-                       const std::vector<std::int64_t>& extents, const std::string& units) const;
+                       const std::vector<std::int64_t>& extents, const std::string& units,
+                       const std::vector<std::string>& axes = {}) const;
   [[noreturn]] void refuse(const std::string& code, const std::string& message) const;
 
   std::string path_;
