@@ -171,6 +171,11 @@ std::vector<int> rows_of(const kernel::JacobianProgram& p) {
   return out;
 }
 
+void set_sources(ScatterPlan& p) {
+  p.source.assign(p.slots, -1);
+  for (std::size_t k = 0; k < p.slot.size(); ++k) p.source[static_cast<std::size_t>(p.slot[k])] = static_cast<std::int32_t>(k);
+}
+
 [[noreturn]] void cannot_hold(const OperatorJacobian& jac, int row, int col, const std::string& why) {
   const esm::System& s = *jac.program.source;
   const auto& rv = s.states[static_cast<std::size_t>(jac.program.dofs[static_cast<std::size_t>(row)])];
@@ -252,10 +257,12 @@ ScatterPlan plan_lane_dense(const OperatorJacobian& jac) {
   p.fingerprint = jac.fingerprint;
   p.n = static_cast<int>(jac.n());
   p.slots = jac.n() * jac.n();
-  p.zero_first = true;
   const std::vector<int> rows = rows_of(jac.program);
   for (std::size_t k = 0; k < rows.size(); ++k)
     p.slot.push_back(static_cast<std::int32_t>(rows[k] * p.n + jac.program.col[k]));
+  // (A value program writing all n^2 slots in place, zeros included, measured slower than
+  // this: the tape then stores n^2 registers per lane instead of nnz plus a memset.)
+  set_sources(p);
   return p;
 }
 
@@ -323,7 +330,6 @@ ScatterPlan plan_column_banded(const OperatorJacobian& jac, const Plan& plan, co
   p.n = p.levels * p.species;
   p.half_bandwidth = static_cast<int>((op.column_bandwidth + 1) * p.species - 1);
   p.slots = static_cast<std::size_t>(2 * p.half_bandwidth + 1) * static_cast<std::size_t>(p.n);
-  p.zero_first = true;
   std::size_t columns = 1;
   for (std::size_t d = 0; d < plan.extents.size(); ++d)
     if (d != vertical) columns *= static_cast<std::size_t>(plan.extents[d]);
@@ -354,6 +360,9 @@ ScatterPlan plan_column_banded(const OperatorJacobian& jac, const Plan& plan, co
     p.slot.push_back(static_cast<std::int32_t>((j - i + p.half_bandwidth) * p.n + i));
     p.lane.push_back(static_cast<std::int32_t>(column_of[static_cast<std::size_t>(r)]));
   }
+  // Columns may differ in pattern (a boundary column): every slot is zeroed in every column,
+  // then the nonzeros are scattered over it.
+  for (std::size_t q = 0; q < p.slots; ++q) p.zero_slots.push_back(static_cast<std::int32_t>(q));
   return p;
 }
 
@@ -368,6 +377,22 @@ void check_pair(const OperatorJacobian& jac, const ScatterPlan& plan) {
     throw Error("layout_from_another_build", "", "",
                 std::string("this ") + layout_name(plan.kind) + " scatter plan was made for another Jacobian program than "
                     "operator '" + jac.op + "''s");
+}
+
+/// out[q * L + l] = slab[source[q] * L + l], or 0 where source[q] < 0; W = L when W > 0.
+template <class T, std::size_t W>
+void gather_slots(const ScatterPlan& plan, const T* slab, T* out, std::size_t L) {
+  const std::size_t width = W > 0 ? W : L;
+  for (std::size_t q = 0; q < plan.slots; ++q) {
+    T* dst = out + q * width;
+    const std::int32_t k = plan.source[q];
+    if (k < 0) {
+      for (std::size_t l = 0; l < width; ++l) dst[l] = T(0);
+    } else {
+      const T* src = slab + static_cast<std::size_t>(k) * width;
+      for (std::size_t l = 0; l < width; ++l) dst[l] = src[l];
+    }
+  }
 }
 
 template <class T>
@@ -418,15 +443,20 @@ void eval_into(const OperatorJacobian& jac, const ScatterPlan& plan, JacWorkspac
   a.du = {slab, jac.nonzeros(), L, L};
   kernel::run(program_of(jac, plan), ws.ws, a);
   const std::size_t SL = plan.storage_lanes ? plan.storage_lanes : L;
-  if (plan.zero_first) std::fill(out, out + plan.slots * SL, T(0));
   const std::size_t nnz = jac.nonzeros();
   if (plan.lane.empty()) {
-    for (std::size_t k = 0; k < nnz; ++k) {
-      T* dst = out + static_cast<std::size_t>(plan.slot[k]) * L;
-      const T* src = slab + k * L;
-      for (std::size_t l = 0; l < L; ++l) dst[l] = src[l];
+    // Storage in slot order: sequential writes, the slab (nonzeros x L) read from cache. The
+    // usual block widths get loops of fixed length (vectorized; a runtime L is not at -O2).
+    switch (L) {
+      case 4: gather_slots<T, 4>(plan, slab, out, L); break;
+      case 8: gather_slots<T, 8>(plan, slab, out, L); break;
+      case 16: gather_slots<T, 16>(plan, slab, out, L); break;
+      case 32: gather_slots<T, 32>(plan, slab, out, L); break;
+      case 64: gather_slots<T, 64>(plan, slab, out, L); break;
+      default: gather_slots<T, 0>(plan, slab, out, L); break;
     }
   } else {
+    for (const std::int32_t q : plan.zero_slots) std::fill_n(out + static_cast<std::size_t>(q) * SL, SL, T(0));
     for (std::size_t k = 0; k < nnz; ++k)
       out[static_cast<std::size_t>(plan.slot[k]) * SL + static_cast<std::size_t>(plan.lane[k])] = slab[k];
   }

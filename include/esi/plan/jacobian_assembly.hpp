@@ -85,7 +85,13 @@ struct ScatterPlan {
   std::size_t storage_lanes = 0;
   std::vector<std::int32_t> slot;  ///< per nonzero (CSR order): its storage slot
   std::vector<std::int32_t> lane;  ///< ColumnBanded: per nonzero, its storage lane
-  bool zero_first = false;         ///< slots no nonzero writes exist: zeroed before the scatter
+  /// LaneDense: per slot, the nonzero it holds or -1 (0 is written there by every eval_into:
+  /// the storage may have been factored in place since). The storage is then written once, in
+  /// slot order.
+  std::vector<std::int32_t> source;
+  /// ColumnBanded: the slots zeroed in every column before the scatter (all of them: columns
+  /// may differ in pattern).
+  std::vector<std::int32_t> zero_slots;
   /// The values written straight into storage: output q = slot q (Csr: the operator's own
   /// value program; LaneSparse: one compiled in factor order). Absent: values go through the
   /// workspace's slab and are scattered (LaneDense, ColumnBanded).
