@@ -237,7 +237,7 @@ OperatorJacobian compile_operator_jacobian(const esm::System& system, const Plan
   }
   OperatorJacobian out{op.name, grid,
                        kernel::compile_jacobian_of(std::move(sys), std::move(dofs), std::move(rhs), options),
-                       std::move(species_of), std::move(cell_of), 0};
+                       std::move(species_of), std::move(cell_of), 0, options};
   if (out.grid && !op.rows.empty() && out.program.col.empty()) {
     const esm::System& s = *out.program.source;
     const int first = s.state_index(esm::cell_name(op.rows[0], out.cell.empty() ? std::vector<std::int64_t>{} : out.cell[0]));
@@ -266,8 +266,7 @@ ScatterPlan plan_lane_dense(const OperatorJacobian& jac) {
   return p;
 }
 
-ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLuPlan& lu,
-                             const kernel::CompileOptions& options) {
+ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLuPlan& lu) {
   require_scalar_form(jac, LayoutKind::LaneSparse);
   if (lu.n != static_cast<int>(jac.n()))
     throw Error("layout_not_applicable", "", "",
@@ -297,7 +296,7 @@ ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLu
   const NodeId zero = copy.pool.number(0.0);
   std::vector<NodeId> outputs(p.slots, zero);
   for (std::size_t k = 0; k < p.slot.size(); ++k) outputs[static_cast<std::size_t>(p.slot[k])] = jac.program.entries[k];
-  p.direct = kernel::compile_outputs(copy, outputs, options);
+  p.direct = kernel::compile_outputs(copy, outputs, jac.options);
   return p;
 }
 

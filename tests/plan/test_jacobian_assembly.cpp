@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
@@ -581,4 +582,39 @@ TEST(JacobianAssembly, AGriddedOperatorWithNoEntryAndABandTooNarrowAreRefused) {
   }
   EXPECT_TRUE(saw_empty) << esi::canonical_json(to_json(plan));
   EXPECT_TRUE(saw_column) << esi::canonical_json(to_json(plan));
+}
+
+TEST(JacobianAssembly, ACellsBlockDoesNotDependOnItsLaneOrTheLaneCount) {
+  // Seed 004 §4: a lane's block depends only on that cell's inputs and the plan. POLLU's cells
+  // at lane widths 3 and 8 (a partial block padded inside the kernel), in reversed order.
+  const fs::path corpus = esi::testing::corpus_dir();
+  const fs::path f = corpus / "EarthSciModels/components/gaschem/pollu.esm";
+  if (corpus.empty() || !fs::exists(f)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  esi::esm::System s = flatten_grid(f);
+  const Plan plan = make_plan(s, no_validation());
+  const OperatorJacobian jac = compile_operator_jacobian(s, plan, plan.operators[0]);
+  const auto lu = esi::linalg::plan_sparse_lu({static_cast<int>(jac.n()), jac.program.row_ptr, jac.program.col});
+  const auto p = esi::testing::defaults(s.parameters);
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<double>> cells;
+  for (int c = 0; c < 8; ++c) cells.push_back(esi::testing::perturbed(s.states, rng));
+  const std::vector<double> t{0.0};
+  for (const ScatterPlan& layout : {plan_lane_dense(jac), plan_lane_sparse(jac, lu), plan_csr(jac)}) {
+    auto assemble = [&](const std::vector<int>& order) {
+      const std::size_t L = order.size();
+      std::vector<double> u(s.states.size() * L), out(layout.slots * L);
+      for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t i = 0; i < s.states.size(); ++i) u[i * L + l] = cells[static_cast<std::size_t>(order[l])][i];
+      JacWorkspace ws = make_workspace(jac, layout, L);
+      prepare(jac, layout, ws, p);
+      eval_into<double>(jac, layout, ws, {u.data(), s.states.size(), L, L}, t, out.data());
+      std::map<int, std::vector<double>> by_cell;  // cell -> its block
+      for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t q = 0; q < layout.slots; ++q) by_cell[order[l]].push_back(out[q * L + l]);
+      return by_cell;
+    };
+    const auto eight = assemble({7, 6, 5, 4, 3, 2, 1, 0});
+    const auto three = assemble({1, 4, 6});
+    for (int c : {1, 4, 6}) EXPECT_EQ(three.at(c), eight.at(c)) << layout_name(layout.kind) << " cell " << c;
+  }
 }

@@ -62,6 +62,7 @@ struct OperatorJacobian {
   std::vector<int> species;
   std::vector<std::vector<std::int64_t>> cell;
   std::uint64_t fingerprint = 0;  ///< of (op, dofs, pattern): plans and workspaces carry it
+  kernel::CompileOptions options;  ///< what the value program was compiled with (target, forcing)
   std::size_t n() const { return program.dofs.size(); }
   std::size_t nonzeros() const { return program.col.size(); }
 };
@@ -103,8 +104,8 @@ struct ScatterPlan {
 };
 
 ScatterPlan plan_lane_dense(const OperatorJacobian& jac);
-ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLuPlan& lu,
-                             const kernel::CompileOptions& options = {});
+/// Compiles a value program in factor order (with jac.options): not on the per-step path.
+ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLuPlan& lu);
 ScatterPlan plan_csr(const OperatorJacobian& jac);
 /// `op` and `plan` must be the ones `jac` was compiled from (bandwidth, vertical axis).
 ScatterPlan plan_column_banded(const OperatorJacobian& jac, const Plan& plan, const Operator& op);
