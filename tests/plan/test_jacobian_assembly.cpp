@@ -313,14 +313,18 @@ TEST(JacobianAssembly, PpmTransportOperatorsEqualTheCellFormDualJacobian) {
   std::map<std::pair<int, int>, double> total;
   std::map<int, double> row_scale;
   std::size_t nonzeros = 0;
+  std::vector<OperatorJacobian> jacs;
+  std::vector<std::vector<double>> csr_values;
   for (const Operator& op : plan.operators) {
-    const OperatorJacobian jac = compile_operator_jacobian(s, plan, op);
+    jacs.push_back(compile_operator_jacobian(s, plan, op));
+    const OperatorJacobian& jac = jacs.back();
     ASSERT_TRUE(jac.grid);
     const ScatterPlan csr = plan_csr(jac);
     JacWorkspace ws = make_workspace(jac, csr, 1);
     prepare(jac, csr, ws, p);
     std::vector<double> values(csr.slots, -777.0);
     eval_into<double>(jac, csr, ws, {u.data(), s.states.size(), 1, 1}, t, values.data());
+    csr_values.push_back(values);
     nonzeros += jac.nonzeros();
     // The pattern lies inside the planned reach (per axis, from the row's cell).
     std::size_t outside = 0;
@@ -408,10 +412,12 @@ TEST(JacobianAssembly, PpmTransportOperatorsEqualTheCellFormDualJacobian) {
   columns.resize(12);
   double max_rel = 0;
   std::size_t compared = 0, dual_nonzeros = 0;
+  std::map<std::size_t, std::vector<double>> dual_column;  // cell-form column -> rows
   for (std::size_t c : columns) {
     esi::testing::DualOracle o(cells, u_cells.data(), p_cells.data(), t[0], c);
     for (std::size_t r = 0; r < cells.states.size(); ++r) {
       const double want = o.eval(cells.state_rhs[r]).d;
+      dual_column[c].push_back(want);
       const auto it = total.find({to_grid[r], to_grid[c]});
       const double got = it == total.end() ? 0.0 : it->second;
       const double scale = std::max(row_scale[to_grid[r]], std::fabs(want));
@@ -425,6 +431,46 @@ TEST(JacobianAssembly, PpmTransportOperatorsEqualTheCellFormDualJacobian) {
       EXPECT_LE(std::fabs(got - want), kTol * scale) << cells.states[r].name << " / " << cells.states[c].name;
       ++compared;
     }
+  }
+  // Products of the whole transport (the three operators' apply summed) against the dual
+  // columns: v nonzero only on the sampled columns, so J v is a sum of known dual columns; the
+  // sampled entries of J^T w are dual column . w.
+  std::uniform_real_distribution<double> d(-1, 1);
+  std::vector<double> v(s.states.size(), 0.0), w(s.states.size()), y(s.states.size(), 0.0), g(s.states.size(), 0.0);
+  for (std::size_t c : columns) v[static_cast<std::size_t>(to_grid[c])] = d(rng);
+  for (double& x : w) x = d(rng);
+  for (std::size_t o = 0; o < jacs.size(); ++o) {
+    const OperatorJacobian& jac = jacs[o];
+    const ScatterPlan csr = plan_csr(jac);
+    std::vector<double> vj(jac.n()), wj(jac.n()), yj(jac.n(), 0.0), gj(jac.n(), 0.0);
+    for (std::size_t i = 0; i < jac.n(); ++i) {
+      vj[i] = v[static_cast<std::size_t>(jac.program.dofs[i])];
+      wj[i] = w[static_cast<std::size_t>(jac.program.dofs[i])];
+    }
+    apply(jac, csr, csr_values[o].data(), 1, vj.data(), yj.data());
+    apply_transpose(jac, csr, csr_values[o].data(), 1, wj.data(), gj.data());
+    for (std::size_t i = 0; i < jac.n(); ++i) {
+      y[static_cast<std::size_t>(jac.program.dofs[i])] += yj[i];
+      g[static_cast<std::size_t>(jac.program.dofs[i])] += gj[i];
+    }
+  }
+  for (std::size_t r = 0; r < cells.states.size(); ++r) {
+    double want = 0, scale = 0;
+    for (std::size_t c : columns) {
+      want += dual_column[c][r] * v[static_cast<std::size_t>(to_grid[c])];
+      scale += std::fabs(dual_column[c][r] * v[static_cast<std::size_t>(to_grid[c])]);
+    }
+    EXPECT_LE(std::fabs(y[static_cast<std::size_t>(to_grid[r])] - want), kTol * scale + 1e-300)
+        << "J v at " << cells.states[r].name;
+  }
+  for (std::size_t c : columns) {
+    double want = 0, scale = 0;
+    for (std::size_t r = 0; r < cells.states.size(); ++r) {
+      want += dual_column[c][r] * w[static_cast<std::size_t>(to_grid[r])];
+      scale += std::fabs(dual_column[c][r] * w[static_cast<std::size_t>(to_grid[r])]);
+    }
+    EXPECT_LE(std::fabs(g[static_cast<std::size_t>(to_grid[c])] - want), kTol * scale + 1e-300)
+        << "J^T w at " << cells.states[c].name;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "[assembly ppm] 3 operators, " << nonzeros << " nonzeros; " << compared << " entries of 12 sampled columns ("
