@@ -71,20 +71,35 @@ DefinitionInliner::~DefinitionInliner() = default;
 expr::NodeId DefinitionInliner::operator()(expr::NodeId root) { return (*impl_)(root); }
 
 JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions& options) {
-  esm::System sys = system;  // derivatives are interned into a private copy of the pool
-  std::vector<int> dofs = options.dofs, row_ptr{0}, col;
+  std::vector<int> dofs = options.dofs;
   if (dofs.empty())
-    for (std::size_t i = 0; i < sys.states.size(); ++i) dofs.push_back(static_cast<int>(i));
+    for (std::size_t i = 0; i < system.states.size(); ++i) dofs.push_back(static_cast<int>(i));
+  std::vector<NodeId> rhs;
   for (int i : dofs) {
-    if (i < 0 || static_cast<std::size_t>(i) >= sys.states.size())
+    if (i < 0 || static_cast<std::size_t>(i) >= system.states.size())
       throw Error("invalid_dof", "", "", "state index " + std::to_string(i) + " is out of range");
     // Cells of a per-region system have their equations in System::grid, not here.
-    if (sys.state_rhs[static_cast<std::size_t>(i)] == expr::kNoNode)
-      throw Error("not_differentiable", sys.states[i].file, sys.states[i].pointer,
-                  "state '" + sys.states[i].name +
+    if (system.state_rhs[static_cast<std::size_t>(i)] == expr::kNoNode)
+      throw Error("not_differentiable", system.states[i].file, system.states[i].pointer,
+                  "state '" + system.states[i].name +
                       "' has no scalar equation (a cell of an array in the per-region form): its "
                       "Jacobian is not built from that form");
+    rhs.push_back(system.state_rhs[static_cast<std::size_t>(i)]);
   }
+  // Derivatives are interned into a private copy of the pool.
+  return compile_jacobian_of(system, std::move(dofs), std::move(rhs), options);
+}
+
+JacobianProgram compile_jacobian_of(esm::System system, std::vector<int> dofs, std::vector<NodeId> rhs_of,
+                                    const CompileOptions& options) {
+  auto owned = std::make_shared<esm::System>(std::move(system));
+  esm::System& sys = *owned;
+  if (rhs_of.size() != dofs.size())
+    throw Error("invalid_dof", "", "", "one right-hand side per row is needed");
+  for (int i : dofs)
+    if (i < 0 || static_cast<std::size_t>(i) >= sys.states.size())
+      throw Error("invalid_dof", "", "", "state index " + std::to_string(i) + " is out of range");
+  std::vector<int> row_ptr{0}, col;
   DefinitionInliner inline_defs(sys);
   std::vector<expr::StrId> wrt;
   std::unordered_map<expr::StrId, std::size_t> column_of;
@@ -96,25 +111,37 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
   const NodeId zero = sys.pool.number(0.0);
   std::vector<NodeId> entries;
   std::vector<std::size_t> columns;
-  for (int i : dofs) {
-    const NodeId rhs = inline_defs(sys.state_rhs[i]);
-    // One walk per row, visiting only the states the row mentions: work in the number of
-    // nonzeros, not rows x columns (fullchem has 272^2 pairs and 2,977 nonzeros; a system of
-    // 10^5 independent equations has 10^10 pairs and 10^5 nonzeros).
-    columns.clear();
-    for (expr::StrId s : expr::symbols_under(sys.pool, rhs))
-      if (auto c = column_of.find(s); c != column_of.end()) columns.push_back(c->second);
-    std::sort(columns.begin(), columns.end());
-    for (std::size_t c : columns) {
-      const NodeId d = expr::differentiate(sys.pool, rhs, wrt[c]);
-      if (d == zero) continue;  // identically zero (floor, comparisons, ...)
-      entries.push_back(d);
-      col.push_back(static_cast<int>(c));
+  for (std::size_t r = 0; r < dofs.size(); ++r) {
+    if (rhs_of[r] == expr::kNoNode) {
+      row_ptr.push_back(static_cast<int>(col.size()));
+      continue;
+    }
+    const esm::FlatVariable& state = sys.states[static_cast<std::size_t>(dofs[r])];
+    try {
+      const NodeId rhs = inline_defs(rhs_of[r]);
+      // One walk per row, visiting only the states the row mentions: work in the number of
+      // nonzeros, not rows x columns (fullchem has 272^2 pairs and 2,977 nonzeros; a system of
+      // 10^5 independent equations has 10^5 nonzeros).
+      columns.clear();
+      for (expr::StrId s : expr::symbols_under(sys.pool, rhs))
+        if (auto c = column_of.find(s); c != column_of.end()) columns.push_back(c->second);
+      std::sort(columns.begin(), columns.end());
+      for (std::size_t c : columns) {
+        const NodeId d = expr::differentiate(sys.pool, rhs, wrt[c]);
+        if (d == zero) continue;  // identically zero (floor, comparisons, ...)
+        entries.push_back(d);
+        col.push_back(static_cast<int>(c));
+      }
+    } catch (const Error& e) {
+      if (!e.diagnostic().file.empty() || !e.diagnostic().pointer.empty()) throw;
+      throw Error(e.code(), state.file, state.pointer,
+                  "the equation of '" + state.name + "': " + e.diagnostic().message);
     }
     row_ptr.push_back(static_cast<int>(col.size()));
   }
   Program values = compile_outputs(sys, entries, options);
-  return {std::move(dofs), std::move(row_ptr), std::move(col), std::move(values)};
+  return {std::move(dofs), std::move(row_ptr), std::move(col), std::move(values), std::move(entries),
+          std::move(owned)};
 }
 
 }  // namespace esi::kernel

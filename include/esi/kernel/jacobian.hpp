@@ -21,6 +21,11 @@ struct JacobianProgram {
   std::vector<int> row_ptr;  ///< CSR: nonzeros of row i are [row_ptr[i], row_ptr[i+1])
   std::vector<int> col;      ///< column (position in dofs) of each nonzero, increasing per row
   Program values;            ///< output k = nonzero k; du rows = col.size()
+  /// The symbolic entry of each nonzero (CSR order), in `source`'s pool: what a caller needs
+  /// to compile the same values in another output order (plan/jacobian_assembly.hpp writes
+  /// them straight into factor storage that way).
+  std::vector<expr::NodeId> entries;
+  std::shared_ptr<const esm::System> source;
 };
 
 /// Rebuilds expressions of `system` with every observed symbol replaced by its definition and,
@@ -41,5 +46,14 @@ class DefinitionInliner {
 /// Builds the Jacobian of the equations selected by options.dofs (empty = all states) with
 /// respect to those same states. Throws esi::Error `not_differentiable` and the compile codes.
 JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions& options = {});
+
+/// The Jacobian of given right-hand sides: rhs[i] is row i's expression in system.pool
+/// (kNoNode: an empty row, a state the rows read but do not write), differentiated with
+/// respect to the states `dofs` (square block, dofs[i] is row i's and column i's state).
+/// Used for one operator's part of a right-hand side (plan/jacobian_assembly.hpp). A
+/// derivative that cannot be formed is `not_differentiable` at the row state's file and
+/// pointer. options.dofs is ignored.
+JacobianProgram compile_jacobian_of(esm::System system, std::vector<int> dofs, std::vector<expr::NodeId> rhs,
+                                    const CompileOptions& options = {});
 
 }  // namespace esi::kernel
