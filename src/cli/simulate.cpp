@@ -1036,8 +1036,8 @@ int run_simulate(Args args) {
       if (traj.held_data.size() > 6) list += " and " + std::to_string(traj.held_data.size() - 6) + " more";
       std::fprintf(stderr,
                    "esi simulate: note: %zu parameter(s) the document reads from data sources (%s) were "
-                   "held at their given values: esi does not read data files yet (set them with "
-                   "--set or --inputs)\n",
+                   "held at their given values: esi simulate reads no data files (set them with "
+                   "--set or --inputs, or read them from NetCDF as forcing in an esi run configuration)\n",
                    traj.held_data.size(), list.c_str());
     }
     if (negative > 5)

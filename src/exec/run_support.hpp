@@ -137,4 +137,8 @@ class RowWriter {
   std::vector<double> row_;
 };
 
+/// SimulateOptions::cell_split: the pointwise part on lane pools Lie-split from the rest, run
+/// as a two-leaf schedule (schedule.cpp).
+Trajectory run_cell_split(const esm::System& system, const SimulateOptions& options);
+
 }  // namespace esi::exec::detail

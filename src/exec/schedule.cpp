@@ -212,7 +212,7 @@ std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
 /// The configuration's parts that decide the bits of a run (not the end time, output or
 /// threads), the system's states and the caller's salt.
 std::uint64_t fingerprint(const esm::System& system, const RunConfig& config, std::uint64_t salt) {
-  nlohmann::json key = config.source;
+  nlohmann::json key = config.source.is_object() ? config.source : nlohmann::json::object();
   for (const char* k : {"time", "output", "partition", "description"}) key.erase(k);
   std::uint64_t h = fnv1a(14695981039346656037ULL, canonical_json(key));
   h = fnv1a(h, canonical_json(config.inputs));
@@ -223,7 +223,8 @@ std::uint64_t fingerprint(const esm::System& system, const RunConfig& config, st
 
 class Runner {
  public:
-  Runner(const esm::System& given, const RunConfig& config, const ScheduleOptions& options, ScheduleResult& out)
+  Runner(const esm::System& given, const RunConfig& config, const ScheduleOptions& options, ScheduleResult& out,
+         const Binding* bound = nullptr)
       : c_(config), o_(options), out_(out), traj_(out.trajectory) {
     // Forcing targets get their values from the providers before anything is evaluated; until
     // then they hold 0 where nothing else gave a value (compiling refuses NaN parameter cells).
@@ -239,7 +240,7 @@ class Runner {
     if (!system.events.empty())
       throw Error("unsupported_event", config.file, "",
                   "the model has events, which esi run does not apply yet (esi simulate does)");
-    binding_ = bind(system, config);
+    binding_ = bound ? *bound : bind(system, config);
     std::vector<const ScheduleNode*> nodes;
     collect_leaves(config.schedule, nodes);
     bool implicit = false;
@@ -263,7 +264,8 @@ class Runner {
     if (!model_->events.events.empty())
       throw Error("unsupported_event", config.file, "",
                   "the document updates parameters by events (" + model_->events.events.front().name +
-                      "), which esi run does not apply yet");
+                      "), which scheduled and split runs do not apply yet (esi simulate --cells runs the "
+                      "model as one system with its events)");
     for (const ScheduleNode* n : nodes) leaves_.push_back(make_leaf(*n));
     for (const ForcingProvider& f : o_.forcing) slots_.push_back(locate_forcing(model_->system, c_, f));
     loaded_.assign(o_.forcing.size(), -1);
@@ -284,9 +286,15 @@ class Runner {
       traj_.grid_summary = std::to_string(gs.programs) + " programs over " + std::to_string(gs.boxes) + " boxes, " +
                            std::to_string(gs.lane_instructions) + " lane instructions";
     }
+    traj_.held_data.assign(model_->events.held_data.begin(), model_->events.held_data.end());
     if (cells_) {
+      const auto first = std::find_if(leaves_.begin(), leaves_.end(), [](const Leaf& l) { return l.target == Target::Cells; });
+      const LanePoolOptions& lp = first->lanes;
       traj_.cell_summary = std::to_string(cell_op_->cells()) + " cells x " + std::to_string(cells_->state_count()) +
-                           " states; " + cells_->describe();
+                           " states, " + std::string(method::method_info(lp.method).name) +
+                           " with one controller per cell on " + std::to_string(lp.lanes) + " lanes, " +
+                           std::to_string(lp.threads) + (lp.threads == 1 ? " thread" : " threads") + "; " +
+                           cells_->describe();
       if (o_.native) traj_.native_status = cells_->native_status();
     } else if (o_.native && model_->rhs) {
       traj_.native_status = model_->rhs->native_status();
@@ -295,6 +303,7 @@ class Runner {
     sim_.t0 = c_.start;
     sim_.t1 = c_.stop;
     sim_.saveat = c_.output_every;
+    sim_.sample_times = o_.sample_times;
     sim_.on_row = o_.on_row;
     print_ = fingerprint(system, c_, o_.fingerprint_salt);
   }
@@ -377,12 +386,18 @@ class Runner {
         s.cells = l.cells.cells;
         s.failed_cells += l.cells.failed_cells;
         s.accepted += l.cells.accepted, s.rejected += l.cells.rejected;
+        s.rhs_evaluations += l.cells.rhs_evaluations, s.jacobian_evaluations += l.cells.jacobian_evaluations;
+        s.factorizations += l.cells.factorizations, s.linear_solves += l.cells.linear_solves;
         s.lane_slots += l.cells.lane_slots;
         s.max_cell_steps = std::max(s.max_cell_steps, l.cells.max_cell_steps);
+        if (traj_.method == method::MethodId::Auto) traj_.method = l.lanes.method;  // no grid leaf ran
       } else if (l.integrator) {
         traj_.method = l.integrator->method();
-        traj_.stats.accepted += l.integrator->stats().accepted;
-        traj_.stats.rejected += l.integrator->stats().rejected;
+        const auto& st = l.integrator->stats();
+        method::IntegratorStats& sum = traj_.stats;
+        sum.accepted += st.accepted, sum.rejected += st.rejected;
+        sum.rhs_evaluations += st.rhs_evaluations, sum.jacobian_evaluations += st.jacobian_evaluations;
+        sum.factorizations += st.factorizations, sum.linear_solves += st.linear_solves;
       }
   }
 
@@ -426,6 +441,7 @@ class Runner {
       l.lanes.controller = s.controller;
       l.lanes.threads = c_.threads;
       l.lanes.lanes = c_.lanes;
+      if (s.lanes) l.lanes = *s.lanes;
       l.step_size.assign(cell_op_->cells(), 0.0);
       l.report.what = s.op + ": " + std::string(method::method_info(l.lanes.method).name) + ", one step per cell";
       return l;
@@ -447,6 +463,11 @@ class Runner {
     if (s.max_steps > 0) l.io.max_steps = s.max_steps;
     l.io.controller = s.controller;
     l.io.nonnegative = s.nonnegative;
+    if (s.integrator) {
+      const method::MethodId m = l.io.method;
+      l.io = *s.integrator;
+      l.io.method = m;
+    }
     l.report.what = s.op + ": " +
                     (l.io.method == method::MethodId::Auto ? std::string("automatic method")
                                                            : std::string(method::method_info(l.io.method).name)) +
@@ -507,7 +528,7 @@ class Runner {
       l.report.rejected = l.cells.rejected;
       if (!ok) {
         traj_.code = code;
-        traj_.message = l.node->leaf.op + " (" + l.node->pointer + "): " + traj_.message;
+        if (!c_.file.empty()) traj_.message = l.node->leaf.op + " (" + l.node->pointer + "): " + traj_.message;
       }
       return ok;
     }
@@ -521,7 +542,7 @@ class Runner {
       if (rc != method::ReturnCode::Success) {
         traj_.code = rc;
         traj_.message = l.node->leaf.op + " (" + std::string(method::method_info(l.integrator->method()).name) +
-                        ", " + l.node->pointer + "): " + l.integrator->message();
+                        (c_.file.empty() ? "" : ", " + l.node->pointer) + "): " + l.integrator->message();
         return false;
       }
     }
@@ -719,6 +740,59 @@ void check_schedule(const esm::System& system, const RunConfig& config, const st
   (void)b;
   for (const ForcingProvider& f : forcing) (void)locate_forcing(system, config, f);
 }
+
+namespace detail {
+
+Trajectory run_cell_split(const esm::System& system, const SimulateOptions& options) {
+  std::string why;
+  if (!split_pointwise(system, why))
+    throw Error("no_pointwise_part", "", "",
+                "lane pools run the pointwise part of a gridded system's tendencies, and this "
+                "system has none that can be separated: " + why);
+  // Lie splitting, the grid part (if any) then the cells, as a two-leaf schedule bound
+  // without the planner (the split is pointwise_split's own).
+  std::string has_rest_why;
+  const bool has_rest = split_pointwise(system, has_rest_why)->has_rest;
+  RunConfig config;
+  config.start = options.t0;
+  config.stop = options.t1;
+  config.output_every = options.saveat;
+  config.macro_dt = options.cell_split->step;
+  config.schedule.kind = ScheduleNode::Kind::Sequence;
+  config.schedule.pointer = "/schedule";
+  Binding bound;
+  bound.summary = "the pointwise terms on lane pools, Lie-split from the rest";
+  if (has_rest) {
+    ScheduleNode grid;
+    grid.leaf.op = "the grid part";
+    grid.leaf.method = options.integrator.method;
+    grid.leaf.integrator = options.integrator;
+    grid.pointer = "/schedule/sequence/0";
+    config.schedule.children.push_back(grid);
+    bound.target[grid.leaf.op] = Target::Rest;
+  }
+  ScheduleNode cells;
+  cells.leaf.op = "the cells";
+  cells.leaf.method = options.cell_split->cells.method;
+  cells.leaf.lanes = options.cell_split->cells;
+  cells.pointer = "/schedule/sequence/" + std::to_string(config.schedule.children.size());
+  config.schedule.children.push_back(cells);
+  bound.target[cells.leaf.op] = Target::Cells;
+  ScheduleOptions so;
+  so.document = options.document;
+  so.native = options.native;
+  so.on_columns = options.on_columns;
+  so.on_row = options.on_row;
+  so.stop = options.stop;
+  so.sample_times = options.sample_times;
+  if (options.on_step) so.on_step = [&](double t, const std::vector<LeafReport>&) { options.on_step(t); };
+  ScheduleResult out;
+  Runner runner(system, config, so, out, &bound);
+  runner.run();
+  return std::move(out.trajectory);
+}
+
+}  // namespace detail
 
 ScheduleResult run_schedule(const esm::System& system, const RunConfig& config, const ScheduleOptions& options) {
   ScheduleResult out;

@@ -10,7 +10,6 @@
 #include "esi/core/error.hpp"
 #include "esi/exec/pointwise.hpp"
 #include "esi/kernel/grid.hpp"
-#include "exec/cell_operator.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
@@ -341,118 +340,6 @@ class Driver {
 };
 
 
-/// SimulateOptions::cell_split: the rest of the tendencies with an Integrator, then the
-/// pointwise part on lane pools, one split step after the other.
-class SplitDriver {
- public:
-  SplitDriver(Model& rest, const PointwiseSplit& split, const CellModel& cells,
-              const SimulateOptions& options, Trajectory& out)
-      : m_(rest), split_(split), cells_(rest, split, cells), o_(options), out_(out), rows_(rest, options, out),
-        clock_(options) {}
-
-  void run(std::vector<double> u) {
-    out_.method = o_.cell_split->cells.method;  // what ran, when there is no grid part
-    if (split_.has_rest) {
-      method::IntegratorOptions io = o_.integrator;
-      if (io.method == method::MethodId::Auto) io.method = method::MethodId::SSPRK43;
-      integrator_.emplace(m_.problem, io, o_.t0, u);
-      out_.method = integrator_->method();
-    }
-    double t = o_.t0;
-    if (!clock_.done() && clock_.peek() == t) {
-      clock_.pop();
-      rows_.record(t, u);
-    }
-    while (!rows_.stopped && t < o_.t1) {
-      double t_next = clock_.done() ? o_.t1 : std::min(clock_.peek(), o_.t1);
-      if (o_.cell_split->step > 0) t_next = std::min(t_next, t + o_.cell_split->step);
-      if (integrator_) {
-        if (t > o_.t0) integrator_->restart(t, u);
-        while (integrator_->t() < t_next) {
-          const method::ReturnCode rc = integrator_->step(t_next);
-          if (rc != method::ReturnCode::Success) {
-            out_.code = rc;
-            out_.message = "the grid part (" + std::string(method::method_info(integrator_->method()).name) +
-                           "): " + integrator_->message();
-            break;
-          }
-        }
-        if (out_.code != method::ReturnCode::Success) break;
-        u.assign(integrator_->u().begin(), integrator_->u().end());
-      }
-      if (!cells_.run(t, t_next, u, o_.cell_split->cells, out_.cell_stats, out_.code, out_.message)) break;
-      t = t_next;
-      if (o_.on_step) o_.on_step(t);
-      const bool due = !clock_.done() && clock_.peek() == t;
-      if (due) {
-        clock_.pop();
-        rows_.record(t, u);
-      }
-      if (!rows_.stopped && o_.stop && o_.stop->load(std::memory_order_relaxed) && t < o_.t1) {
-        if (!due) rows_.record(t, u);
-        out_.code = method::ReturnCode::Interrupted;
-        out_.message = "Interrupted at t = " + number_text(t) + ": stopped on request (Ctrl-C)";
-        break;
-      }
-    }
-    if (integrator_) out_.stats = integrator_->stats();
-  }
-
- private:
-  Model& m_;
-  const PointwiseSplit& split_;
-  detail::CellOperator cells_;
-  const SimulateOptions& o_;
-  Trajectory& out_;
-  RowWriter rows_;
-  OutputClock clock_;
-  std::optional<method::Integrator> integrator_;
-};
-
-Trajectory simulate_split(const esm::System& system, const SimulateOptions& options) {
-  std::string why;
-  const auto split = split_pointwise(system, why);
-  if (!split)
-    throw Error("no_pointwise_part", "", "",
-                "lane pools run the pointwise part of a gridded system's tendencies, and this "
-                "system has none that can be separated: " + why);
-  if (!system.events.empty())
-    throw Error("unsupported_event", "", "", "events are not run when the cells are split from the grid");
-  const auto model = detail::build_model(split->rest, options.document, false,
-                                         options.require_observed_values, options.native);
-  if (!model->events.events.empty())
-    throw Error("unsupported_event", "", "",
-                "the document updates parameters by events (" + model->events.events.front().name +
-                    "), which split runs do not apply yet; run the cells as one system (esi simulate "
-                    "--cells)");
-  CellModelOptions co;
-  co.cell_parameters = split->cell_input_names;
-  co.native = options.native;
-  const auto cells = CellModel::build(split->cell, co);
-  Trajectory out;
-  for (const auto& s : model->system.states) out.names.push_back(s.name);
-  for (const auto& o : model->system.observed) out.names.push_back(o.name);
-  out.state_count = model->system.states.size();
-  const auto gs = model->grid->stats();
-  out.grid_summary = std::to_string(gs.programs) + " programs over " + std::to_string(gs.boxes) +
-                     " boxes, " + std::to_string(gs.lane_instructions) + " lane instructions" +
-                     (split->has_rest ? "" : " (no grid part beside the cells)");
-  std::size_t count = 1;
-  for (std::int64_t e : split->extents) count *= static_cast<std::size_t>(e);
-  const LanePoolOptions& lp = options.cell_split->cells;
-  out.cell_summary = std::to_string(count) + " cells x " + std::to_string(cells->state_count()) +
-                     " states, " + std::string(method::method_info(lp.method).name) +
-                     " with one controller per cell on " + std::to_string(lp.lanes) + " lanes, " +
-                     std::to_string(lp.threads) + (lp.threads == 1 ? " thread" : " threads") +
-                     "; " + cells->describe();
-  if (options.native) out.native_status = cells->native_status();
-  out.held_data.assign(model->events.held_data.begin(), model->events.held_data.end());
-  if (options.on_columns) options.on_columns(out.names);
-  SplitDriver driver(*model, *split, *cells, options, out);
-  driver.run(model->initial_state());
-  return out;
-}
-
 }  // namespace
 
 int Trajectory::column(const std::string& name) const {
@@ -469,7 +356,11 @@ double planned_output_rows(const SimulateOptions& o) {
 
 Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   check_span(options);
-  if (options.cell_split) return simulate_split(system, options);
+  if (options.cell_split) {
+    if (!system.events.empty())
+      throw Error("unsupported_event", "", "", "events are not run when the cells are split from the grid");
+    return detail::run_cell_split(system, options);
+  }
   const method::MethodId requested = options.integrator.method;
   const bool implicit_possible =
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "esi/exec/lane_pool.hpp"
 #include "esi/method/integrator.hpp"
 
 namespace esi::exec {
@@ -42,6 +43,10 @@ struct LeafSpec {
   method::ControllerKind controller = method::ControllerKind::Default;
   std::string dt_scope;  ///< "" = by operator (cell for pointwise, global otherwise)
   method::DomainPolicy nonnegative = method::DomainPolicy::None;
+  /// Programmatic callers (exec::simulate's split) may give a leaf's options whole instead;
+  /// a run configuration never sets these.
+  std::optional<method::IntegratorOptions> integrator;
+  std::optional<LanePoolOptions> lanes;
 };
 
 struct ScheduleNode {

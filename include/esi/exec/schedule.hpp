@@ -98,6 +98,8 @@ struct ScheduleOptions {
   const RestartState* resume = nullptr;  ///< continue from here instead of the start
   /// Extra bits folded into the fingerprint (e.g. the model file's bytes' hash).
   std::uint64_t fingerprint_salt = 0;
+  /// Extra output times in [start, stop] beside the output interval.
+  std::vector<double> sample_times;
 };
 
 struct ScheduleResult {
