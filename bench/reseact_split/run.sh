@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The split-error case of bench/RESULTS.md (issue 13, item 1): reseact_3d_chem at 7 x 7 x 7 with
+# NetCDF forcing, Lie / Strang against a Strang 30 s rtol 1e-7 reference. About 4 CPU minutes.
+# usage: bench/reseact_split/run.sh [OUT_DIR]   (ESI_CORPUS or ../shared/corpus; python3-netcdf4)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+corpus=${ESI_CORPUS:-$root/../shared/corpus}
+out=${1:-$root/build/reseact_split}
+py=/usr/bin/python3
+"$py" "$root/bench/reseact_split/make_case.py" "$corpus" "$root" "$out"
+cd "$out"
+for c in lie300 lie150 strang300 ref; do
+  /usr/bin/time -f "$c: %e s wall, %U s user" "$root/build/esi" run reseact/prototypes/c/chem7.esm -c $c.run.json \
+    -o $c.csv --native --quiet
+done
+"$py" "$root/bench/reseact_split/compare.py" "$out"
