@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_esi.hpp"
+#include "support/decay_diffusion.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -22,25 +23,8 @@ using esi::testing::read_all;
 using esi::testing::run_esi;
 using nlohmann::json;
 
-// Six cells: a pointwise decay (rate 0.01 i) plus diffusion between neighbours.
-const char* kModel = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": {"x": {"kind": "interval", "size": 6}},
- "models": {"M": {"variables": {
-   "u": {"type": "unknown", "shape": ["x"], "default": 1.0},
-   "k": {"type": "unknown", "shape": ["x"]},
-   "K": {"type": "parameter", "default": 0.002}},
-  "equations": [
-   {"lhs": "k", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
-                        "expr": {"op": "*", "args": [0.00001, "i"]}}},
-   {"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "+", "args": [
-     {"op": "makearray", "args": [], "regions": [[[2, 5]], [[1, 1]], [[6, 6]]], "values": [
-       {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": [2, 5]},
-        "expr": {"op": "*", "args": ["K", {"op": "+", "args": [
-          {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]},
-          {"op": "*", "args": [-2, {"op": "index", "args": ["u", "i"]}]},
-          {"op": "index", "args": ["u", {"op": "-", "args": ["i", 1]}]}]}]}},
-       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 2]}, {"op": "index", "args": ["u", 1]}]}]},
-       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 5]}, {"op": "index", "args": ["u", 6]}]}]}]},
-     {"op": "*", "args": [{"op": "-", "args": ["k"]}, "u"]}]}}]}}})";
+// Six cells: a pointwise decay (rate 1e-5 i) plus diffusion between neighbours.
+const std::string kModel = esi::testing::decay_diffusion_model("0.00001");
 
 json config(double stop, double dt, double every) {
   return {{"time", {{"stop", stop}}},

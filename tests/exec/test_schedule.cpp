@@ -22,6 +22,7 @@
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/schedule.hpp"
 #include "esi/exec/simulate.hpp"
+#include "support/decay_diffusion.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -33,24 +34,7 @@ using nlohmann::json;
 
 // du_i/dt = -0.01 i u_i + K (u_i+1 - 2 u_i + u_i-1) with closed ends: a pointwise decay plus a
 // stencil diffusion, six cells.
-const char* kModel = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": {"x": {"kind": "interval", "size": 6}},
- "models": {"M": {"variables": {
-   "u": {"type": "unknown", "shape": ["x"], "default": 1.0},
-   "k": {"type": "unknown", "shape": ["x"]},
-   "K": {"type": "parameter", "default": 0.002}},
-  "equations": [
-   {"lhs": "k", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
-                        "expr": {"op": "*", "args": [0.01, "i"]}}},
-   {"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "+", "args": [
-     {"op": "makearray", "args": [], "regions": [[[2, 5]], [[1, 1]], [[6, 6]]], "values": [
-       {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": [2, 5]},
-        "expr": {"op": "*", "args": ["K", {"op": "+", "args": [
-          {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]},
-          {"op": "*", "args": [-2, {"op": "index", "args": ["u", "i"]}]},
-          {"op": "index", "args": ["u", {"op": "-", "args": ["i", 1]}]}]}]}},
-       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 2]}, {"op": "index", "args": ["u", 1]}]}]},
-       {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 5]}, {"op": "index", "args": ["u", 6]}]}]}]},
-     {"op": "*", "args": [{"op": "-", "args": ["k"]}, "u"]}]}}]}}})";
+const std::string kModel = esi::testing::decay_diffusion_model("0.01");
 
 struct Loaded {
   esi::testing::TempDir dir;
