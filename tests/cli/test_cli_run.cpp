@@ -95,6 +95,26 @@ TEST(CliRun, BadConfigurationsFailBeforeTheRunAndLeaveNoOutput) {
   c = config(100, 10, 50);
   c["forcing"] = {{"M.Q", {{"constant", 1.0}}}};
   expect_refused(c, "forcing_target_unknown", "/forcing/M.Q");
+  // A NetCDF file (written with ncgen, from netcdf-bin) that lacks the variable, or holds it in
+  // units of another dimension than the parameter's.
+  if (std::system("command -v ncgen >/dev/null 2>&1") == 0) {
+    const auto cdl = f.dir.write("k.cdl", R"(netcdf k {
+dimensions: time = UNLIMITED ;
+variables:
+  double time(time) ; time:units = "seconds since 1970-01-01 00:00:00" ;
+  double K(time) ; K:units = "m" ;
+data: time = 0, 100 ; K = 0.002, 0.003 ;
+})");
+    ASSERT_EQ(std::system(("ncgen -4 -o " + (f.dir.path() / "k.nc").string() + " " + cdl.string()).c_str()), 0);
+    f.model = f.dir.write("m.esm", esi::testing::decay_diffusion_model("0.00001")
+                                       .replace(std::string(kModel).find("\"default\": 0.002}"), 17,
+                                                "\"default\": 0.002, \"units\": \"1/s\"}"));
+    c = config(100, 10, 50);
+    c["forcing"] = {{"M.K", {{"netcdf", "k.nc"}, {"variable", "Kz"}}}};
+    expect_refused(c, "forcing_variable_missing", "/forcing/M.K");
+    c["forcing"]["M.K"]["variable"] = "K";
+    expect_refused(c, "forcing_units_mismatch", "/forcing/M.K");
+  }
   // Usage: no configuration.
   const auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-o", out.string()}, f.err);
   EXPECT_EQ(r.status, 2);
