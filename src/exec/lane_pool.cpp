@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <functional>
+#include <type_traits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -319,25 +320,53 @@ class Block {
   /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
   /// and bad[l] = 1 where u1 is not finite.
   void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    std::fill(out, out + L_, 0.0);
-    std::fill(bad, bad + L_, 0);
+    with_lanes([&](auto lanes) { norms_in<decltype(lanes)::value>(v, u1, out, bad); });
+  }
+  template <int L>
+  void norms_in(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
+    double sum[L];
+    std::uint8_t nonfinite[L];
+    for (int l = 0; l < L; ++l) sum[l] = 0.0, nonfinite[l] = 0;
+    const double rt = opt_.rtol;
     for (std::size_t i = 0; i < n_; ++i) {
-      const double at = atol_[i], rt = opt_.rtol;
-      const double* a0 = u0_.data() + i * L_;
-      const double* a1 = u1 + i * L_;
-      const double* e = v + i * L_;
-      for (std::size_t l = 0; l < L_; ++l) {
+      const double at = atol_[i];
+      const double* a0 = u0_.data() + i * L;
+      const double* a1 = u1 + i * L;
+      const double* e = v + i * L;
+      for (int l = 0; l < L; ++l) {
         const double w = e[l] / (at + rt * std::max(std::abs(a0[l]), std::abs(a1[l])));
-        out[l] += w * w;
-        bad[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
+        sum[l] += w * w;
+        nonfinite[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
       }
     }
-    for (std::size_t l = 0; l < L_; ++l) out[l] = std::sqrt(out[l] / double(n_));
+    for (int l = 0; l < L; ++l) out[l] = std::sqrt(sum[l] / double(n_)), bad[l] = nonfinite[l];
+  }
+
+  /// Calls f(std::integral_constant<int, L_>{}): the per-stage lane loops below take the
+  /// block width as a compile-time constant, so each is a few vector instructions with the
+  /// lanes' running sums in registers (a run-time width costs a loop per entry).
+  template <class F>
+  void with_lanes(F&& f) const {
+    switch (L_) {
+      case 1: return f(std::integral_constant<int, 1>{});
+      case 2: return f(std::integral_constant<int, 2>{});
+      case 4: return f(std::integral_constant<int, 4>{});
+      case 8: return f(std::integral_constant<int, 8>{});
+      case 16: return f(std::integral_constant<int, 16>{});
+      case 32: return f(std::integral_constant<int, 32>{});
+      case 64: return f(std::integral_constant<int, 64>{});
+      default: ESI_ASSERT(!"lanes is one of linalg::kLuLaneWidths");
+    }
   }
 
   void starting_steps();
   void time_derivative();
-  void attempt();
+  void attempt() {
+    with_lanes([&](auto lanes) { attempt_in<decltype(lanes)::value>(); });
+  }
+  template <int L>
+  void attempt_in();
+  template <int L>
   void combine(const double* base, const double* w, int count, double* out) const;
 
   const CellModel::Impl& m_;
@@ -409,64 +438,73 @@ void Block::time_derivative() {
 
 // One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
 // for lanes whose iteration matrix had a tiny pivot.
-void Block::attempt() {
-  for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
-  std::fill(failed_.begin(), failed_.end(), 0);
-  linalg::lu_factor(m_.lu, lu_.data(), int(L_), std::span<std::uint8_t>(failed_));
+template <int L>
+void Block::attempt_in() {
+  for (int l = 0; l < L; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
+  linalg::lu_factor_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), L,
+                            std::span<std::uint8_t>(failed_));
   ++lu_calls_;
-  const std::size_t nl = n_ * L_;
+  const std::size_t nl = n_ * L;
   for (int i = 0; i < tab_.stages; ++i) {
     // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
-    combine(u0_.data(), tab_.a[i], i, us_.data());
+    combine<L>(u0_.data(), tab_.a[i], i, us_.data());
     const double* f = f0_.data();
     if (i > 0) {
-      for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
+      for (int l = 0; l < L; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
       rhs(tt_.data(), us_.data(), fs_.data());
       f = fs_.data();
     }
     if (fsal_ && i == tab_.stages - 1) std::copy(us_.begin(), us_.end(), u1_.begin());
     double* k = k_.data() + std::size_t(i) * nl;
     // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
+    double* coef = coef_.data();  // C_ij / h of lane l at [j * L + l]
     for (int j = 0; j < i; ++j)
-      for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
-    for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
-    for (std::size_t x0 = 0; x0 < nl; x0 += L_) {
-      double coupling[kMaxLanes];
-      std::fill(coupling, coupling + L_, 0.0);
+      for (int l = 0; l < L; ++l) coef[j * L + l] = tab_.C[i][j] / hh_[l];
+    double scale[L];
+    for (int l = 0; l < L; ++l) scale[l] = hh_[l] * tab_.d[i];
+    const double* ft = ft_.data();
+    for (std::size_t x0 = 0; x0 < nl; x0 += L) {
+      double coupling[L];
+      for (int l = 0; l < L; ++l) coupling[l] = 0.0;
       for (int j = 0; j < i; ++j) {
         if (tab_.C[i][j] == 0.0) continue;
         const double* kj = k_.data() + std::size_t(j) * nl + x0;
-        const double* cj = coef_.data() + std::size_t(j) * L_;
-        for (std::size_t l = 0; l < L_; ++l) coupling[l] += cj[l] * kj[l];
+        const double* cj = coef + j * L;
+        for (int l = 0; l < L; ++l) coupling[l] += cj[l] * kj[l];
       }
       const double* fx = f + x0;
-      const double* ftx = ft_.data() + x0;
+      const double* ftx = ft + x0;
       double* kx = k + x0;
-      for (std::size_t l = 0; l < L_; ++l) kx[l] = fx[l] + coupling[l] + scale_[l] * ftx[l];
+      for (int l = 0; l < L; ++l) kx[l] = fx[l] + coupling[l] + scale[l] * ftx[l];
     }
-    linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
+    linalg::lu_solve(m_.lu, lu_.data(), k, L);
     ++solve_calls_;
   }
-  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
-  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
+  if (!fsal_) combine<L>(u0_.data(), tab_.b, tab_.stages, u1_.data());
+  combine<L>(nullptr, tab_.btilde, tab_.stages, err_.data());
 }
 
 // out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order);
-// base null = 0 + the sum.
+// base null = 0 + the sum. One pass, L entries at a time with the sums in registers: per entry
+// acc = 0; acc += w_j k_j in stage order; base + acc.
+template <int L>
 void Block::combine(const double* base, const double* w, int count, double* out) const {
-  // Accumulated in `out` stage by stage (so the loops vectorize), then the base added: per
-  // entry the same operations in the same order as acc = sum_j w_j k_j; base + acc.
-  const std::size_t nl = n_ * L_;
-  std::fill(out, out + nl, 0.0);
-  for (int j = 0; j < count; ++j) {
-    if (w[j] == 0.0) continue;
-    const double wj = w[j];
-    const double* kj = k_.data() + std::size_t(j) * nl;
-    for (std::size_t x = 0; x < nl; ++x) out[x] += wj * kj[x];
+  const std::size_t nl = n_ * L;
+  const double* k = k_.data();
+  for (std::size_t x0 = 0; x0 < nl; x0 += L) {
+    double acc[L];
+    for (int l = 0; l < L; ++l) acc[l] = 0.0;
+    for (int j = 0; j < count; ++j) {
+      if (w[j] == 0.0) continue;
+      const double wj = w[j];
+      const double* kj = k + std::size_t(j) * nl + x0;
+      for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
+    }
+    if (base)
+      for (int l = 0; l < L; ++l) out[x0 + l] = base[x0 + l] + acc[l];
+    else
+      for (int l = 0; l < L; ++l) out[x0 + l] = acc[l];
   }
-  if (base)
-    for (std::size_t x = 0; x < nl; ++x) out[x] = base[x] + out[x];
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
