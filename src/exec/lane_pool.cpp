@@ -17,7 +17,6 @@
 #include <cmath>
 #include <limits>
 #include <functional>
-#include <type_traits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +25,7 @@
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
+#include "esi/linalg/lane_ops.hpp"
 #include "esi/linalg/sparse_lu.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
@@ -320,54 +320,15 @@ class Block {
   /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
   /// and bad[l] = 1 where u1 is not finite.
   void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    with_lanes([&](auto lanes) { norms_in<decltype(lanes)::value>(v, u1, out, bad); });
-  }
-  template <int L>
-  void norms_in(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    double sum[L];
-    std::uint8_t nonfinite[L];
-    for (int l = 0; l < L; ++l) sum[l] = 0.0, nonfinite[l] = 0;
-    const double rt = opt_.rtol;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const double at = atol_[i];
-      const double* a0 = u0_.data() + i * L;
-      const double* a1 = u1 + i * L;
-      const double* e = v + i * L;
-      for (int l = 0; l < L; ++l) {
-        const double w = e[l] / (at + rt * std::max(std::abs(a0[l]), std::abs(a1[l])));
-        sum[l] += w * w;
-        nonfinite[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
-      }
-    }
-    for (int l = 0; l < L; ++l) out[l] = std::sqrt(sum[l] / double(n_)), bad[l] = nonfinite[l];
-  }
-
-  /// Calls f(std::integral_constant<int, L_>{}): the per-stage lane loops below take the
-  /// block width as a compile-time constant, so each is a few vector instructions with the
-  /// lanes' running sums in registers (a run-time width costs a loop per entry).
-  template <class F>
-  void with_lanes(F&& f) const {
-    switch (L_) {
-      case 1: return f(std::integral_constant<int, 1>{});
-      case 2: return f(std::integral_constant<int, 2>{});
-      case 4: return f(std::integral_constant<int, 4>{});
-      case 8: return f(std::integral_constant<int, 8>{});
-      case 16: return f(std::integral_constant<int, 16>{});
-      case 32: return f(std::integral_constant<int, 32>{});
-      case 64: return f(std::integral_constant<int, 64>{});
-      default: ESI_ASSERT(!"lanes is one of linalg::kLuLaneWidths");
-    }
+    linalg::lane_error_norms(n_, int(L_), v, u0_.data(), u1, atol_.data(), opt_.rtol, out, bad);
   }
 
   void starting_steps();
   void time_derivative();
-  void attempt() {
-    with_lanes([&](auto lanes) { attempt_in<decltype(lanes)::value>(); });
+  void attempt();
+  void combine(const double* base, const double* w, int count, double* out) const {
+    linalg::lane_combination(n_, int(L_), base, k_.data(), n_ * L_, w, count, out);
   }
-  template <int L>
-  void attempt_in();
-  template <int L>
-  void combine(const double* base, const double* w, int count, double* out) const;
 
   const CellModel::Impl& m_;
   const LanePoolOptions& opt_;
@@ -437,74 +398,36 @@ void Block::time_derivative() {
 }
 
 // One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
-// for lanes whose iteration matrix had a tiny pivot.
-template <int L>
-void Block::attempt_in() {
-  for (int l = 0; l < L; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  linalg::lu_factor_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), L,
+// for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
+// linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
+void Block::attempt() {
+  for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
+  linalg::lu_factor_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_),
                             std::span<std::uint8_t>(failed_));
   ++lu_calls_;
-  const std::size_t nl = n_ * L;
+  const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {
     // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
-    combine<L>(u0_.data(), tab_.a[i], i, us_.data());
+    combine(u0_.data(), tab_.a[i], i, us_.data());
     const double* f = f0_.data();
     if (i > 0) {
-      for (int l = 0; l < L; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
+      for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
       rhs(tt_.data(), us_.data(), fs_.data());
       f = fs_.data();
     }
     if (fsal_ && i == tab_.stages - 1) std::copy(us_.begin(), us_.end(), u1_.begin());
     double* k = k_.data() + std::size_t(i) * nl;
     // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
-    double* coef = coef_.data();  // C_ij / h of lane l at [j * L + l]
     for (int j = 0; j < i; ++j)
-      for (int l = 0; l < L; ++l) coef[j * L + l] = tab_.C[i][j] / hh_[l];
-    double scale[L];
-    for (int l = 0; l < L; ++l) scale[l] = hh_[l] * tab_.d[i];
-    const double* ft = ft_.data();
-    for (std::size_t x0 = 0; x0 < nl; x0 += L) {
-      double coupling[L];
-      for (int l = 0; l < L; ++l) coupling[l] = 0.0;
-      for (int j = 0; j < i; ++j) {
-        if (tab_.C[i][j] == 0.0) continue;
-        const double* kj = k_.data() + std::size_t(j) * nl + x0;
-        const double* cj = coef + j * L;
-        for (int l = 0; l < L; ++l) coupling[l] += cj[l] * kj[l];
-      }
-      const double* fx = f + x0;
-      const double* ftx = ft + x0;
-      double* kx = k + x0;
-      for (int l = 0; l < L; ++l) kx[l] = fx[l] + coupling[l] + scale[l] * ftx[l];
-    }
-    linalg::lu_solve(m_.lu, lu_.data(), k, L);
+      for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
+    for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
+    linalg::lane_stage_rhs(n_, int(L_), f, ft_.data(), k_.data(), nl, tab_.C[i], i, coef_.data(),
+                           scale_.data(), k);
+    linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }
-  if (!fsal_) combine<L>(u0_.data(), tab_.b, tab_.stages, u1_.data());
-  combine<L>(nullptr, tab_.btilde, tab_.stages, err_.data());
-}
-
-// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order);
-// base null = 0 + the sum. One pass, L entries at a time with the sums in registers: per entry
-// acc = 0; acc += w_j k_j in stage order; base + acc.
-template <int L>
-void Block::combine(const double* base, const double* w, int count, double* out) const {
-  const std::size_t nl = n_ * L;
-  const double* k = k_.data();
-  for (std::size_t x0 = 0; x0 < nl; x0 += L) {
-    double acc[L];
-    for (int l = 0; l < L; ++l) acc[l] = 0.0;
-    for (int j = 0; j < count; ++j) {
-      if (w[j] == 0.0) continue;
-      const double wj = w[j];
-      const double* kj = k + std::size_t(j) * nl + x0;
-      for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
-    }
-    if (base)
-      for (int l = 0; l < L; ++l) out[x0 + l] = base[x0 + l] + acc[l];
-    else
-      for (int l = 0; l < L; ++l) out[x0 + l] = acc[l];
-  }
+  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
+  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
