@@ -13,7 +13,7 @@
 
 namespace esi::kernel::detail {
 
-inline constexpr int kNativeAbiVersion = 4;
+inline constexpr int kNativeAbiVersion = 5;
 
 /// Native code computes the lanes of a block in chunks of one 64-byte vector (8 doubles, 16
 /// floats); its spill area holds that many entries per value, whatever the block width.
@@ -40,8 +40,9 @@ struct NativeBlock {
   const T* pinned;              // lane register file: pinned register r at [r * width]
   const void* tables;           // ClosedTable array
   NativeClosedFn closed;
-  T* spill;                     // long-lived values of one chunk: value r - pinned at
-                                // [(r - pinned) * kNativeVectorBytes / sizeof(T)]
+  T* spill;                     // long-lived values of one chunk, value r - pinned at
+                                // [(r - pinned) * V] (V = kNativeVectorBytes / sizeof(T)),
+                                // then room for V lanes of every state, forcing and output
 };
 
 template <class T>

@@ -47,30 +47,23 @@ template <class T> using V = typename Vec<T>::V;
 // Helpers always inline: in bodies of hundreds of statements g++ otherwise calls them.
 #define AI [[gnu::always_inline]] inline
 template <class T> constexpr std::size_t N = sizeof(V<T>) / sizeof(T);
-// One chunk of lanes: lane[j] is block lane l0 + j, or the last real lane past the end.
-template <class T> struct Lanes {
-  std::size_t l0, real;  // first lane, real lanes in the chunk (<= N)
-  bool contiguous;       // all N lanes real and their columns consecutive
-  std::int64_t col[N<T>];
+// One chunk of lanes as the statements see it: state a of chunk lane j at u[a * us + j],
+// forcing a at f[a * fs + j], output k at d[k * ds + j]. Either straight into the caller's
+// arrays (consecutive columns, forcing fields evenly spaced with unit stride, a full chunk) or
+// into a scratch copy gathered before and scattered after, so every load and store of the
+// body is one plain vector access. lane[j]: the block lane of chunk lane j (past the block's
+// last real lane, that lane again).
+template <class T> struct Chunk {
+  const T* u; std::size_t us;
+  const T* f; std::size_t fs;
+  T* d; std::size_t ds;
   std::size_t lane[N<T>];
 };
 template <class T> AI V<T> bc(T s) { V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = s; return r; }
 template <class T> AI V<T> ld(const T* p) { V<T> r; std::memcpy(&r, p, sizeof r); return r; }
 template <class T> AI void st(T* p, const V<T>& x) { std::memcpy(p, &x, sizeof x); }
-template <class T> AI V<T> ld_state(const T* row, const Lanes<T>& c) {
-  if (c.contiguous) return ld(row + c.col[0]);
-  V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = row[c.col[j]]; return r;
-}
-template <class T> AI V<T> ld_forcing(const Forcing<T>& f, const Lanes<T>& c) {
-  if (c.contiguous && f.column_stride == 1) return ld(f.data + c.col[0]);
-  V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = f.data[c.col[j] * f.column_stride]; return r;
-}
-template <class T> AI V<T> ld_time(const double* q, const Lanes<T>& c) {
+template <class T> AI V<T> ld_time(const double* q, const Chunk<T>& c) {
   V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = static_cast<T>(q[c.lane[j]]); return r;
-}
-template <class T> AI void store(T* row, const Lanes<T>& c, const V<T>& x) {
-  if (c.real == N<T>) return st(row + c.l0, x);
-  for (std::size_t j = 0; j < c.real; ++j) row[c.l0 + j] = x[j];
 }
 template <class T, class F> AI V<T> map1(const V<T>& a, F f) {
   V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = f(a[j]); return r;
@@ -135,9 +128,8 @@ std::string expression(const Instr& ins, const std::string& a, const std::string
                        const std::string& c) {
   const std::string k = "K[" + std::to_string(ins.b) + "]";  // a scalar, broadcast by the operator
   switch (ins.op) {
-    case Opcode::LoadState:
-      return "ld_state(b->u + " + std::to_string(ins.a) + "u * b->u_stride, c)";
-    case Opcode::LoadForcing: return "ld_forcing(b->forcing[" + std::to_string(ins.a) + "], c)";
+    case Opcode::LoadState: return "ld(c.u + " + std::to_string(ins.a) + "u * c.us)";
+    case Opcode::LoadForcing: return "ld(c.f + " + std::to_string(ins.a) + "u * c.fs)";
     case Opcode::LoadTime: return "ld_time<T>(b->time, c)";
     case Opcode::LoadTimeValue:
       return "ld_time<T>(b->time_regs + " + std::to_string(ins.a) + "u * W, c)";
@@ -218,7 +210,12 @@ std::string emit_native_source(const Tape& tape) {
     // One function per chunk keeps each register-allocation problem small; they must not be
     // inlined back into one (g++ inlines a static function called once).
     os << "template <class T> " << (chunks > 1 ? "[[gnu::noinline]] " : "inline ")
-       << "void chunk" << k << "(const Block<T>* b, const Lanes<T>& c) {\n"
+       << "void chunk" << k << "(const Block<T>* block, const Chunk<T>& chunk) {\n"
+       // Local copies: the compiler cannot prove that output and spill stores leave the block
+       // and lane descriptors alone, and would reload them around every store; copies whose
+       // address never escapes stay in registers.
+       << "  const Block<T> block_copy = *block; const Block<T>* const b = &block_copy;\n"
+       << "  const Chunk<T> c = chunk;\n"
        << "  const std::size_t W = b->width; (void)W;\n"
        // Scalars and pinned values are read where used, not hoisted into locals: fullchem has
        // hundreds of rate constants, and locals live across the whole body swamp the allocator.
@@ -233,7 +230,7 @@ std::string emit_native_source(const Tape& tape) {
       const std::string b = n > 1 && !scalar_b ? name[ins.b] : "";
       const std::string c = n > 2 ? name[ins.c] : "";
       if (ins.op == Opcode::Store) {
-        os << "  store(b->du + " << ins.dst << "u * b->du_stride, c, " << a << ");\n";
+        os << "  st(c.d + " << ins.dst << "u * c.ds, " << a << ");\n";
         continue;
       }
       if (spilled[i]) {
@@ -247,20 +244,54 @@ std::string emit_native_source(const Tape& tape) {
     }
     os << "}\n";
   }
-  // Outputs are stored N lanes (one cache line of doubles) at a time straight into their rows.
+  // The chunk loop: direct access where the layout allows (the lane pools' blocks always do),
+  // else gather into the scratch past the spill area and scatter the real lanes back.
+  const std::size_t spill_values = lane.registers - lane.pinned;
   os << "template <class T> void lane_body(const Block<T>* b) {\n"
+     << "  constexpr std::size_t states = " << tape.states << "u, forcings = " << tape.forcing.size()
+     << "u, outputs = " << tape.outputs << "u;\n"
+     << "  (void)states; (void)forcings; (void)outputs;\n"
+     << "  std::size_t spacing = 0;\n"
+     << "  bool uniform = true;\n"
+     << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
+     << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
+     << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
+     << "    uniform = step % sizeof(T) == 0;\n"
+     << "    spacing = step / sizeof(T);\n"
+     << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
+     << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
+     << "  }\n"
+     << "  T* const gathered = b->spill + " << spill_values << "u * N<T>;\n"
      << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
-     << "    Lanes<T> c;\n"
-     << "    c.l0 = l0;\n"
-     << "    c.real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
-     << "    c.contiguous = c.real == N<T>;\n"
+     << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
+     << "    Chunk<T> c;\n"
+     << "    std::int64_t col[N<T>];\n"
+     << "    bool direct = uniform && real == N<T>;\n"
      << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
-     << "      c.lane[j] = l0 + (j < c.real ? j : c.real - 1);\n"
-     << "      c.col[j] = b->col[c.lane[j]];\n"
-     << "      c.contiguous = c.contiguous && c.col[j] == c.col[0] + std::int64_t(j);\n"
+     << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
+     << "      col[j] = b->col[c.lane[j]];\n"
+     << "      direct = direct && col[j] == col[0] + std::int64_t(j);\n"
+     << "    }\n"
+     << "    if (direct) {\n"
+     << "      c.u = b->u + col[0]; c.us = b->u_stride;\n"
+     << "      c.f = forcings > 0 ? b->forcing[0].data + col[0] : nullptr; c.fs = spacing;\n"
+     << "      c.d = b->du + l0; c.ds = b->du_stride;\n"
+     << "    } else {\n"
+     << "      T* const u = gathered;\n"
+     << "      T* const f = u + states * N<T>;\n"
+     << "      for (std::size_t a = 0; a < states; ++a)\n"
+     << "        for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + col[j]];\n"
+     << "      for (std::size_t a = 0; a < forcings; ++a)\n"
+     << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
+     << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"
+     << "      c.u = u; c.us = N<T>; c.f = f; c.fs = N<T>;\n"
+     << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
      << "    }\n";
   for (std::size_t k = 0; k < chunks; ++k) os << "    chunk" << k << "<T>(b, c);\n";
-  os << "  }\n"
+  os << "    if (!direct)\n"
+     << "      for (std::size_t k = 0; k < outputs; ++k)\n"
+     << "        for (std::size_t j = 0; j < real; ++j) b->du[k * b->du_stride + l0 + j] = c.d[k * N<T> + j];\n"
+     << "  }\n"
      << "}\n}  // namespace\n";
   for (const char* t : {"double", "float"})
     os << "extern \"C\" void esi_native_lane_v" << kNativeAbiVersion << "_"

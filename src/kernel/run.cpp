@@ -339,10 +339,12 @@ Workspace Program::make_workspace(std::size_t lanes, DType dtype) const {
   ws.width_ = kLaneWidths[detail::width_index(std::max<std::size_t>(lanes, 1))];
   const std::size_t W = static_cast<std::size_t>(ws.width_);
   // Native code reads only the pinned registers of the file; past them it keeps its spill
-  // area, one vector of lanes per value (which may be wider than W).
+  // area, one vector of lanes per value (which may be wider than W), and a vector of lanes per
+  // state, forcing and output for chunks it gathers (native_abi.hpp).
   const std::size_t vector = detail::kNativeVectorBytes / (dtype == DType::F64 ? 8 : 4);
   const std::size_t count =
-      native_ ? tape_->lane.pinned * W + (tape_->lane.registers - tape_->lane.pinned) * std::max(W, vector)
+      native_ ? tape_->lane.pinned * W + (tape_->lane.registers - tape_->lane.pinned) * std::max(W, vector) +
+                    (tape_->states + tape_->forcing.size() + tape_->outputs) * vector
               : tape_->lane.registers * W;
   ws.regs_.reset(dtype == DType::F64 ? poisoned<double>(count) : poisoned<float>(count));
   ws.time_.reset(poisoned<double>(static_cast<std::size_t>(tape_->time.registers) * W));

@@ -218,11 +218,13 @@ double corner_value(std::size_t i, std::size_t l) {
 }
 
 /// Runs tape and native on `lanes` cells (every state from corner_value, or perturbed
-/// defaults when `corners` is false) through a workspace of `width` lanes, with a forcing
-/// field read at column stride 2 (so the native code's strided load is exercised).
+/// defaults when `corners` is false) through a workspace of `width` lanes, with two forcing
+/// fields: in one buffer at equal distances with unit stride (`packed`: the layout the native
+/// code reads in place, as the lane pools pass them) or at column stride 2 in separate buffers
+/// (the layout it gathers first).
 template <class T>
 std::string compare_lanes(const Program& tape, const Program& native, const esi::esm::System& s,
-                          std::size_t lanes, std::size_t width, bool corners) {
+                          std::size_t lanes, std::size_t width, bool corners, bool packed) {
   std::mt19937_64 rng(lanes * 31 + width);
   std::vector<T> u(s.states.size() * lanes);
   std::vector<double> t;
@@ -232,9 +234,15 @@ std::string compare_lanes(const Program& tape, const Program& native, const esi:
       u[i * lanes + l] = static_cast<T>(corners ? corner_value(i, l) : x[i]);
     t.push_back(900.0 * static_cast<double>(l) - 3600.0);
   }
-  std::vector<T> field(2 * lanes);
-  for (std::size_t l = 0; l < lanes; ++l) field[2 * l] = static_cast<T>(corner_value(7, l + 1));
-  const std::vector<ForcingField<T>> forcing{{field.data(), 2}};
+  std::vector<T> field(4 * lanes);
+  std::vector<ForcingField<T>> forcing;
+  for (std::size_t q = 0; q < 2; ++q) {
+    const std::size_t stride = packed ? 1 : 2;
+    T* base = field.data() + (packed ? q * lanes : 2 * q * lanes);
+    for (std::size_t l = 0; l < lanes; ++l)
+      base[l * stride] = static_cast<T>(q == 0 ? corner_value(7, l + 1) : 2.5 + 0.25 * double(l));
+    forcing.push_back({base, stride});
+  }
   const auto p = esi::testing::defaults(s.parameters);
   const DType dt = std::is_same_v<T, double> ? DType::F64 : DType::F32;
   Workspace wt = tape.make_workspace(width, dt), wn = native.make_workspace(width, dt);
@@ -266,18 +274,22 @@ std::string compare_lanes(const Program& tape, const Program& native, const esi:
 TEST(Native, VectorChunksEqualTheTapeForEveryLaneCount) {
   const auto s = esi::testing::system_from(esi::testing::all_ops_model());
   CompileOptions co;
-  co.forcing = {"M.F"};
+  co.forcing = {"M.F", "M.k"};
   const Program tape = compile(s, co);
   const Program native = with_native(tape, test_options());
   ASSERT_TRUE(native.is_native()) << native.native_status();
   for (std::size_t lanes = 1; lanes <= 64; ++lanes)
     for (std::size_t width : {lanes, std::size_t(64)})
-      for (bool corners : {false, true}) {
-        const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
-                               std::to_string(width) + (corners ? ", corners" : "");
-        EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners), "") << "f64" << at;
-        EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners), "") << "f32" << at;
-      }
+      for (bool corners : {false, true})
+        for (bool packed : {false, true}) {
+          const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
+                                 std::to_string(width) + (corners ? ", corners" : "") +
+                                 (packed ? ", packed forcing" : ", strided forcing");
+          EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "")
+              << "f64" << at;
+          EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "")
+              << "f32" << at;
+        }
 }
 
 // Gathered cells (Target::Lanes): consecutive cells take the vector load, scattered and
