@@ -303,7 +303,9 @@ struct Settings {
   bool native = false;  ///< per-cell peers on compiled C++ kernels instead of the tape
   std::vector<bool> pool_kernels{false, true};  ///< lane-pool rows: tape (false), native (true)
   std::vector<int> pool_threads{1, 2};
-  int lanes = 8;  ///< lanes per lane-pool block
+  /// Lanes per lane-pool block: 16 ran every case 10-25 % faster than 8 on the 2-core AVX-512
+  /// VM (2026-12-02; two independent vectors per operation hide the LU solve's latency).
+  int lanes = 16;
   esi::method::ControllerKind controller = esi::method::ControllerKind::I;
   bool cvode_constraints = false;  ///< CVODE's inequality constraints u >= 0
   double cvode_atol_factor = 1e-3; ///< CVODE's atol = case atol * this * (rtol / case rtol)
@@ -490,7 +492,7 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
       mo.cell_parameters = k.mechanism->cell_parameter_names;
       mo.native = native;
       model = esi::exec::CellModel::build(k.mechanism->system, mo);
-      std::printf("lane pool model: %s\n", model->describe().c_str());
+      std::printf("lane pool model: %s; %d lanes per block\n", model->describe().c_str(), s.lanes);
     } catch (const esi::Error& e) {
       std::printf("lane pool: CellModel::build refused: %s\n", e.what());
     }
