@@ -402,8 +402,9 @@ void Block::time_derivative() {
 // linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
 void Block::attempt() {
   for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  linalg::lu_factor_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_),
-                            std::span<std::uint8_t>(failed_));
+  linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
+  std::fill(failed_.begin(), failed_.end(), 0);
+  linalg::lu_factor(m_.lu, lu_.data(), int(L_), std::span<std::uint8_t>(failed_));
   ++lu_calls_;
   const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {

@@ -19,11 +19,6 @@
 //   was no faster once buffers were 64-byte aligned, except at L = 1; see bench/RESULTS.md.)
 //   plan.solve_ops (the solve's encoding) is described in sparse_lu_numeric.cpp.
 //
-// lu_factor_shifted assembles each row of M = shift I - J (assemble_shifted's operations, J read
-// through plan.input_of) right before eliminating it, in the same loop that takes the row's
-// largest magnitude: the separate zeroing, scatter and diagonal passes over the whole factor
-// storage go, and the row is in L1 when the elimination reads it.
-//
 // Tiny pivots: before row k is eliminated its entries are still the assembled input, so one
 // pass over them gives the row's largest magnitude (and whether any entry is inf or NaN). After
 // elimination the lane fails if !(|pivot| > tiny * rowmax) or the pivot is not finite. All
@@ -46,24 +41,14 @@ namespace {
 
 using std::size_t;
 
-/// The input of factor_lanes: either values already in place (`jacobian` null), or M = shift I
-/// - J assembled row by row (see lu_factor_shifted).
-template <class T>
-struct RowSource {
-  const T* jacobian = nullptr;
-  const T* shift = nullptr;
-};
-
-template <class T, int L, bool kAssemble>
+template <class T, int L>
 [[gnu::always_inline]] inline int factor_lanes(const SparseLuPlan& plan, T* v,
-                                               std::uint8_t* lane_failed, T tiny,
-                                               RowSource<T> source) {
+                                               std::uint8_t* lane_failed, T tiny) {
   constexpr T kLargest = std::numeric_limits<T>::max();
   const int n = plan.n;
   const int* row_ptr = plan.row_ptr.data();
   const int* col = plan.col.data();
   const int* diag = plan.diag.data();
-  const int* input_of = plan.input_of.data();
   const std::int32_t* target = plan.ops.data();
   T failed[L];  // 0 or 1 per lane
   ESI_LANES for (int l = 0; l < L; ++l) failed[l] = 0;
@@ -72,21 +57,7 @@ template <class T, int L, bool kAssemble>
     T rowmax[L], nonfinite[L];  // nonfinite: 0, or NaN once an entry was inf or NaN
     ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
     for (int q = row_ptr[k]; q < row_ptr[k + 1]; ++q) {
-      T* a = v + static_cast<size_t>(q) * L;
-      if constexpr (kAssemble) {
-        // assemble_shifted's operations on this entry: 0 or -J, then + shift on the diagonal.
-        const int j = input_of[q];
-        if (j >= 0) {
-          const T* s = source.jacobian + static_cast<size_t>(j) * L;
-          ESI_LANES for (int l = 0; l < L; ++l) a[l] = -s[l];
-        } else {
-          ESI_LANES for (int l = 0; l < L; ++l) a[l] = T(0);
-        }
-        if (q == diag[k]) {
-          const T* shift = source.shift;
-          ESI_LANES for (int l = 0; l < L; ++l) a[l] += shift[l];
-        }
-      }
+      const T* a = v + static_cast<size_t>(q) * L;
       ESI_LANES for (int l = 0; l < L; ++l) {
         const T m = std::abs(a[l]);
         rowmax[l] = m > rowmax[l] ? m : rowmax[l];
@@ -124,11 +95,7 @@ template <class T, int L, bool kAssemble>
 
 #define ESI_LU_FACTOR_KERNEL(T, L)                                                            \
   ESI_LU_CLONES int factor_##T##_##L(const SparseLuPlan& p, T* v, std::uint8_t* f, T tiny) { \
-    return factor_lanes<T, L, false>(p, v, f, tiny, {});                                      \
-  }                                                                                           \
-  ESI_LU_CLONES int factor_shifted_##T##_##L(const SparseLuPlan& p, T* v, std::uint8_t* f,   \
-                                             T tiny, RowSource<T> source) {                   \
-    return factor_lanes<T, L, true>(p, v, f, tiny, source);                                   \
+    return factor_lanes<T, L>(p, v, f, tiny);                                                 \
   }
 ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, double)
 ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, float)
@@ -141,16 +108,6 @@ int factor_dispatch(const SparseLuPlan& p, float* v, int lanes, std::uint8_t* f,
   ESI_LU_DISPATCH(factor, float, lanes, p, v, f, tiny)
   return 0;
 }
-int factor_shifted_dispatch(const SparseLuPlan& p, double* v, int lanes, std::uint8_t* f,
-                            double tiny, RowSource<double> source) {
-  ESI_LU_DISPATCH(factor_shifted, double, lanes, p, v, f, tiny, source)
-  return 0;
-}
-int factor_shifted_dispatch(const SparseLuPlan& p, float* v, int lanes, std::uint8_t* f,
-                            float tiny, RowSource<float> source) {
-  ESI_LU_DISPATCH(factor_shifted, float, lanes, p, v, f, tiny, source)
-  return 0;
-}
 
 }  // namespace
 
@@ -161,20 +118,7 @@ int lu_factor(const SparseLuPlan& plan, T* values, int lanes, std::span<std::uin
   return factor_dispatch(plan, values, lanes, lane_failed.data(), tiny);
 }
 
-template <class T>
-int lu_factor_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shift, T* values,
-                      int lanes, std::span<std::uint8_t> lane_failed, T tiny) {
-  ESI_ASSERT(lanes >= 1 && lane_failed.size() >= static_cast<size_t>(lanes));
-  ESI_ASSERT(plan.input_of.size() == plan.col.size());
-  return factor_shifted_dispatch(plan, values, lanes, lane_failed.data(), tiny,
-                                 RowSource<T>{jacobian, shift});
-}
-
 template int lu_factor<double>(const SparseLuPlan&, double*, int, std::span<std::uint8_t>, double);
 template int lu_factor<float>(const SparseLuPlan&, float*, int, std::span<std::uint8_t>, float);
-template int lu_factor_shifted<double>(const SparseLuPlan&, const double*, const double*, double*,
-                                       int, std::span<std::uint8_t>, double);
-template int lu_factor_shifted<float>(const SparseLuPlan&, const float*, const float*, float*, int,
-                                      std::span<std::uint8_t>, float);
 
 }  // namespace esi::linalg

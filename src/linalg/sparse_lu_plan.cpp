@@ -164,9 +164,6 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
     }
     missing_diagonals += has_diagonal ? 0 : 1;
   }
-  plan.input_of.assign(plan.col.size(), -1);
-  for (std::size_t j = 0; j < plan.from_input.size(); ++j)
-    plan.input_of[static_cast<std::size_t>(plan.from_input[j])] = static_cast<int>(j);
   plan.diag_of.resize(n);
   for (int i = 0; i < n; ++i) plan.diag_of[i] = plan.diag[plan.position[i]];
   plan.fill = plan.col.size() - p.col.size() - missing_diagonals;

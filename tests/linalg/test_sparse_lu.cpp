@@ -504,44 +504,4 @@ TEST(SparseLu, AssembleShiftedWritesShiftMinusJacobian) {
     }());
 }
 
-// The fused assembly + factorisation equals assemble_shifted followed by lu_factor bit for bit
-// (factor values and failed lanes) at every lane width, in double and float, on a pattern with
-// fill and missing diagonals, with lanes that fail (a NaN, an infinity, an exactly singular
-// pivot) next to lanes that do not, and with the factor storage full of garbage beforehand.
-template <class T>
-void check_fused_factor(int lanes) {
-  const Pattern p = random_pattern(30, 0.12, 91, /*with_diagonal=*/false);
-  const auto plan = plan_sparse_lu(p);
-  ASSERT_GT(plan.fill, 0u);
-  ASSERT_EQ(plan.input_of.size(), plan.nonzeros());
-  std::mt19937 rng(92 + lanes);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> jac(p.col.size() * lanes), shift(lanes);
-  for (auto& x : jac) x = static_cast<T>(u(rng));
-  for (int l = 0; l < lanes; ++l) shift[l] = static_cast<T>(l % 5 == 4 ? 1e-30 : 20.0 + 7 * l);
-  if (lanes > 1) jac[3 * lanes + 1] = std::numeric_limits<T>::quiet_NaN();
-  if (lanes > 2) jac[(p.col.size() - 1) * lanes + 2] = std::numeric_limits<T>::infinity();
-  std::vector<T> two(plan.nonzeros() * lanes, T(0)), fused(plan.nonzeros() * lanes, T(-7.5));
-  std::vector<std::uint8_t> failed_two(lanes, 9), failed_fused(lanes, 9);
-  assemble_shifted<T>(plan, jac.data(), shift.data(), two.data(), lanes);
-  const int n_two = lu_factor<T>(plan, two.data(), lanes, failed_two);
-  const int n_fused = lu_factor_shifted<T>(plan, jac.data(), shift.data(), fused.data(), lanes,
-                                           failed_fused);
-  EXPECT_EQ(n_fused, n_two) << lanes << " lanes";
-  EXPECT_EQ(failed_fused, failed_two) << lanes << " lanes";
-  if (lanes > 2) EXPECT_GE(n_two, 2);  // the NaN and infinity lanes fail
-  for (std::size_t i = 0; i < two.size(); ++i) {
-    const bool both_nan = two[i] != two[i] && fused[i] != fused[i];
-    ASSERT_TRUE(both_nan || std::memcmp(&two[i], &fused[i], sizeof(T)) == 0)
-        << lanes << " lanes, entry " << i / lanes << " lane " << i % lanes;
-  }
-}
-
-TEST(SparseLu, FusedShiftedFactorEqualsAssemblePlusFactor) {
-  for (int lanes : kLuLaneWidths) {
-    check_fused_factor<double>(lanes);
-    check_fused_factor<float>(lanes);
-  }
-}
-
 }  // namespace

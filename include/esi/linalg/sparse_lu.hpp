@@ -43,8 +43,6 @@ struct SparseLuPlan {
   std::vector<int> diag;        ///< factor position of the k-th pivot (permuted row k, col k)
   /// factor position of input nonzero j (input CSR order) of the pattern the plan was made for.
   std::vector<int> from_input;
-  /// the inverse: input nonzero of factor position q, or -1 for a fill entry.
-  std::vector<int> input_of;
   /// factor position of the diagonal entry of ORIGINAL index i (present even where the input
   /// pattern lacked it: a shifted matrix s I - J always has a diagonal).
   std::vector<int> diag_of;
@@ -124,14 +122,6 @@ void lu_solve(const SparseLuPlan& plan, const T* factored, T* x, int lanes);
 template <class T>
 void assemble_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shift, T* values,
                       int lanes);
-
-/// assemble_shifted followed by lu_factor in one pass: each factor row is assembled from J
-/// (read through plan.input_of) just before it is eliminated, so the row's largest magnitude
-/// is taken while its entries are written and no separate zeroing, scatter or row-maximum pass
-/// touches the factor storage. Same values, same failed lanes, same bits as the two calls.
-template <class T>
-int lu_factor_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shift, T* values,
-                      int lanes, std::span<std::uint8_t> lane_failed, T tiny = T(1e-14));
 
 /// A short human-readable summary: "n=12 nnz=58 fill=6 div=12 fma=180".
 std::string describe(const SparseLuPlan& plan);
