@@ -189,7 +189,6 @@ namespace {
 constexpr double kNonFiniteFactor = 0.1;
 constexpr double kSolverFailFactor = 0.5;
 constexpr double kLandingSlack = 0.01;
-constexpr std::size_t kMaxLanes = 64;  // the widest block (linalg::kLuLaneWidths)
 
 enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
 
@@ -326,6 +325,8 @@ class Block {
   void starting_steps();
   void time_derivative();
   void attempt();
+  /// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order;
+  /// base null = 0 + the sum): linalg::lane_combination.
   void combine(const double* base, const double* w, int count, double* out) const {
     linalg::lane_combination(n_, int(L_), base, k_.data(), n_ * L_, w, count, out);
   }
