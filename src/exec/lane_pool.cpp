@@ -25,6 +25,7 @@
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
+#include "esi/linalg/lane_ops.hpp"
 #include "esi/linalg/sparse_lu.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
@@ -188,7 +189,6 @@ namespace {
 constexpr double kNonFiniteFactor = 0.1;
 constexpr double kSolverFailFactor = 0.5;
 constexpr double kLandingSlack = 0.01;
-constexpr std::size_t kMaxLanes = 64;  // the widest block (linalg::kLuLaneWidths)
 
 enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
 
@@ -319,26 +319,17 @@ class Block {
   /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
   /// and bad[l] = 1 where u1 is not finite.
   void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    std::fill(out, out + L_, 0.0);
-    std::fill(bad, bad + L_, 0);
-    for (std::size_t i = 0; i < n_; ++i) {
-      const double at = atol_[i], rt = opt_.rtol;
-      const double* a0 = u0_.data() + i * L_;
-      const double* a1 = u1 + i * L_;
-      const double* e = v + i * L_;
-      for (std::size_t l = 0; l < L_; ++l) {
-        const double w = e[l] / (at + rt * std::max(std::abs(a0[l]), std::abs(a1[l])));
-        out[l] += w * w;
-        bad[l] |= static_cast<std::uint8_t>(!(std::abs(a1[l]) <= std::numeric_limits<double>::max()));
-      }
-    }
-    for (std::size_t l = 0; l < L_; ++l) out[l] = std::sqrt(out[l] / double(n_));
+    linalg::lane_error_norms(n_, int(L_), v, u0_.data(), u1, atol_.data(), opt_.rtol, out, bad);
   }
 
   void starting_steps();
   void time_derivative();
   void attempt();
-  void combine(const double* base, const double* w, int count, double* out) const;
+  /// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order;
+  /// base null = 0 + the sum): linalg::lane_combination.
+  void combine(const double* base, const double* w, int count, double* out) const {
+    linalg::lane_combination(n_, int(L_), base, k_.data(), n_ * L_, w, count, out);
+  }
 
   const CellModel::Impl& m_;
   const LanePoolOptions& opt_;
@@ -408,7 +399,8 @@ void Block::time_derivative() {
 }
 
 // One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
-// for lanes whose iteration matrix had a tiny pivot.
+// for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
+// linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
 void Block::attempt() {
   for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
   linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
@@ -431,42 +423,13 @@ void Block::attempt() {
     for (int j = 0; j < i; ++j)
       for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
     for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
-    for (std::size_t x0 = 0; x0 < nl; x0 += L_) {
-      double coupling[kMaxLanes];
-      std::fill(coupling, coupling + L_, 0.0);
-      for (int j = 0; j < i; ++j) {
-        if (tab_.C[i][j] == 0.0) continue;
-        const double* kj = k_.data() + std::size_t(j) * nl + x0;
-        const double* cj = coef_.data() + std::size_t(j) * L_;
-        for (std::size_t l = 0; l < L_; ++l) coupling[l] += cj[l] * kj[l];
-      }
-      const double* fx = f + x0;
-      const double* ftx = ft_.data() + x0;
-      double* kx = k + x0;
-      for (std::size_t l = 0; l < L_; ++l) kx[l] = fx[l] + coupling[l] + scale_[l] * ftx[l];
-    }
+    linalg::lane_stage_rhs(n_, int(L_), f, ft_.data(), k_.data(), nl, tab_.C[i], i, coef_.data(),
+                           scale_.data(), k);
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }
   if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
   combine(nullptr, tab_.btilde, tab_.stages, err_.data());
-}
-
-// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order);
-// base null = 0 + the sum.
-void Block::combine(const double* base, const double* w, int count, double* out) const {
-  // Accumulated in `out` stage by stage (so the loops vectorize), then the base added: per
-  // entry the same operations in the same order as acc = sum_j w_j k_j; base + acc.
-  const std::size_t nl = n_ * L_;
-  std::fill(out, out + nl, 0.0);
-  for (int j = 0; j < count; ++j) {
-    if (w[j] == 0.0) continue;
-    const double wj = w[j];
-    const double* kj = k_.data() + std::size_t(j) * nl;
-    for (std::size_t x = 0; x < nl; ++x) out[x] += wj * kj[x];
-  }
-  if (base)
-    for (std::size_t x = 0; x < nl; ++x) out[x] = base[x] + out[x];
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,

@@ -1,8 +1,9 @@
 // Compiling, caching and loading native lane code (see native.hpp).
 //
 // Cache key: FNV-1a (two 64-bit streams) over the generated source, the ABI version, the
-// compiler command, its flags and the compiler's own version string, so a new compiler or a
-// different flag never reuses an old object. Each object is written to a unique temporary name
+// compiler command, its flags, the compiler's own version string and, for -march=native, the
+// target options it expands to here, so a new compiler, a different flag or another CPU never
+// reuses an old object. Each object is written to a unique temporary name
 // and renamed into place, so concurrent processes compiling the same program do not collide.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "esi/kernel/native.hpp"
 #include "kernel/native_abi.hpp"
@@ -70,6 +72,45 @@ std::string compiler_version(const std::string& compiler) {
   while (fgets(line.data(), line.size(), f)) {
   }
   return pclose(f) == 0 ? first : std::string();
+}
+
+/// What `flags` mean on this machine for the cache key: when they ask for -march=native or
+/// -mtune=native, the target options the compiler expands them to (its driver's cc1 line),
+/// so an object built for one CPU is never loaded on another. `flags` loses -march=native when
+/// the compiler rejects it.
+std::string resolve_native_flags(const std::string& compiler, std::string& flags) {
+  if (flags.find("=native") == std::string::npos) return {};
+  FILE* f = popen((compiler + " " + flags + " -### -x c++ -c /dev/null -o /dev/null 2>&1").c_str(),
+                  "r");
+  std::string out;
+  if (f) {
+    std::array<char, 4096> buf{};
+    std::string line;
+    while (fgets(buf.data(), buf.size(), f)) {
+      line += buf.data();
+      if (line.back() != '\n') continue;
+      // Only the compiler proper's target options: the rest of its line names temporary
+      // files. g++ spells them -march=znver3 -mavx512f ..., clang "-target-cpu" "znver3".
+      if (line.find("cc1") != std::string::npos) {
+        std::istringstream words(line);
+        std::string word;
+        bool take_next = false;
+        while (words >> word) {
+          if (!word.empty() && word.front() == '"') word = word.substr(1, word.size() - 2);
+          if (take_next || word.rfind("-m", 0) == 0) out += word + " ";
+          take_next = word == "-target-cpu" || word == "-target-feature";
+        }
+      }
+      line.clear();
+    }
+    if (pclose(f) != 0) out.clear();
+  }
+  if (out.empty()) {  // the compiler does not know it: build for its default target instead
+    for (const char* drop : {"-march=native", "-mtune=native", "-mcpu=native"})
+      for (auto at = flags.find(drop); at != std::string::npos; at = flags.find(drop))
+        flags.erase(at, std::string(drop).size());
+  }
+  return out;
 }
 
 std::string content_hash(const std::string& text) {
@@ -149,16 +190,19 @@ Program with_native(const Program& program, const NativeOptions& options) {
   const std::string compiler = compiler_of(options);
   const std::string version = compiler_version(compiler);
   if (version.empty()) return keep("no working C++ compiler '" + compiler + "'");
+  std::string flags = options.flags;
+  const std::string target = resolve_native_flags(compiler, flags);
   const std::string source = native_source(program);
   const std::string key = content_hash(source + "\n" + std::to_string(detail::kNativeAbiVersion) +
-                                       "\n" + compiler + "\n" + options.flags + "\n" + version);
+                                       "\n" + compiler + "\n" + flags + "\n" + version + "\n" +
+                                       target);
   const fs::path dir = cache_folder(options);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return keep("cannot create the cache folder " + dir.string() + ": " + ec.message());
   const fs::path so = dir / ("esi-" + key + ".so");
   if (!fs::exists(so)) {
-    if (std::string why = compile_to(compiler, options.flags, source, so); !why.empty())
+    if (std::string why = compile_to(compiler, flags, source, so); !why.empty())
       return keep(why);
   }
   std::string why;

@@ -13,7 +13,11 @@
 
 namespace esi::kernel::detail {
 
-inline constexpr int kNativeAbiVersion = 3;
+inline constexpr int kNativeAbiVersion = 5;
+
+/// Native code computes the lanes of a block in chunks of one 64-byte vector (8 doubles, 16
+/// floats); its spill area holds that many entries per value, whatever the block width.
+inline constexpr std::size_t kNativeVectorBytes = 64;
 
 /// Closed functions stay in the library: the native code calls back through this pointer.
 using NativeClosedFn = double (*)(unsigned fn, const void* tables, unsigned table, double x0,
@@ -36,8 +40,9 @@ struct NativeBlock {
   const T* pinned;              // lane register file: pinned register r at [r * width]
   const void* tables;           // ClosedTable array
   NativeClosedFn closed;
-  T* spill;                     // one lane's long-lived values (lane register file past pinned)
-  T* staging;                   // outputs of the block, lane-major: [l * outputs + k]
+  T* spill;                     // long-lived values of one chunk, value r - pinned at
+                                // [(r - pinned) * V] (V = kNativeVectorBytes / sizeof(T)),
+                                // then room for V lanes of every state, forcing and output
 };
 
 template <class T>

@@ -1,8 +1,14 @@
-// Emitting a lane tape as C++ (see native.hpp): one statement per instruction, one local
-// variable per short-lived value (long-lived ones in a spill area), the lane loop outermost.
+// Emitting a lane tape as C++ (see native.hpp): the lanes of a block in chunks of N (one
+// 64-byte vector: 8 doubles, 16 floats), one statement per instruction computing all N lanes of
+// a value at once with GCC vector extensions, one local per short-lived value (long-lived ones
+// in a spill area, N entries per value), the chunk loop outermost.
 //
-// Each statement is the interpreter's scalar operation spelled out (run.cpp's lambdas and
-// scalar_ops.hpp), so with contraction off both paths round identically.
+// Bits: +, -, *, / and comparisons on vectors are the same IEEE-754 operations per element as
+// the interpreter's scalar ones, and with contraction off nothing fuses them. Every function
+// (exp, log, pow, ... and closed functions) is called per element with the same scalar libm
+// call as the interpreter makes (run.cpp's lambdas, scalar_ops.hpp): a vector math library
+// rounds differently, and glibc declares no SIMD variants without -ffast-math. Lanes past the
+// block's last real lane repeat that lane (finite values, never stored).
 #include <algorithm>
 #include <cstdint>
 #include <sstream>
@@ -18,11 +24,12 @@ namespace {
 constexpr std::size_t kLocalWindow = 24;  // instructions a value may stay in a local
 constexpr std::size_t kChunk = 384;       // instructions per emitted function
 
-// The prologue of every generated file: the block layout (a copy of NativeBlock) and the
-// scalar helpers of scalar_ops.hpp.
+// The prologue of every generated file: the block layout (a copy of NativeBlock), the vector
+// type and the per-element helpers mirroring scalar_ops.hpp.
 constexpr const char* kPrologue = R"(#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 namespace {
 template <class T> struct Forcing { const T* data; std::size_t column_stride; };
 template <class T> struct Block {
@@ -32,19 +39,68 @@ template <class T> struct Block {
   const void* tables;
   double (*closed)(unsigned, const void*, unsigned, double, double);
   T* spill;
-  T* staging;
 };
-template <class T> inline T op_min(T a, T b) { return (a < b || a != a) ? a : b; }
-template <class T> inline T op_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> inline T op_sign(T a) { return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a); }
-template <class T> inline T truth(bool b) { return b ? T(1) : T(0); }
+template <class T> struct Vec;
+template <> struct Vec<double> { typedef double V __attribute__((vector_size(64))); };
+template <> struct Vec<float> { typedef float V __attribute__((vector_size(64))); };
+template <class T> using V = typename Vec<T>::V;
+// Helpers always inline: in bodies of hundreds of statements g++ otherwise calls them.
+#define AI [[gnu::always_inline]] inline
+template <class T> constexpr std::size_t N = sizeof(V<T>) / sizeof(T);
+// One chunk of lanes as the statements see it: state a of chunk lane j at u[a * us + j],
+// forcing a at f[a * fs + j], output k at d[k * ds + j]. Either straight into the caller's
+// arrays (consecutive columns, forcing fields evenly spaced with unit stride, a full chunk) or
+// into a scratch copy gathered before and scattered after, so every load and store of the
+// body is one plain vector access. lane[j]: the block lane of chunk lane j (past the block's
+// last real lane, that lane again).
+template <class T> struct Chunk {
+  const T* u; std::size_t us;
+  const T* f; std::size_t fs;
+  T* d; std::size_t ds;
+  std::size_t lane[N<T>];
+};
+template <class T> AI V<T> bc(T s) { V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = s; return r; }
+template <class T> AI V<T> ld(const T* p) { V<T> r; std::memcpy(&r, p, sizeof r); return r; }
+template <class T> AI void st(T* p, const V<T>& x) { std::memcpy(p, &x, sizeof x); }
+template <class T> AI V<T> ld_time(const double* q, const Chunk<T>& c) {
+  V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = static_cast<T>(q[c.lane[j]]); return r;
+}
+template <class T, class F> AI V<T> map1(const V<T>& a, F f) {
+  V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = f(a[j]); return r;
+}
+template <class T, class F> AI V<T> map2(const V<T>& a, const V<T>& b, F f) {
+  V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = f(a[j], b[j]); return r;
+}
+template <class T, class M> AI V<T> truth(M m) { return m ? bc<T>(T(1)) : bc<T>(T(0)); }
+template <class T> AI V<T> op_min(V<T> a, V<T> b) { return ((a < b) | (a != a)) ? a : b; }
+template <class T> AI V<T> op_max(V<T> a, V<T> b) { return ((a > b) | (a != a)) ? a : b; }
+template <class T> AI V<T> op_sign(V<T> a) {
+  const V<T> z = bc<T>(T(0));
+  return a > z ? bc<T>(T(1)) : (a < z ? bc<T>(T(-1)) : a);
+}
+template <class T> AI V<T> op_not(V<T> a) { return truth<T>(a == bc<T>(T(0))); }
+template <class T> AI V<T> op_and(V<T> a, V<T> b) {
+  const V<T> z = bc<T>(T(0));
+  return truth<T>((a != z) & (b != z));
+}
+template <class T> AI V<T> op_or(V<T> a, V<T> b) {
+  const V<T> z = bc<T>(T(0));
+  return truth<T>((a != z) | (b != z));
+}
+template <class T> AI V<T> select(V<T> c, V<T> x, V<T> y) { return c != bc<T>(T(0)) ? x : y; }
+template <class T> AI V<T> closed(const Block<T>* b, unsigned fn, unsigned table, V<T> x0, V<T> x1) {
+  V<T> r;
+  for (std::size_t j = 0; j < N<T>; ++j)
+    r[j] = static_cast<T>(b->closed(fn, b->tables, table, static_cast<double>(x0[j]), static_cast<double>(x1[j])));
+  return r;
+}
 )";
 
 const char* unary_call(Opcode op) {
   switch (op) {
     case Opcode::Exp: return "std::exp";     case Opcode::Log: return "std::log";
     case Opcode::Log10: return "std::log10"; case Opcode::Sqrt: return "std::sqrt";
-    case Opcode::Abs: return "std::fabs";    case Opcode::Sign: return "op_sign";
+    case Opcode::Abs: return "std::fabs";
     case Opcode::Sin: return "std::sin";     case Opcode::Cos: return "std::cos";
     case Opcode::Tan: return "std::tan";     case Opcode::Asin: return "std::asin";
     case Opcode::Acos: return "std::acos";   case Opcode::Atan: return "std::atan";
@@ -67,45 +123,44 @@ const char* infix(Opcode op) {
   }
 }
 
-/// The right-hand side of one instruction, operands already named.
+/// The right-hand side of one instruction (a vector of N lanes), operands already named.
 std::string expression(const Instr& ins, const std::string& a, const std::string& b,
                        const std::string& c) {
-  const std::string k = "K[" + std::to_string(ins.b) + "]";
+  const std::string k = "K[" + std::to_string(ins.b) + "]";  // a scalar, broadcast by the operator
   switch (ins.op) {
-    case Opcode::LoadState:
-      return "b->u[" + std::to_string(ins.a) + "u * b->u_stride + col]";
-    case Opcode::LoadForcing: {
-      const std::string f = "b->forcing[" + std::to_string(ins.a) + "]";
-      return f + ".data[col * " + f + ".column_stride]";
-    }
-    case Opcode::LoadTime: return "static_cast<T>(b->time[l])";
+    case Opcode::LoadState: return "ld(c.u + " + std::to_string(ins.a) + "u * c.us)";
+    case Opcode::LoadForcing: return "ld(c.f + " + std::to_string(ins.a) + "u * c.fs)";
+    case Opcode::LoadTime: return "ld_time<T>(b->time, c)";
     case Opcode::LoadTimeValue:
-      return "static_cast<T>(b->time_regs[" + std::to_string(ins.a) + "u * W + l])";
+      return "ld_time<T>(b->time_regs + " + std::to_string(ins.a) + "u * W, c)";
     case Opcode::Copy: return a;
     case Opcode::Neg: return "-" + a;
-    case Opcode::Not: return "truth<T>(" + a + " == T(0))";
-    case Opcode::Pow: return "std::pow(" + a + ", " + b + ")";
-    case Opcode::Atan2: return "std::atan2(" + a + ", " + b + ")";
-    case Opcode::Min: return "op_min(" + a + ", " + b + ")";
-    case Opcode::Max: return "op_max(" + a + ", " + b + ")";
-    case Opcode::And: return "truth<T>(" + a + " != T(0) && " + b + " != T(0))";
-    case Opcode::Or: return "truth<T>(" + a + " != T(0) || " + b + " != T(0))";
+    case Opcode::Not: return "op_not<T>(" + a + ")";
+    case Opcode::Sign: return "op_sign<T>(" + a + ")";
+    case Opcode::Pow:
+      return "map2<T>(" + a + ", " + b + ", [](T x, T y) { return std::pow(x, y); })";
+    case Opcode::Atan2:
+      return "map2<T>(" + a + ", " + b + ", [](T x, T y) { return std::atan2(x, y); })";
+    case Opcode::Min: return "op_min<T>(" + a + ", " + b + ")";
+    case Opcode::Max: return "op_max<T>(" + a + ", " + b + ")";
+    case Opcode::And: return "op_and<T>(" + a + ", " + b + ")";
+    case Opcode::Or: return "op_or<T>(" + a + ", " + b + ")";
     case Opcode::AddS: return a + " + " + k;
     case Opcode::SubS: return a + " - " + k;
     case Opcode::SSub: return k + " - " + a;
     case Opcode::MulS: return a + " * " + k;
     case Opcode::DivS: return a + " / " + k;
     case Opcode::SDiv: return k + " / " + a;
-    case Opcode::Select: return a + " != T(0) ? " + b + " : " + c;
+    case Opcode::Select: return "select<T>(" + a + ", " + b + ", " + c + ")";
     case Opcode::Closed1:
     case Opcode::Closed2:
-      return "static_cast<T>(b->closed(" + std::to_string(static_cast<unsigned>(ins.fn)) +
-             "u, b->tables, " + std::to_string(ins.c) + "u, static_cast<double>(" + a + "), " +
-             (ins.op == Opcode::Closed2 ? "static_cast<double>(" + b + ")" : std::string("0.0")) +
-             "))";
+      return "closed<T>(b, " + std::to_string(static_cast<unsigned>(ins.fn)) + "u, " +
+             std::to_string(ins.c) + "u, " + a + ", " +
+             (ins.op == Opcode::Closed2 ? b : std::string("bc<T>(T(0))")) + ")";
     default: break;
   }
-  if (const char* f = unary_call(ins.op)) return std::string(f) + "(" + a + ")";
+  if (const char* f = unary_call(ins.op))
+    return "map1<T>(" + a + ", [](T x) { return " + f + "(x); })";
   if (const char* o = infix(ins.op)) {
     const bool compare = ins.op >= Opcode::Lt;
     const std::string e = a + " " + o + " " + b;
@@ -117,9 +172,9 @@ std::string expression(const Instr& ins, const std::string& a, const std::string
 }
 
 /// Instructions whose value is read more than kLocalWindow instructions after it is written,
-/// or in another chunk: those live in the spill area instead of a local variable. Thousands of simultaneously live
-/// locals across libm calls made g++'s register allocator take ~50 s on fullchem; memory the
-/// callee might see keeps the allocation problem local.
+/// or in another chunk: those live in the spill area instead of a local variable. Thousands of
+/// simultaneously live locals across libm calls made g++'s register allocator take ~50 s on
+/// fullchem; memory the callee might see keeps the allocation problem local.
 std::vector<bool> long_lived(const Code& lane) {
   std::vector<bool> spilled(lane.code.size(), false);
   std::vector<std::size_t> writer(lane.registers, SIZE_MAX);
@@ -145,7 +200,9 @@ std::string emit_native_source(const Tape& tape) {
   const std::vector<bool> spilled = long_lived(lane);
   const std::size_t chunks = std::max<std::size_t>(1, (lane.code.size() + kChunk - 1) / kChunk);
   std::vector<std::string> name(lane.registers);
-  for (std::uint32_t r = 0; r < lane.pinned; ++r) name[r] = "P[" + std::to_string(r) + "u * W]";
+  // Pinned values are the same in every lane: one scalar, broadcast where read.
+  for (std::uint32_t r = 0; r < lane.pinned; ++r)
+    name[r] = "bc<T>(P[" + std::to_string(r) + "u * W])";
   std::ostringstream os;
   os << "// Generated by esi from a lane tape of " << lane.code.size() << " instructions.\n"
      << kPrologue;
@@ -153,14 +210,18 @@ std::string emit_native_source(const Tape& tape) {
     // One function per chunk keeps each register-allocation problem small; they must not be
     // inlined back into one (g++ inlines a static function called once).
     os << "template <class T> " << (chunks > 1 ? "[[gnu::noinline]] " : "inline ")
-       << "void chunk" << k << "(const Block<T>* b, std::size_t l) {\n"
+       << "void chunk" << k << "(const Block<T>* block, const Chunk<T>& chunk) {\n"
+       // Local copies: the compiler cannot prove that output and spill stores leave the block
+       // and lane descriptors alone, and would reload them around every store; copies whose
+       // address never escapes stay in registers.
+       << "  const Block<T> block_copy = *block; const Block<T>* const b = &block_copy;\n"
+       << "  const Chunk<T> c = chunk;\n"
        << "  const std::size_t W = b->width; (void)W;\n"
        // Scalars and pinned values are read where used, not hoisted into locals: fullchem has
        // hundreds of rate constants, and locals live across the whole body swamp the allocator.
        << "  const T* const K = b->scalars; (void)K;\n"
        << "  const T* const P = b->pinned; (void)P;\n"
-       << "  T* const S = b->spill; (void)S;\n"
-       << "  const std::int64_t col = b->col[l]; (void)col;\n";
+       << "  T* const S = b->spill; (void)S;\n";
     for (std::size_t i = k * kChunk; i < std::min(lane.code.size(), (k + 1) * kChunk); ++i) {
       const Instr& ins = lane.code[i];
       const int n = source_count(ins.op);
@@ -169,29 +230,68 @@ std::string emit_native_source(const Tape& tape) {
       const std::string b = n > 1 && !scalar_b ? name[ins.b] : "";
       const std::string c = n > 2 ? name[ins.c] : "";
       if (ins.op == Opcode::Store) {
-        os << "  b->staging[l * " << tape.outputs << "u + " << ins.dst << "u] = " << a << ";\n";
+        os << "  st(c.d + " << ins.dst << "u * c.ds, " << a << ");\n";
         continue;
       }
       if (spilled[i]) {
-        name[ins.dst] = "S[" + std::to_string(ins.dst - lane.pinned) + "]";
-        os << "  " << name[ins.dst] << " = " << expression(ins, a, b, c) << ";\n";
+        const std::string slot = "S + " + std::to_string(ins.dst - lane.pinned) + "u * N<T>";
+        name[ins.dst] = "ld(" + slot + ")";
+        os << "  st(" << slot << ", V<T>(" << expression(ins, a, b, c) << "));\n";
       } else {
         name[ins.dst] = "v" + std::to_string(i);
-        os << "  const T " << name[ins.dst] << " = " << expression(ins, a, b, c) << ";\n";
+        os << "  const V<T> " << name[ins.dst] << " = " << expression(ins, a, b, c) << ";\n";
       }
     }
     os << "}\n";
   }
+  // The chunk loop: direct access where the layout allows (the lane pools' blocks always do),
+  // else gather into the scratch past the spill area and scatter the real lanes back.
+  const std::size_t spill_values = lane.registers - lane.pinned;
   os << "template <class T> void lane_body(const Block<T>* b) {\n"
-     << "  for (std::size_t l = 0; l < b->lanes; ++l) {\n";
-  for (std::size_t k = 0; k < chunks; ++k) os << "    chunk" << k << "<T>(b, l);\n";
-  // Outputs go through a lane-major staging block and leave row by row: storing each lane's
-  // outputs straight into rows a power-of-two stride apart thrashes one L1 set (the fullchem
-  // Jacobian writes 2983 rows per cell).
-  os << "  }\n"
-     << "  for (std::size_t k = 0; k < " << tape.outputs << "u; ++k)\n"
-     << "    for (std::size_t l = 0; l < b->lanes; ++l)\n"
-     << "      b->du[k * b->du_stride + l] = b->staging[l * " << tape.outputs << "u + k];\n"
+     << "  constexpr std::size_t states = " << tape.states << "u, forcings = " << tape.forcing.size()
+     << "u, outputs = " << tape.outputs << "u;\n"
+     << "  (void)states; (void)forcings; (void)outputs;\n"
+     << "  std::size_t spacing = 0;\n"
+     << "  bool uniform = true;\n"
+     << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
+     << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
+     << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
+     << "    uniform = step % sizeof(T) == 0;\n"
+     << "    spacing = step / sizeof(T);\n"
+     << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
+     << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
+     << "  }\n"
+     << "  T* const gathered = b->spill + " << spill_values << "u * N<T>;\n"
+     << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
+     << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
+     << "    Chunk<T> c;\n"
+     << "    std::int64_t col[N<T>];\n"
+     << "    bool direct = uniform && real == N<T>;\n"
+     << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
+     << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
+     << "      col[j] = b->col[c.lane[j]];\n"
+     << "      direct = direct && col[j] == col[0] + std::int64_t(j);\n"
+     << "    }\n"
+     << "    if (direct) {\n"
+     << "      c.u = b->u + col[0]; c.us = b->u_stride;\n"
+     << "      c.f = forcings > 0 ? b->forcing[0].data + col[0] : nullptr; c.fs = spacing;\n"
+     << "      c.d = b->du + l0; c.ds = b->du_stride;\n"
+     << "    } else {\n"
+     << "      T* const u = gathered;\n"
+     << "      T* const f = u + states * N<T>;\n"
+     << "      for (std::size_t a = 0; a < states; ++a)\n"
+     << "        for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + col[j]];\n"
+     << "      for (std::size_t a = 0; a < forcings; ++a)\n"
+     << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
+     << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"
+     << "      c.u = u; c.us = N<T>; c.f = f; c.fs = N<T>;\n"
+     << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
+     << "    }\n";
+  for (std::size_t k = 0; k < chunks; ++k) os << "    chunk" << k << "<T>(b, c);\n";
+  os << "    if (!direct)\n"
+     << "      for (std::size_t k = 0; k < outputs; ++k)\n"
+     << "        for (std::size_t j = 0; j < real; ++j) b->du[k * b->du_stride + l0 + j] = c.d[k * N<T> + j];\n"
+     << "  }\n"
      << "}\n}  // namespace\n";
   for (const char* t : {"double", "float"})
     os << "extern \"C\" void esi_native_lane_v" << kNativeAbiVersion << "_"

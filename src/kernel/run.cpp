@@ -271,8 +271,7 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   in.tables = tape.tables.data();
   detail::NativeBlock<T> nb{in.u, in.u_stride, col, time, Q, W, in.forcing, nullptr,
                             in.du_stride, 0, in.scalars, R, in.tables, &detail::native_closed,
-                            R + static_cast<std::size_t>(tape.lane.pinned) * W,
-                            R + static_cast<std::size_t>(tape.lane.registers) * W};
+                            R + static_cast<std::size_t>(tape.lane.pinned) * W};
   for (std::size_t b0 = 0; b0 < n; b0 += W) {
     const std::size_t real = std::min(W, n - b0);
     const std::size_t wi = detail::width_index(real);
@@ -339,8 +338,14 @@ Workspace Program::make_workspace(std::size_t lanes, DType dtype) const {
   ws.dtype_ = dtype;
   ws.width_ = kLaneWidths[detail::width_index(std::max<std::size_t>(lanes, 1))];
   const std::size_t W = static_cast<std::size_t>(ws.width_);
-  // Native code also needs a staging block for the outputs past the register file.
-  const std::size_t count = (tape_->lane.registers + (native_ ? tape_->outputs : 0)) * W;
+  // Native code reads only the pinned registers of the file; past them it keeps its spill
+  // area, one vector of lanes per value (which may be wider than W), and a vector of lanes per
+  // state, forcing and output for chunks it gathers (native_abi.hpp).
+  const std::size_t vector = detail::kNativeVectorBytes / (dtype == DType::F64 ? 8 : 4);
+  const std::size_t count =
+      native_ ? tape_->lane.pinned * W + (tape_->lane.registers - tape_->lane.pinned) * std::max(W, vector) +
+                    (tape_->states + tape_->forcing.size() + tape_->outputs) * vector
+              : tape_->lane.registers * W;
   ws.regs_.reset(dtype == DType::F64 ? poisoned<double>(count) : poisoned<float>(count));
   ws.time_.reset(poisoned<double>(static_cast<std::size_t>(tape_->time.registers) * W));
   const std::size_t ns = tape_->lane_scalars.size();

@@ -20,6 +20,7 @@
 #include "esi/esm/load.hpp"
 #include "esi/exec/lane_pool.hpp"
 #include "esi/exec/simulate.hpp"
+#include "esi/linalg/sparse_lu.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -164,6 +165,37 @@ TEST(LanePool, ResultsAreBitwiseIndependentOfThreadsShardsLanesOrderAndPadding) 
       ASSERT_EQ(shuffled.states[i * cells.count + k], ref.states[i * cells.count + perm[k]])
           << s.states[i].name << " of cell " << perm[k];
   }
+}
+
+// Native kernels (vectorized across lanes, kernel/native.hpp) give the tape's bits in a lane
+// pool at every block width (1 to 64: narrower and wider than the native vector of 8, blocks
+// that pad), on one and two threads: every cell's state and step count equal.
+TEST(LanePool, NativeKernelsGiveTheTapesBitsAtEveryWidth) {
+  const esi::esm::System s = superfast();
+  if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto tape = superfast_model(s);
+  esi::exec::CellModelOptions mo;
+  mo.cell_parameters = kCellParams;
+  mo.native = true;
+  const auto native = CellModel::build(s, mo);
+  if (native->native_status().rfind("native ", 0) != 0)
+    GTEST_SKIP() << "no native code here: " << native->native_status();
+  const Cells cells = heterogeneous(s, 83, 11);
+  LanePoolOptions base;
+  base.shard_cells = 20;
+  base.lanes = 8;
+  const PoolRun ref = run(*tape, cells, base);
+  ASSERT_EQ(ref.stats.failed_cells, 0u) << ref.stats.message;
+  for (int lanes : esi::linalg::kLuLaneWidths)
+    for (int threads : {1, 2}) {
+      LanePoolOptions o = base;
+      o.lanes = lanes, o.threads = threads;
+      const PoolRun r = run(*native, cells, o);
+      const std::string what = std::to_string(lanes) + " lanes, " + std::to_string(threads) + " threads";
+      ASSERT_EQ(r.stats.failed_cells, 0u) << what << ": " << r.stats.message;
+      EXPECT_EQ(r.states, ref.states) << what;
+      EXPECT_EQ(r.steps, ref.steps) << what;
+    }
 }
 
 // Each cell against the scalar Integrator on that cell alone (Eigen's pivoting LU, its own

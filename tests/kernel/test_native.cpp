@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
@@ -202,4 +203,141 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   }
   EXPECT_GE(others, 20);
   std::cout << "[native] checked " << checked.size() << " documents bitwise against the tape\n";
+}
+
+namespace {
+
+/// Lane l's state i: cycles through values that exercise every IEEE corner the operators
+/// branch on (signed zeros, infinities, NaN, negatives under log and sqrt, ties in min and max).
+double corner_value(std::size_t i, std::size_t l) {
+  static const double values[] = {0.7,  -0.0, 0.0,  1.3,  -2.5, std::numeric_limits<double>::infinity(),
+                                  0.4,  std::numeric_limits<double>::quiet_NaN(), 2.0, -1.0,
+                                  -std::numeric_limits<double>::infinity(), 0.5, 1e-300, 3.0};
+  constexpr std::size_t count = sizeof values / sizeof values[0];
+  return values[(i * 5 + l * 3 + (l / count)) % count];
+}
+
+/// Runs tape and native on `lanes` cells (every state from corner_value, or perturbed
+/// defaults when `corners` is false) through a workspace of `width` lanes, with two forcing
+/// fields: in one buffer at equal distances with unit stride (`packed`: the layout the native
+/// code reads in place, as the lane pools pass them) or at column stride 2 in separate buffers
+/// (the layout it gathers first).
+template <class T>
+std::string compare_lanes(const Program& tape, const Program& native, const esi::esm::System& s,
+                          std::size_t lanes, std::size_t width, bool corners, bool packed) {
+  std::mt19937_64 rng(lanes * 31 + width);
+  std::vector<T> u(s.states.size() * lanes);
+  std::vector<double> t;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    const auto x = esi::testing::perturbed(s.states, rng);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      u[i * lanes + l] = static_cast<T>(corners ? corner_value(i, l) : x[i]);
+    t.push_back(900.0 * static_cast<double>(l) - 3600.0);
+  }
+  std::vector<T> field(4 * lanes);
+  std::vector<ForcingField<T>> forcing;
+  for (std::size_t q = 0; q < 2; ++q) {
+    const std::size_t stride = packed ? 1 : 2;
+    T* base = field.data() + (packed ? q * lanes : 2 * q * lanes);
+    for (std::size_t l = 0; l < lanes; ++l)
+      base[l * stride] = static_cast<T>(q == 0 ? corner_value(7, l + 1) : 2.5 + 0.25 * double(l));
+    forcing.push_back({base, stride});
+  }
+  const auto p = esi::testing::defaults(s.parameters);
+  const DType dt = std::is_same_v<T, double> ? DType::F64 : DType::F32;
+  Workspace wt = tape.make_workspace(width, dt), wn = native.make_workspace(width, dt);
+  tape.prepare(wt, p);
+  native.prepare(wn, p);
+  const auto a = esi::testing::run_whole<T>(tape, wt, u, lanes, t, forcing);
+  const auto b = esi::testing::run_whole<T>(native, wn, u, lanes, t, forcing);
+  // NaNs count as equal whatever their sign: which operand's NaN an IEEE addition of two NaNs
+  // returns depends on the operand order the compiler picked for a commutative instruction
+  // (the corners make sqrt(-2.5) + log(-inf) and the like); every other value must match in
+  // every bit, signed zeros included.
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] != a[i] && b[i] != b[i]) && !same_bits(std::vector<T>{a[i]}, std::vector<T>{b[i]}))
+      return "output " + std::to_string(i / lanes) + " lane " + std::to_string(i % lanes) +
+             ": tape " + std::to_string(a[i]) + " native " + std::to_string(b[i]);
+  // Every output row was written for every real lane (the poison value is gone).
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (b[i] == T(-12345)) return "output " + std::to_string(i) + " not written";
+  return "";
+}
+
+}  // namespace
+
+// The native code runs lanes in chunks of one vector (8 doubles, 16 floats): every lane count
+// from 1 to 64, multiples of the vector width or not, in blocks as wide as the lanes or 64 wide,
+// gives the tape's bits on every operator (transcendental functions, piecewise ops, closed
+// functions, comparisons and logic) at ordinary values and at IEEE corners (NaN, infinities,
+// signed zeros, log and sqrt of negatives).
+TEST(Native, VectorChunksEqualTheTapeForEveryLaneCount) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  CompileOptions co;
+  co.forcing = {"M.F", "M.k"};
+  const Program tape = compile(s, co);
+  const Program native = with_native(tape, test_options());
+  ASSERT_TRUE(native.is_native()) << native.native_status();
+  for (std::size_t lanes = 1; lanes <= 64; ++lanes)
+    for (std::size_t width : {lanes, std::size_t(64)})
+      for (bool corners : {false, true})
+        for (bool packed : {false, true}) {
+          const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
+                                 std::to_string(width) + (corners ? ", corners" : "") +
+                                 (packed ? ", packed forcing" : ", strided forcing");
+          EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "")
+              << "f64" << at;
+          EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "")
+              << "f32" << at;
+        }
+}
+
+// Gathered cells (Target::Lanes): consecutive cells take the vector load, scattered and
+// repeated ones the gather, a chunk straddling both, and a final partial chunk.
+TEST(Native, LanesTargetContiguousAndScatteredChunks) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  CompileOptions co;
+  co.target = Target::Lanes;
+  const Program tape = compile(s, co);
+  const Program native = with_native(tape, test_options());
+  ASSERT_TRUE(native.is_native()) << native.native_status();
+  const std::size_t columns = 48;
+  std::mt19937_64 rng(5);
+  std::vector<double> u(s.states.size() * columns);
+  for (std::size_t c = 0; c < columns; ++c) {
+    const auto x = esi::testing::perturbed(s.states, rng);
+    for (std::size_t i = 0; i < x.size(); ++i) u[i * columns + c] = x[i];
+  }
+  std::vector<std::int32_t> cells;
+  for (int c = 8; c < 24; ++c) cells.push_back(c);               // two contiguous chunks
+  for (int c : {40, 3, 3, 17, 9, 10, 11, 12, 13}) cells.push_back(c);  // scattered, then partial
+  const auto p = esi::testing::defaults(s.parameters);
+  const std::vector<double> t{7200.0};
+  for (std::size_t width : {8, 16, 64}) {
+    auto eval = [&](const Program& prog) {
+      Workspace ws = prog.make_workspace(width);
+      prog.prepare(ws, p);
+      std::vector<double> du(prog.output_count() * cells.size());
+      RunArgs<double> a;
+      a.u = {u.data(), s.states.size(), columns, columns};
+      a.cells = cells;
+      a.t = t;
+      a.du = {du.data(), prog.output_count(), cells.size(), cells.size()};
+      run(prog, ws, a);
+      return du;
+    };
+    EXPECT_TRUE(same_bits(eval(tape), eval(native))) << "width " << width;
+  }
+}
+
+// The native source computes whole vectors of lanes and calls functions per lane with the
+// interpreter's scalar libm functions (no vector math library, which would round differently).
+TEST(Native, SourceIsVectorizedAcrossLanesWithScalarFunctions) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const std::string src = native_source(compile(s));
+  EXPECT_NE(src.find("vector_size(64)"), std::string::npos);
+  EXPECT_NE(src.find("map1<T>("), std::string::npos);
+  EXPECT_NE(src.find("return std::exp(x);"), std::string::npos);
+  EXPECT_NE(src.find("return std::pow(x, y);"), std::string::npos);
+  EXPECT_EQ(src.find("_ZGV"), std::string::npos);
 }

@@ -1,0 +1,120 @@
+// Lane-SoA stage operations (lane_ops.hpp): one kernel per width (compile-time L, so every lane
+// loop is a few vector instructions with the running sums in registers), ISA clones per
+// lanes.hpp.
+#include "esi/linalg/lane_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "linalg/lanes.hpp"
+
+namespace esi::linalg {
+namespace {
+
+using std::size_t;
+
+template <int L>
+[[gnu::always_inline]] inline void combination(size_t n, const double* base, const double* k,
+                                               size_t k_stride, const double* w, int count,
+                                               double* out) {
+  for (size_t x0 = 0; x0 < n * L; x0 += L) {
+    double acc[L];
+    ESI_LANES for (int l = 0; l < L; ++l) acc[l] = 0.0;
+    for (int j = 0; j < count; ++j) {
+      if (w[j] == 0.0) continue;
+      const double wj = w[j];
+      const double* kj = k + size_t(j) * k_stride + x0;
+      ESI_LANES for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
+    }
+    if (base) {
+      ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = base[x0 + l] + acc[l];
+    } else {
+      ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = acc[l];
+    }
+  }
+}
+
+template <int L>
+[[gnu::always_inline]] inline void stage_rhs(size_t n, const double* f, const double* ft,
+                                             const double* k, size_t k_stride, const double* c,
+                                             int count, const double* coef, const double* scale,
+                                             double* out) {
+  double s[L];
+  ESI_LANES for (int l = 0; l < L; ++l) s[l] = scale[l];
+  for (size_t x0 = 0; x0 < n * L; x0 += L) {
+    double coupling[L];
+    ESI_LANES for (int l = 0; l < L; ++l) coupling[l] = 0.0;
+    for (int j = 0; j < count; ++j) {
+      if (c[j] == 0.0) continue;
+      const double* kj = k + size_t(j) * k_stride + x0;
+      const double* cj = coef + size_t(j) * L;
+      ESI_LANES for (int l = 0; l < L; ++l) coupling[l] += cj[l] * kj[l];
+    }
+    ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = f[x0 + l] + coupling[l] + s[l] * ft[x0 + l];
+  }
+}
+
+template <int L>
+[[gnu::always_inline]] inline void error_norms(size_t n, const double* e, const double* u0,
+                                               const double* u1, const double* atol, double rtol,
+                                               double* out, std::uint8_t* nonfinite) {
+  constexpr double kLargest = std::numeric_limits<double>::max();
+  double sum[L], bad[L];
+  ESI_LANES for (int l = 0; l < L; ++l) sum[l] = 0.0, bad[l] = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double at = atol[i];
+    const double* a0 = u0 + i * L;
+    const double* a1 = u1 + i * L;
+    const double* ei = e + i * L;
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const double m1 = std::abs(a1[l]);
+      const double w = ei[l] / (at + rtol * std::max(std::abs(a0[l]), m1));
+      sum[l] += w * w;
+      bad[l] = m1 <= kLargest ? bad[l] : 1.0;
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    out[l] = std::sqrt(sum[l] / double(n));
+    nonfinite[l] = bad[l] != 0.0 ? 1 : 0;
+  }
+}
+
+#define ESI_LANE_OPS_KERNELS(T, L)                                                             \
+  ESI_LU_CLONES void combination_##T##_##L(size_t n, const double* base, const double* k,     \
+                                           size_t ks, const double* w, int count,             \
+                                           double* out) {                                     \
+    combination<L>(n, base, k, ks, w, count, out);                                            \
+  }                                                                                           \
+  ESI_LU_CLONES void stage_rhs_##T##_##L(size_t n, const double* f, const double* ft,         \
+                                         const double* k, size_t ks, const double* c,         \
+                                         int count, const double* coef, const double* scale,  \
+                                         double* out) {                                       \
+    stage_rhs<L>(n, f, ft, k, ks, c, count, coef, scale, out);                                \
+  }                                                                                           \
+  ESI_LU_CLONES void error_norms_##T##_##L(size_t n, const double* e, const double* u0,       \
+                                           const double* u1, const double* atol, double rtol, \
+                                           double* out, std::uint8_t* nonfinite) {            \
+    error_norms<L>(n, e, u0, u1, atol, rtol, out, nonfinite);                                 \
+  }
+ESI_LU_ALL_WIDTHS(ESI_LANE_OPS_KERNELS, double)
+
+}  // namespace
+
+void lane_combination(size_t n, int lanes, const double* base, const double* k, size_t k_stride,
+                      const double* w, int count, double* out) {
+  ESI_LU_DISPATCH(combination, double, lanes, n, base, k, k_stride, w, count, out)
+}
+
+void lane_stage_rhs(size_t n, int lanes, const double* f, const double* ft, const double* k,
+                    size_t k_stride, const double* c, int count, const double* coef,
+                    const double* scale, double* out) {
+  ESI_LU_DISPATCH(stage_rhs, double, lanes, n, f, ft, k, k_stride, c, count, coef, scale, out)
+}
+
+void lane_error_norms(size_t n, int lanes, const double* e, const double* u0, const double* u1,
+                      const double* atol, double rtol, double* out, std::uint8_t* nonfinite) {
+  ESI_LU_DISPATCH(error_norms, double, lanes, n, e, u0, u1, atol, rtol, out, nonfinite)
+}
+
+}  // namespace esi::linalg
