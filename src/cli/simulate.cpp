@@ -90,7 +90,7 @@ struct SimulateArgs {
   unsigned threads = 1;
   bool members = false, have_seed = false;
   // Gridded models with a pointwise part (lane pools).
-  int lanes = 8;
+  int lanes = 16;
   double split_step = 0;
   std::optional<method::MethodId> transport_method;
 };
@@ -810,7 +810,7 @@ void print_simulate_help(std::FILE* out) {
       "               methods; without it an explicit method runs them as per-region programs,\n"
       "               whose size does not grow with the grid (implicit methods always use cells)\n"
       "  --threads T  gridded models: cells of the lane pools on T threads (same bits for any T)\n"
-      "  --lanes L    cells integrated side by side per block (1, 2, 4, 8 default, 16, 32, 64)\n"
+      "  --lanes L    cells integrated side by side per block (1, 2, 4, 8, 16 default, 32, 64)\n"
       "  --split-step S  gridded models with lane pools: Lie-split the grid part and the cells\n"
       "               every S seconds (default: at every output time)\n"
       "  --transport-method M  the explicit method of the grid part beside lane pools (default\n"

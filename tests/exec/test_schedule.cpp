@@ -119,6 +119,10 @@ TEST(RunConfig, RefusesWhatItDoesNotKnowWithFileAndPointer) {
   c = split_config(leaf("all", "Tsit5"), -1, 0);
   EXPECT_EQ(code_of([&] { parse(c); }), "invalid_time_span");
   c = split_config(leaf("all", "Tsit5"), 10, 0);
+  c["partition"]["lanes"] = 12;  // lane pools take powers of two
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_invalid");
+  EXPECT_EQ(ptr, "/partition/lanes");
+  c = split_config(leaf("all", "Tsit5"), 10, 0);
   c["step"] = {{"dt", -5}};
   EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_invalid");
   EXPECT_EQ(ptr, "/step/dt");

@@ -77,7 +77,7 @@ struct LanePoolOptions {
   double dt_max = 0;               ///< 0 = unbounded
   long max_steps = 100000;         ///< attempted steps per cell
   method::ControllerKind controller = method::ControllerKind::Default;
-  int lanes = 8;                   ///< lanes per block (an entry of linalg::kLuLaneWidths > 1)
+  int lanes = 16;                  ///< lanes per block (an entry of linalg::kLuLaneWidths > 1)
   int threads = 1;
   std::size_t shard_cells = 256;   ///< cells per shard (fixed content; shards go to threads)
 };

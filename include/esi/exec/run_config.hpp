@@ -81,7 +81,7 @@ struct RunConfig {
   ScheduleNode schedule;
   double macro_dt = 0;  ///< 0 = from one stop to the next
   int threads = 1;
-  int lanes = 8;
+  int lanes = 16;
   double output_every = 0;  ///< 0 = start and end only
   std::string output_file;  ///< "" = none given
   std::vector<ForcingSpec> forcing;

@@ -112,7 +112,7 @@ struct Trajectory {
   /// instructions"; "" when the system has none.
   std::string grid_summary;
   /// With SimulateOptions::cell_split: what ran per cell ("3528 cells x 12 states, Rodas3 on
-  /// 8 lanes, 2 threads; LU ..."), and the lane pools' statistics summed over split steps.
+  /// 16 lanes, 2 threads; LU ..."), and the lane pools' statistics summed over split steps.
   std::string cell_summary;
   LanePoolStats cell_stats;
   /// Parameters the document reads from data sources, held at their given values (see
