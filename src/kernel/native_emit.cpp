@@ -279,8 +279,11 @@ std::string emit_native_source(const Tape& tape) {
      << "    } else {\n"
      << "      T* const u = gathered;\n"
      << "      T* const f = u + states * N<T>;\n"
-     << "      for (std::size_t a = 0; a < states; ++a)\n"
-     << "        for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + col[j]];\n"
+     // Grid region programs read every state through forcing fields and pass no state array
+     // (u null, as the tape never loads one there): nothing to gather then.
+     << "      if (b->u != nullptr)\n"
+     << "        for (std::size_t a = 0; a < states; ++a)\n"
+     << "          for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + col[j]];\n"
      << "      for (std::size_t a = 0; a < forcings; ++a)\n"
      << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
      << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"

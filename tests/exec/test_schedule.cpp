@@ -394,3 +394,21 @@ TEST(Schedule, Transport3dKeepsItsGateExactlyUnderASchedule) {
 }
 
 }  // namespace
+
+namespace {
+
+// Native code for the grid's region programs (which read states through forcing fields and get
+// no state array) and for the cells gives the tape's bits.
+TEST(Schedule, NativeGridAndCellProgramsGiveTheTapesBits) {
+  Loaded m(kModel);
+  const json c = split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
+  esi::exec::ScheduleOptions native;
+  native.native = true;
+  const auto a = run(m.grid, c);
+  const auto b = run(m.grid, c, native);
+  ASSERT_EQ(b.trajectory.code, ReturnCode::Success) << b.trajectory.message;
+  EXPECT_EQ(a.trajectory.values, b.trajectory.values);
+  EXPECT_EQ(b.trajectory.native_status.rfind("native", 0), 0u) << b.trajectory.native_status;
+}
+
+}  // namespace
