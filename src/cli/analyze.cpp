@@ -1,9 +1,11 @@
-// `esi analyze FILE [--component C] [--analysis ID ...] [--out DIR] [--jobs N] [--quiet]`: runs
-// a document's inline analyses (spec §6.7) and writes, per analysis, DIR/<id>/ with one CSV per
-// run (run_0001.csv, ... in sweep order; data.csv without a sweep), runs.csv (each run's swept
-// values, its file and how the solve ended), plots.json (each plot's data and labels) and, when
-// python3 with matplotlib is there, <plot>.png and <plot>.svg drawn by scripts/esi_plot.py;
-// then DIR/index.html lists every analysis with its description and images.
+// `esi analyze FILE [--component C] [--analysis ID ...] [--out DIR] [--jobs N] [--netcdf]
+// [--quiet]`: runs a document's inline analyses (spec §6.7) and writes, per analysis, DIR/<id>/
+// with one CSV per run (run_0001.csv, ... in sweep order; data.csv without a sweep; with
+// --netcdf also run_0001.nc, ...), runs.csv (each run's swept values, its file and how the solve
+// ended), plots.json (each plot's data, labels and content hash) and, when python3 with
+// matplotlib is there, <plot>.png, <plot>.svg and <plot>.hash drawn by scripts/esi_plot.py
+// (plots whose hash matches the images already there are not drawn again); then
+// DIR/index.html lists every analysis with its description and images.
 //
 // Plots are optional: without python3 or matplotlib the data is still written and the command
 // says the plots were skipped and why (exit 0). An analysis that cannot run (a located error)
@@ -37,6 +39,7 @@
 #include "esi/core/error.hpp"
 #include "esi/exec/analyze.hpp"
 #include "esi/exec/check.hpp"
+#include "esi/io/netcdf_output.hpp"
 
 extern char** environ;
 
@@ -56,6 +59,7 @@ struct AnalyzeArgs {
   std::vector<std::string> ids;
   unsigned jobs = 1;
   bool quiet = false;
+  bool netcdf = false;  ///< each run also as CF NetCDF-4 beside its CSV
   /// The plot script's FNV-1a hash, mixed into every plot's hash: a changed script redraws.
   std::string script_hash;
 };
@@ -108,6 +112,31 @@ void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
   for (std::size_t k = 0; k < traj.times.size(); ++k)
     csv.row(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
   csv.close();
+}
+
+/// One run's rows as CF NetCDF-4 (io::NetcdfOutput: one variable per column, the time axis
+/// unlimited), with the analysis, the swept values and the run's outcome as global attributes.
+void write_run_netcdf(const fs::path& path, const exec::AnalysisResult& result, const exec::AnalysisRun& run,
+                      const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref) {
+  io::NetcdfOutputOptions options;
+  options.document = &doc.doc;
+  const json metadata = doc.doc.value("metadata", json::object());
+  if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
+    options.provenance["title"] = metadata["name"].get<std::string>();
+  options.provenance["esi_model_file"] = ref.file;
+  options.provenance["esi_component"] = ref.component;
+  options.provenance["esi_analysis"] = ref.id;
+  std::string point;
+  for (std::size_t d = 0; d < result.plan.sweep.size() && d < run.point.size(); ++d)
+    point += (point.empty() ? "" : " ") + result.plan.sweep[d].parameter + "=" + format_number(run.point[d]);
+  if (!point.empty()) options.provenance["esi_sweep_point"] = point;
+  const exec::Trajectory& traj = run.trajectory;
+  io::NetcdfOutput nc(path.string(), result.system, options);
+  nc.define(traj.names);
+  for (std::size_t k = 0; k < traj.times.size(); ++k)
+    nc.write(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
+  nc.set_attribute("esi_status", traj.ok() ? std::string("ok") : "failed: " + traj.message);
+  nc.close();
 }
 
 /// How one plot process ended: "" when it drew its plots, else why not; `no_matplotlib` when
@@ -406,6 +435,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
     const std::string file = result.runs.size() == 1 && plan.sweep.empty() ? "data.csv" : name;
     const exec::Trajectory& traj = result.runs[i].trajectory;
     write_run_csv(folder / file, traj);
+    if (a.netcdf) write_run_netcdf((folder / file).replace_extension(".nc"), result, result.runs[i], doc, ref);
     std::string line = std::to_string(i + 1);
     for (double v : result.runs[i].point) line += "," + format_number(v);
     line += "," + file + "," + std::to_string(traj.times.size()) + "," +
@@ -486,6 +516,10 @@ int parse_args(Args args, AnalyzeArgs& a) {
       a.quiet = true;
       continue;
     }
+    if (s == "--netcdf") {
+      a.netcdf = true;
+      continue;
+    }
     if (s == "--component" || s == "--analysis" || s == "--out" || s == "-o" || s == "--jobs") {
       if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("analyze", s + " needs a value");
       const std::string& v = args[++i];
@@ -513,7 +547,7 @@ int parse_args(Args args, AnalyzeArgs& a) {
 void print_analyze_help(std::FILE* out) {
   std::fputs(
       "usage: esi analyze FILE_OR_DIR... [--component NAME] [--analysis ID ...] [--out DIR] [--jobs N]\n"
-      "                   [--quiet]\n"
+      "                   [--netcdf] [--quiet]\n"
       "\n"
       "Runs the inline analyses of FILE (spec §6.7): each on its component flattened alone, with\n"
       "its parameters and initial_state, one run per point of its parameter_sweep (the last\n"
@@ -537,6 +571,10 @@ void print_analyze_help(std::FILE* out) {
       "  --out DIR         output folder (default: FILE's name without .esm, plus _analyses)\n"
       "  --jobs N          runs of a sweep on N threads and plots drawn by N processes\n"
       "                    (default 1); results are the same\n"
+      "  --netcdf          each run also as CF NetCDF-4 beside its CSV (data.nc, run_0001.nc,\n"
+      "                    ...: the CSV's columns and times, the analysis and swept values as\n"
+      "                    global attributes); off by default: one NetCDF-4 file per run costs\n"
+      "                    more than its CSV\n"
       "\n"
       "Line and scatter plots against t draw each run's trajectory; against a swept parameter,\n"
       "one point per run (each series' final value). Heatmaps need two swept parameters and a\n"
