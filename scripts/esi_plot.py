@@ -2,12 +2,19 @@
 """Renders the plots `esi analyze` describes, with matplotlib's Agg backend (no display).
 
 usage: esi_plot.py [--quiet-missing] PLOTS.json...
+       esi_plot.py [--quiet-missing] --stdin      (one PLOTS.json path a line, until end of input)
 
 Each PLOTS.json is {"dir": FOLDER, "plots": [...]}, each plot as exec::plot_data writes it:
 line / scatter {id, type, title, xlabel, ylabel, lines: [{label, x, y}]}, heatmap {id, type,
 title, xlabel, ylabel, zlabel, x, y, z (one row per y), xscale, yscale}; a plot with "skipped"
-is not drawn. Each drawn plot becomes FOLDER/<file>.png and FOLDER/<file>.svg (file: the
-plot id made safe as a file name).
+or "unchanged" is not drawn. Each drawn plot becomes FOLDER/<file>.png and FOLDER/<file>.svg
+(file: the plot id made safe as a file name) and, when the plot carries a "hash", then
+FOLDER/<file>.hash holding it: esi marks a plot "unchanged" when that file already holds the
+hash of the same data and script and both images exist. The hash file is removed before
+drawing and written after both images, so an interrupted drawing is redrawn next time.
+
+--stdin lets esi start this process (python's start and matplotlib's import take 0.3-1 s)
+while its solves still run, and feed it each analysis's plots as they are written.
 
 Exit status: 0 done, 4 matplotlib is not installed (the message says so unless
 --quiet-missing: esi then tries another interpreter and reports the reason itself), 1 bad input.
@@ -17,17 +24,20 @@ import math
 import os
 import sys
 
+DPI = 100  # 640 x 440 pixels
+
 
 def number(v):
     return math.nan if v is None else float(v)
 
 
 def main(argv):
-    quiet_missing = len(argv) > 1 and argv[1] == "--quiet-missing"
-    if quiet_missing:
-        argv = argv[:1] + argv[2:]
-    if len(argv) < 2:
-        print("usage: esi_plot.py [--quiet-missing] PLOTS.json...", file=sys.stderr)
+    args = argv[1:]
+    quiet_missing = "--quiet-missing" in args
+    from_stdin = "--stdin" in args
+    paths = [a for a in args if a not in ("--quiet-missing", "--stdin")]
+    if not paths and not from_stdin:
+        print("usage: esi_plot.py [--quiet-missing] PLOTS.json... | --stdin", file=sys.stderr)
         return 1
     try:
         import matplotlib
@@ -38,9 +48,31 @@ def main(argv):
             print(f"matplotlib is not installed ({e}); install python3-matplotlib",
                   file=sys.stderr)
         return 4
-    for path in argv[1:]:
+    # Measured on the EarthSciModels corpus (about 800 plots): placing the title clear of
+    # top-side tick labels (which these plots never have) measured every tick label again,
+    # a fifth of each draw; a fixed title height draws the same picture.
+    matplotlib.rcParams["axes.titley"] = 1.0
+    # Text stays text in the SVG (smaller, selectable, no glyph outlines to build).
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    # Same ids in every run, so unchanged data gives byte-identical SVG files.
+    matplotlib.rcParams["svg.hashsalt"] = "esi"
+    for path in paths:
         draw(plt, path)
+    if from_stdin:
+        while True:
+            line = sys.stdin.readline()
+            if not line:
+                break
+            if line.strip():
+                draw(plt, line.strip())
     return 0
+
+
+def remove_quietly(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def draw(plt, path):
@@ -48,8 +80,10 @@ def draw(plt, path):
         spec = json.load(f)
     folder = spec["dir"]
     for plot in spec["plots"]:
-        if plot.get("skipped"):
+        if plot.get("skipped") or plot.get("unchanged"):
             continue
+        stem = os.path.join(folder, plot["file"])
+        remove_quietly(stem + ".hash")
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         if plot["type"] in ("line", "scatter"):
             for line in plot["lines"]:
@@ -75,9 +109,14 @@ def draw(plt, path):
         # Fixed margins: tight_layout measured every text box and took a third of the time.
         fig.subplots_adjust(left=0.15, right=0.97 if plot["type"] != "heatmap" else 0.99,
                             bottom=0.12, top=0.92)
-        for ext in ("png", "svg"):
-            fig.savefig(os.path.join(folder, f"{plot['file']}.{ext}"), dpi=120)
+        # zlib level 1: a little larger files; level 6 (PIL's default) spent ~10 % of the draw
+        # compressing.
+        fig.savefig(stem + ".png", dpi=DPI, pil_kwargs={"compress_level": 1})
+        fig.savefig(stem + ".svg", dpi=DPI, metadata={"Date": None})
         plt.close(fig)
+        if plot.get("hash"):
+            with open(stem + ".hash", "w", encoding="utf-8") as f:
+                f.write(plot["hash"] + "\n")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,34 @@
-// `esi analyze FILE [--component C] [--analysis ID ...] [--out DIR] [--jobs N] [--quiet]`: runs
-// a document's inline analyses (spec §6.7) and writes, per analysis, DIR/<id>/ with one CSV per
-// run (run_0001.csv, ... in sweep order; data.csv without a sweep), runs.csv (each run's swept
-// values, its file and how the solve ended), plots.json (each plot's data and labels) and, when
-// python3 with matplotlib is there, <plot>.png and <plot>.svg drawn by scripts/esi_plot.py;
-// then DIR/index.html lists every analysis with its description and images.
+// `esi analyze FILE [--component C] [--analysis ID ...] [--out DIR] [--jobs N] [--netcdf]
+// [--quiet]`: runs a document's inline analyses (spec §6.7) and writes, per analysis, DIR/<id>/
+// with one CSV per run (run_0001.csv, ... in sweep order; data.csv without a sweep; with
+// --netcdf also run_0001.nc, ...), runs.csv (each run's swept values, its file and how the solve
+// ended), plots.json (each plot's data, labels and content hash) and, when python3 with
+// matplotlib is there, <plot>.png, <plot>.svg and <plot>.hash drawn by scripts/esi_plot.py
+// (plots whose hash matches the images already there are not drawn again); then
+// DIR/index.html lists every analysis with its description and images.
 //
 // Plots are optional: without python3 or matplotlib the data is still written and the command
 // says the plots were skipped and why (exit 0). An analysis that cannot run (a located error)
 // is reported and the others still run; the exit status is then 1.
 #ifdef ESI_HAVE_EXEC
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cinttypes>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -30,6 +39,7 @@
 #include "esi/core/error.hpp"
 #include "esi/exec/analyze.hpp"
 #include "esi/exec/check.hpp"
+#include "esi/io/netcdf_output.hpp"
 
 extern char** environ;
 
@@ -49,7 +59,22 @@ struct AnalyzeArgs {
   std::vector<std::string> ids;
   unsigned jobs = 1;
   bool quiet = false;
+  bool netcdf = false;  ///< each run also as CF NetCDF-4 beside its CSV
+  /// The plot script's FNV-1a hash, mixed into every plot's hash: a changed script redraws.
+  std::string script_hash;
 };
+
+/// 64-bit FNV-1a, continued from `h` (not cryptographic: it detects changed plot data).
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 14695981039346656037ull) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex64(std::uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
 
 /// A name safe as one path component: letters, digits, '.', '_', '-' kept, the rest '_'.
 std::string safe_name(const std::string& id) {
@@ -87,6 +112,31 @@ void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
   for (std::size_t k = 0; k < traj.times.size(); ++k)
     csv.row(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
   csv.close();
+}
+
+/// One run's rows as CF NetCDF-4 (io::NetcdfOutput: one variable per column, the time axis
+/// unlimited), with the analysis, the swept values and the run's outcome as global attributes.
+void write_run_netcdf(const fs::path& path, const exec::AnalysisResult& result, const exec::AnalysisRun& run,
+                      const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref) {
+  io::NetcdfOutputOptions options;
+  options.document = &doc.doc;
+  const json metadata = doc.doc.value("metadata", json::object());
+  if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
+    options.provenance["title"] = metadata["name"].get<std::string>();
+  options.provenance["esi_model_file"] = ref.file;
+  options.provenance["esi_component"] = ref.component;
+  options.provenance["esi_analysis"] = ref.id;
+  std::string point;
+  for (std::size_t d = 0; d < result.plan.sweep.size() && d < run.point.size(); ++d)
+    point += (point.empty() ? "" : " ") + result.plan.sweep[d].parameter + "=" + format_number(run.point[d]);
+  if (!point.empty()) options.provenance["esi_sweep_point"] = point;
+  const exec::Trajectory& traj = run.trajectory;
+  io::NetcdfOutput nc(path.string(), result.system, options);
+  nc.define(traj.names);
+  for (std::size_t k = 0; k < traj.times.size(); ++k)
+    nc.write(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
+  nc.set_attribute("esi_status", traj.ok() ? std::string("ok") : "failed: " + traj.message);
+  nc.close();
 }
 
 /// How one plot process ended: "" when it drew its plots, else why not; `no_matplotlib` when
@@ -134,32 +184,206 @@ std::string run_plot_script(const std::string& python, const std::string& script
   return failure;
 }
 
-/// Draws the plots of every `plots_json` with $ESI_PYTHON, else python3 from PATH and then
-/// the system's /usr/bin/python3 (where Debian's python3-matplotlib lives when PATH holds
-/// another interpreter, e.g. pyenv's); "" when drawn, else why the plots were skipped.
-std::string render_plots(const std::vector<std::string>& plots_json, unsigned jobs) {
-  if (plots_json.empty()) return "";
+/// The plot script: $ESI_PLOT_SCRIPT, else the one the build names.
+std::string plot_script_path() {
   const char* env_script = std::getenv("ESI_PLOT_SCRIPT");
-  const std::string script = env_script && *env_script ? env_script : ESI_PLOT_SCRIPT_DEFAULT;
-  std::error_code ec;
-  if (script.empty() || !fs::is_regular_file(script, ec))
-    return "the plot script (esi_plot.py) was not found" + (script.empty() ? std::string() : " at " + script) +
-           "; set ESI_PLOT_SCRIPT";
-  const char* env_python = std::getenv("ESI_PYTHON");
-  std::vector<std::string> interpreters;
-  if (env_python && *env_python) interpreters.push_back(env_python);
-  else interpreters = {"python3", "/usr/bin/python3"};
-  std::string why;
-  for (const std::string& python : interpreters) {
-    if (python.front() == '/' && !fs::exists(python, ec)) continue;
-    bool no_matplotlib = false;
-    const std::string failure = run_plot_script(python, script, plots_json, jobs, no_matplotlib);
-    if (failure.empty()) return "";
-    if (why.empty()) why = failure;
-    if (!no_matplotlib && python != "python3") break;  // a real failure of the script
-  }
-  return why.empty() ? "no python3 interpreter was found" : why;
+  return env_script && *env_script ? env_script : ESI_PLOT_SCRIPT_DEFAULT;
 }
+
+/// $ESI_PYTHON, else python3 from PATH and then the system's /usr/bin/python3 (where Debian's
+/// python3-matplotlib lives when PATH holds another interpreter, e.g. pyenv's); absolute paths
+/// that do not exist are left out.
+std::vector<std::string> plot_interpreters() {
+  const char* env_python = std::getenv("ESI_PYTHON");
+  std::vector<std::string> listed;
+  if (env_python && *env_python) listed.push_back(env_python);
+  else listed = {"python3", "/usr/bin/python3"};
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const std::string& python : listed)
+    if (python.front() != '/' || fs::exists(python, ec)) out.push_back(python);
+  return out;
+}
+
+/// `jobs` plot processes started at the first analysis with plots and fed each plots.json as
+/// it is written (through a socket on their stdin), so python's start, matplotlib's import
+/// and the drawing overlap the solves of the analyses that follow. An interpreter that cannot
+/// draw (not started, or no matplotlib: it exits at once) is replaced by the next one, which
+/// gets everything queued so far; one found out only at the end is followed by the next ones
+/// drawing everything as one batch.
+class PlotPool {
+ public:
+  explicit PlotPool(unsigned jobs) : jobs_(std::max(1u, jobs)) {}
+  PlotPool(const PlotPool&) = delete;
+  PlotPool& operator=(const PlotPool&) = delete;
+  ~PlotPool() { finish(); }
+
+  /// Queues one plots.json holding `count` plots to draw.
+  void submit(const std::string& plots_json, std::size_t count) {
+    if (finished_) return;
+    submitted_.push_back({plots_json, count});
+    if (!started_) {
+      start();
+      return;  // start() fed everything submitted so far
+    }
+    if (!why_.empty()) return;  // no interpreter could draw: finish() says why
+    if (!feed(submitted_.back()) && next_interpreter()) refeed();
+  }
+
+  /// Waits for the drawing; "" when every plot was drawn (or none was submitted), else why not.
+  std::string finish() {
+    if (finished_) return why_;
+    finished_ = true;
+    if (submitted_.empty() || !why_.empty()) return why_;
+    bool no_matplotlib = false;
+    const std::string failure = reap(no_matplotlib);
+    if (failure.empty()) return why_;
+    why_ = failure;
+    if (!no_matplotlib && interpreters_[current_] != "python3") return why_;  // a real failure of the script
+    std::vector<std::string> paths;
+    for (const Queued& q : submitted_) paths.push_back(q.path);
+    for (std::size_t i = current_ + 1; i < interpreters_.size(); ++i) {
+      bool missing = false;
+      if (run_plot_script(interpreters_[i], script_, paths, jobs_, missing).empty()) return why_ = "";
+      if (!missing) break;
+    }
+    return why_;
+  }
+
+ private:
+  struct Proc {
+    pid_t pid = -1;
+    int fd = -1;
+    std::size_t queued = 0;
+  };
+  struct Queued {
+    std::string path;
+    std::size_t count = 0;
+  };
+
+  void start() {
+    started_ = true;
+    script_ = plot_script_path();
+    std::error_code ec;
+    if (script_.empty() || !fs::is_regular_file(script_, ec)) {
+      why_ = "the plot script (esi_plot.py) was not found" + (script_.empty() ? std::string() : " at " + script_) +
+             "; set ESI_PLOT_SCRIPT";
+      return;
+    }
+    interpreters_ = plot_interpreters();
+    if (interpreters_.empty()) {
+      why_ = "no python3 interpreter was found";
+      return;
+    }
+    current_ = 0;
+    while (!spawn())
+      if (++current_ >= interpreters_.size()) {
+        current_ = interpreters_.size() - 1;
+        return;  // why_ says which could not be started
+      }
+    refeed();
+  }
+
+  /// Starts `jobs_` processes of interpreters_[current_]; false (why_ set) when one cannot start.
+  bool spawn() {
+    const std::string& python = interpreters_[current_];
+    for (unsigned k = 0; k < jobs_; ++k) {
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        why_ = "cannot create a socket for the plot script";
+        break;
+      }
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_adddup2(&actions, sv[1], 0);  // dup2 clears close-on-exec
+      std::string quiet = "--quiet-missing", from_stdin = "--stdin";
+      std::vector<char*> argv{const_cast<char*>(python.c_str()), script_.data(), quiet.data(), from_stdin.data(),
+                              nullptr};
+      pid_t pid = 0;
+      const int rc = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+      posix_spawn_file_actions_destroy(&actions);
+      ::close(sv[1]);
+      if (rc != 0) {
+        ::close(sv[0]);
+        why_ = "'" + python + "' could not be started (is python3 installed?)";
+        break;
+      }
+      procs_.push_back({pid, sv[0], 0});
+    }
+    if (!why_.empty()) {
+      bool ignored = false;
+      reap(ignored);
+      return false;
+    }
+    return true;
+  }
+
+  /// Sends one path to the process with the fewest plots queued; false when it had ended.
+  bool feed(const Queued& q) {
+    Proc* target = nullptr;
+    for (Proc& p : procs_)
+      if (p.fd >= 0 && (!target || p.queued < target->queued)) target = &p;
+    if (!target) return false;
+    const std::string line = q.path + "\n";
+    std::size_t sent = 0;
+    while (sent < line.size()) {
+      const ssize_t n = ::send(target->fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {  // the process has ended: its exit status says why
+        ::close(target->fd);
+        target->fd = -1;
+        return false;
+      }
+      sent += static_cast<std::size_t>(n);
+    }
+    target->queued += q.count;
+    return true;
+  }
+
+  void refeed() {
+    for (const Queued& q : submitted_)
+      if (!feed(q)) return;  // finish() finds out why
+  }
+
+  /// Ends the input of every process and waits for them; "" when all drew their plots.
+  std::string reap(bool& no_matplotlib) {
+    no_matplotlib = false;
+    std::string failure;
+    for (Proc& p : procs_) {
+      if (p.fd >= 0) ::close(p.fd);
+      int status = 0;
+      std::string why = waitpid(p.pid, &status, 0) < 0 ? "waiting for the plot script failed" : "";
+      bool missing = false;
+      if (why.empty()) why = plot_status(status, interpreters_[current_], missing);
+      no_matplotlib = no_matplotlib || missing;
+      if (failure.empty()) failure = why;
+    }
+    procs_.clear();
+    return failure;
+  }
+
+  /// After a process ended early: when its interpreter lacks matplotlib (or python3 from PATH
+  /// failed) and another is listed, starts that one; false otherwise (finish() reports).
+  bool next_interpreter() {
+    bool no_matplotlib = false;
+    const std::string failure = reap(no_matplotlib);
+    const bool replaceable = no_matplotlib || interpreters_[current_] == "python3";
+    if (failure.empty() || !replaceable || current_ + 1 >= interpreters_.size()) {
+      why_ = failure.empty() ? "the plot script ended before reading all its input" : failure;
+      return false;
+    }
+    ++current_;
+    return spawn();
+  }
+
+  unsigned jobs_;
+  bool started_ = false, finished_ = false;
+  std::size_t current_ = 0;
+  std::string script_, why_;
+  std::vector<std::string> interpreters_;
+  std::vector<Queued> submitted_;
+  std::vector<Proc> procs_;
+};
 
 struct Written {
   std::string id, dir, description, component;
@@ -167,7 +391,20 @@ struct Written {
   std::vector<std::string> notes;
   std::string error;
   std::string plots_json;  ///< to draw (empty: nothing to draw)
+  std::size_t to_draw = 0;    ///< plots whose data changed (or that have no images yet)
+  std::size_t unchanged = 0;  ///< plots whose images were drawn from the same data before
 };
+
+/// True when `stem`.png and .svg exist and `stem`.hash holds `hash` (the script writes it
+/// after both images).
+bool images_current(const fs::path& folder, const std::string& stem, const std::string& hash) {
+  std::error_code ec;
+  if (!fs::is_regular_file(folder / (stem + ".png"), ec) || !fs::is_regular_file(folder / (stem + ".svg"), ec))
+    return false;
+  std::ifstream f(folder / (stem + ".hash"), std::ios::binary);
+  std::string stored;
+  return f && std::getline(f, stored) && stored == hash;
+}
 
 /// Runs one analysis and writes its folder; returns what index.html shows.
 Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref, const AnalyzeArgs& a,
@@ -198,6 +435,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
     const std::string file = result.runs.size() == 1 && plan.sweep.empty() ? "data.csv" : name;
     const exec::Trajectory& traj = result.runs[i].trajectory;
     write_run_csv(folder / file, traj);
+    if (a.netcdf) write_run_netcdf((folder / file).replace_extension(".nc"), result, result.runs[i], doc, ref);
     std::string line = std::to_string(i + 1);
     for (double v : result.runs[i].point) line += "," + format_number(v);
     line += "," + file + "," + std::to_string(traj.times.size()) + "," +
@@ -209,22 +447,33 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   runs.close();
   if (failed > 0) w.notes.push_back(std::to_string(failed) + " run(s) stopped early; runs.csv says why");
   json spec = {{"dir", folder.string()}, {"plots", plots}};
-  bool any_drawn = false;
   for (json& p : spec["plots"]) {
     p["file"] = safe_name(p["id"].get<std::string>());
     if (p.contains("skipped")) {
       w.notes.push_back("plot '" + p["id"].get<std::string>() + "' not drawn: " + p["skipped"].get<std::string>());
+      continue;
+    }
+    w.images.emplace_back(p["file"], p.value("description", std::string()));
+    // The hash covers the plot's data, labels and file name and the script: the same hash
+    // beside both images means drawing again would give the same pictures.
+    const std::string hash =
+        hex64(fnv1a(p.dump(-1, ' ', false, json::error_handler_t::replace), fnv1a(a.script_hash)));
+    p["hash"] = hash;
+    if (images_current(folder, p["file"].get<std::string>(), hash)) {
+      p["unchanged"] = true;
+      ++w.unchanged;
     } else {
-      any_drawn = true;
-      w.images.emplace_back(p["file"], p.value("description", std::string()));
+      ++w.to_draw;
     }
   }
   write_text(folder / "plots.json", spec.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-  if (any_drawn) w.plots_json = (folder / "plots.json").string();
+  if (w.to_draw > 0) w.plots_json = (folder / "plots.json").string();
   if (!a.quiet)
-    std::fprintf(stderr, "esi analyze: %s (%s): %zu run%s, %zu plot%s -> %s\n", ref.id.c_str(), ref.component.c_str(),
-                 result.runs.size(), result.runs.size() == 1 ? "" : "s", w.images.size(),
-                 w.images.size() == 1 ? "" : "s", folder.string().c_str());
+    std::fprintf(stderr, "esi analyze: %s (%s): %zu run%s, %zu plot%s%s -> %s\n", ref.id.c_str(),
+                 ref.component.c_str(), result.runs.size(), result.runs.size() == 1 ? "" : "s", w.images.size(),
+                 w.images.size() == 1 ? "" : "s",
+                 w.unchanged > 0 ? (" (" + std::to_string(w.unchanged) + " unchanged)").c_str() : "",
+                 folder.string().c_str());
   for (const std::string& n : w.notes) std::fprintf(stderr, "esi analyze: %s: %s\n", ref.id.c_str(), n.c_str());
   return w;
 }
@@ -267,6 +516,10 @@ int parse_args(Args args, AnalyzeArgs& a) {
       a.quiet = true;
       continue;
     }
+    if (s == "--netcdf") {
+      a.netcdf = true;
+      continue;
+    }
     if (s == "--component" || s == "--analysis" || s == "--out" || s == "-o" || s == "--jobs") {
       if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("analyze", s + " needs a value");
       const std::string& v = args[++i];
@@ -294,7 +547,7 @@ int parse_args(Args args, AnalyzeArgs& a) {
 void print_analyze_help(std::FILE* out) {
   std::fputs(
       "usage: esi analyze FILE_OR_DIR... [--component NAME] [--analysis ID ...] [--out DIR] [--jobs N]\n"
-      "                   [--quiet]\n"
+      "                   [--netcdf] [--quiet]\n"
       "\n"
       "Runs the inline analyses of FILE (spec §6.7): each on its component flattened alone, with\n"
       "its parameters and initial_state, one run per point of its parameter_sweep (the last\n"
@@ -306,6 +559,8 @@ void print_analyze_help(std::FILE* out) {
       "                                  name and its units) and why a plot was not drawn\n"
       "  <plot>.png, <plot>.svg          line, scatter and heatmap plots, drawn by\n"
       "                                  scripts/esi_plot.py with python3 and matplotlib\n"
+      "  <plot>.hash                     the hash of the data the images show: a rerun\n"
+      "                                  with the same data does not draw them again\n"
       "and DIR/index.html lists every analysis with its description and images. With several\n"
       "paths or a folder (searched for *.esm), each document with analyses gets DIR/<its path\n"
       "below the folder, without .esm>/ (default DIR: analyses) and DIR/index.html links them;\n"
@@ -316,6 +571,10 @@ void print_analyze_help(std::FILE* out) {
       "  --out DIR         output folder (default: FILE's name without .esm, plus _analyses)\n"
       "  --jobs N          runs of a sweep on N threads and plots drawn by N processes\n"
       "                    (default 1); results are the same\n"
+      "  --netcdf          each run also as CF NetCDF-4 beside its CSV (data.nc, run_0001.nc,\n"
+      "                    ...: the CSV's columns and times, the analysis and swept values as\n"
+      "                    global attributes); off by default: one NetCDF-4 file per run costs\n"
+      "                    more than its CSV\n"
       "\n"
       "Line and scatter plots against t draw each run's trajectory; against a swept parameter,\n"
       "one point per run (each series' final value). Heatmaps need two swept parameters and a\n"
@@ -339,7 +598,7 @@ struct FileJob {
 };
 
 /// Runs the analyses of one document into job.out; false when something failed (reported).
-bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& without) {
+bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& without, PlotPool& pool) {
   const std::string file = job.file.string();
   const std::optional<esm::ResolvedDocument> loaded = load_or_report(file);
   if (!loaded) return false;
@@ -375,6 +634,8 @@ bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& wi
   for (const exec::AnalysisRef& ref : found) {
     try {
       job.written.push_back(analyze_one(doc, ref, a, job.out));
+      const Written& w = job.written.back();
+      if (!w.plots_json.empty()) pool.submit(w.plots_json, w.to_draw);
     } catch (const Error& e) {
       Diagnostic d = e.diagnostic();
       if (d.file.empty()) d.file = ref.file;
@@ -429,10 +690,18 @@ int run_analyze(Args args) {
   const auto started = std::chrono::steady_clock::now();
   bool failed = false;
   std::vector<FileJob> jobs = plan_jobs(a, many, failed);
+  {
+    const std::string script = plot_script_path();
+    std::ifstream f(script, std::ios::binary);
+    std::ostringstream bytes;
+    if (f) bytes << f.rdbuf();
+    a.script_hash = hex64(fnv1a(bytes.str()));
+  }
   std::size_t without = 0;
+  PlotPool pool(a.jobs);
   for (FileJob& job : jobs) {
     try {
-      if (!analyze_file(job, a, many, without)) failed = true;
+      if (!analyze_file(job, a, many, without, pool)) failed = true;
     } catch (const Error& e) {
       Diagnostic d = e.diagnostic();
       if (d.file.empty()) d.file = job.file.string();
@@ -441,13 +710,8 @@ int run_analyze(Args args) {
       if (!many) return kExitInvalid;
     }
   }
-  // Every plot of the run drawn at the end, by `jobs` plot processes.
-  std::vector<std::string> to_draw;
-  for (const FileJob& job : jobs)
-    for (const Written& w : job.written)
-      if (!w.plots_json.empty()) to_draw.push_back(w.plots_json);
-  const std::string why = render_plots(to_draw, a.jobs);
-  std::size_t analyses = 0, drawn = 0, documents = 0;
+  const std::string why = pool.finish();
+  std::size_t analyses = 0, drawn = 0, unchanged = 0, documents = 0;
   std::string top;
   for (FileJob& job : jobs) {
     if (job.written.empty()) continue;
@@ -457,8 +721,10 @@ int run_analyze(Args args) {
       if (!why.empty() && !w.plots_json.empty()) {
         w.notes.push_back("plots skipped: " + why + " (the data is in plots.json and the CSV files)");
         w.images.clear();
+        w.to_draw = 0;
       }
-      drawn += w.images.size();
+      drawn += w.to_draw;
+      unchanged += w.unchanged;
     }
     try {
       write_index(job.out, job.file.string(), job.written);
@@ -484,8 +750,10 @@ int run_analyze(Args args) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!a.quiet) {
     if (many)
-      std::fprintf(stderr, "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn, %.1f s\n",
-                   documents, without, analyses, drawn, wall);
+      std::fprintf(stderr,
+                   "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn, %zu "
+                   "unchanged, %.1f s\n",
+                   documents, without, analyses, drawn, unchanged, wall);
     std::fprintf(stderr, "esi analyze: wrote %s\n", (fs::path(a.out) / "index.html").string().c_str());
   }
   return failed ? kExitInvalid : kExitOk;

@@ -162,6 +162,58 @@ TEST_F(Analyze, PlotsAreDrawnWhenMatplotlibIsThere) {
   EXPECT_NE(esi::testing::read_all(out / "index.html").find("decay_sweep/x_vs_t.png"), std::string::npos);
 }
 
+bool have_matplotlib() {
+  return std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0 ||
+         std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+}
+
+// A second run over unchanged data needs no drawing at all: with no interpreter to draw, it
+// still says nothing was skipped, keeps both images of each plot and lists them in index.html.
+// A plot whose image is gone, or whose data changed, is drawn again (and with no interpreter
+// reported skipped).
+TEST_F(Analyze, UnchangedDataIsNotDrawnAgain) {
+  if (!have_matplotlib()) GTEST_SKIP() << "python3 with matplotlib is not installed";
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  const fs::path out = dir_ / "out";
+  const fs::path folder = out / "decay_sweep";
+  ASSERT_EQ(run({"analyze", doc, "--out", out.string(), "-q"}).status, 0);
+  const std::string png = esi::testing::read_all(folder / "x_vs_t.png");
+  const std::string svg = esi::testing::read_all(folder / "final_x.svg");
+  const json first = json::parse(esi::testing::read_all(folder / "plots.json"));
+  const std::string hash = first["plots"][0]["hash"].get<std::string>();
+  EXPECT_EQ(hash.size(), 16u);
+  EXPECT_EQ(esi::testing::read_all(folder / "x_vs_t.hash"), hash + "\n");
+  EXPECT_FALSE(first["plots"][0].contains("unchanged"));
+
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);  // anything to draw would be skipped
+  const Result again = run({"analyze", doc, "--out", out.string()});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.err.find("skipped"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("2 plots (2 unchanged)"), std::string::npos) << again.err;
+  EXPECT_EQ(esi::testing::read_all(folder / "x_vs_t.png"), png);
+  EXPECT_EQ(esi::testing::read_all(folder / "final_x.svg"), svg);
+  const json second = json::parse(esi::testing::read_all(folder / "plots.json"));
+  EXPECT_EQ(second["plots"][0]["hash"], hash);
+  EXPECT_EQ(second["plots"][0]["unchanged"], true);
+  const std::string index = esi::testing::read_all(out / "index.html");
+  EXPECT_NE(index.find("decay_sweep/x_vs_t.png"), std::string::npos);
+  EXPECT_NE(index.find("decay_sweep/final_x.svg"), std::string::npos);
+
+  fs::remove(folder / "final_x.svg");  // one image gone: that plot needs drawing
+  const Result missing = run({"analyze", doc, "--out", out.string()});
+  EXPECT_NE(missing.err.find("plots skipped"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("2 plots (1 unchanged)"), std::string::npos) << missing.err;
+
+  // Other data (k's values) gives another hash, whatever the images beside it.
+  std::string changed = kSweep;
+  changed.replace(changed.find("[0.5, 1.0, 2.0]"), 15, "[0.5, 1.0, 3.0]");
+  const std::string doc2 = write("decay2.esm", decay_document(changed));
+  const Result other = run({"analyze", doc2, "--out", out.string()});
+  EXPECT_NE(other.err.find("plots skipped"), std::string::npos) << other.err;
+  EXPECT_EQ(other.err.find("unchanged"), std::string::npos) << other.err;
+  EXPECT_NE(json::parse(esi::testing::read_all(folder / "plots.json"))["plots"][0]["hash"], hash);
+}
+
 TEST_F(Analyze, WithoutPythonTheDataIsWrittenAndThePlotsAreSkipped) {
   const std::string doc = write("decay.esm", decay_document(kSweep));
   ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
