@@ -196,8 +196,9 @@ int run_run(Args args) {
     fo.inputs_file = config.inputs_file.empty() ? r.config : config.inputs_file;
     const esm::System system = esm::flatten(*doc, fo);
     shown = r.config;
+    // NetCDF forcing is bound (file, variable, shape, units) here; operators, leaves and forcing
+    // targets when the run binds them, before the output file is created.
     std::vector<exec::ForcingProvider> forcing = forcing_providers(config, system);
-    exec::check_schedule(system, config, forcing);
     std::optional<exec::RestartState> resume;
     if (!r.restart.empty()) resume = exec::read_restart(r.restart);
     if (!r.restart_dir.empty()) {
@@ -206,7 +207,7 @@ int run_run(Args args) {
       if (ec) throw Error("restart_write_failed", r.restart_dir, "", "cannot create the restart folder: " + ec.message());
     }
 
-    // Everything is checked: open the output (under a temporary name) and run.
+    // The output is created (under a temporary name) once the run has checked everything.
     std::string command_line = "esi run";
     for (const std::string& a : args) command_line += " " + a;
     RunOutput output(r.output, system, doc->doc, config, r.model, command_line);

@@ -18,6 +18,9 @@ namespace esi::cli {
 
 struct RunOutput::Impl {
   std::string path, partial;
+  bool netcdf_wanted = false;
+  const esm::System* system = nullptr;
+  io::NetcdfOutputOptions netcdf_options;
   std::optional<CsvWriter> csv;
   std::optional<io::NetcdfOutput> netcdf;
   bool finished = false;
@@ -30,12 +33,11 @@ RunOutput::RunOutput(const std::string& path, const esm::System& system, const n
   m.path = path;
   m.partial = path + ".partial";
   const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".csv") {
-    m.csv.emplace(m.partial);
-    return;
-  }
+  if (ext == ".csv") return;
   if (ext != ".nc") throw Error("unsupported_output", path, "", "the output file must end in .nc (NetCDF) or .csv");
-  io::NetcdfOutputOptions o;
+  m.netcdf_wanted = true;
+  m.system = &system;
+  io::NetcdfOutputOptions& o = m.netcdf_options;
   o.document = &document;
   const nlohmann::json metadata = document.value("metadata", nlohmann::json::object());
   if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
@@ -46,7 +48,6 @@ RunOutput::RunOutput(const std::string& path, const esm::System& system, const n
   o.provenance["esi_run_config_file"] = config.file;
   o.provenance["esi_run_config"] = config.source.dump();
   o.provenance["esi_tspan"] = format_number(config.start) + " " + format_number(config.stop);
-  m.netcdf.emplace(path, system, std::move(o));
 }
 
 RunOutput::~RunOutput() {
@@ -57,9 +58,17 @@ RunOutput::~RunOutput() {
   std::filesystem::remove(impl_->partial, ec);
 }
 
+// The file is created here, when the run has bound its operators, forcing and model (what can
+// be refused is refused by then), so a refused run never creates one.
 void RunOutput::columns(const std::vector<std::string>& names) {
-  if (impl_->csv) impl_->csv->header(names);
-  if (impl_->netcdf) impl_->netcdf->define(names);
+  Impl& m = *impl_;
+  if (m.netcdf_wanted) {
+    m.netcdf.emplace(m.path, *m.system, m.netcdf_options);
+    m.netcdf->define(names);
+  } else {
+    m.csv.emplace(m.partial);
+    m.csv->header(names);
+  }
 }
 
 void RunOutput::row(double t, std::span<const double> values) {
@@ -69,14 +78,17 @@ void RunOutput::row(double t, std::span<const double> values) {
 
 void RunOutput::finish(const exec::Trajectory& trajectory) {
   Impl& m = *impl_;
-  if (m.netcdf) {
-    m.netcdf->set_attribute("esi_return_code", std::string(method::return_code_name(trajectory.code)));
-    if (!trajectory.ok()) m.netcdf->set_attribute("esi_failure", trajectory.message);
-    m.netcdf->close();  // renames into place itself
+  if (m.netcdf_wanted) {
+    if (m.netcdf) {
+      m.netcdf->set_attribute("esi_return_code", std::string(method::return_code_name(trajectory.code)));
+      if (!trajectory.ok()) m.netcdf->set_attribute("esi_failure", trajectory.message);
+      m.netcdf->close();  // renames into place itself
+    }
     m.finished = true;
     return;
   }
-  if (m.csv) m.csv->close();
+  if (!m.csv) m.csv.emplace(m.partial);  // a run that produced no columns: an empty file
+  m.csv->close();
   std::error_code ec;
   std::filesystem::rename(m.partial, m.path, ec);
   if (ec)

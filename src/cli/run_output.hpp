@@ -14,8 +14,8 @@
 
 namespace esi::cli {
 
-/// The output of one run: CSV (.csv) or CF NetCDF-4 (.nc), written under PATH.partial and
-/// renamed to PATH by finish(). Destroyed without finish() (an error during the run), it
+/// The output of one run: CSV (.csv) or CF NetCDF-4 (.nc), created under PATH.partial when the
+/// run hands over its columns (after every check) and renamed to PATH by finish(). Destroyed without finish() (an error during the run), it
 /// removes the partial file: a run leaves a complete file or none.
 class RunOutput {
  public:

@@ -223,9 +223,10 @@ std::uint64_t fingerprint(const esm::System& system, const RunConfig& config, st
 
 class Runner {
  public:
+  /// `bound` and `split`: a binding and a split the caller already has (simulate's split).
   Runner(const esm::System& given, const RunConfig& config, const ScheduleOptions& options, ScheduleResult& out,
-         const Binding* bound = nullptr)
-      : c_(config), o_(options), out_(out), traj_(out.trajectory) {
+         const Binding* bound = nullptr, std::optional<PointwiseSplit> split = std::nullopt)
+      : c_(config), o_(options), out_(out), traj_(out.trajectory), split_(std::move(split)) {
     // Forcing targets get their values from the providers before anything is evaluated; until
     // then they hold 0 where nothing else gave a value (compiling refuses NaN parameter cells).
     esm::System system = given;
@@ -250,7 +251,7 @@ class Runner {
       model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true, o_.native);
     } else {
       std::string why;
-      split_ = split_pointwise(system, why);
+      if (!split_) split_ = split_pointwise(system, why);
       if (!split_)
         throw Error("unsupported_operator_split", config.file, "/operators",
                     "the pointwise terms cannot be separated from the rest: " + why);
@@ -745,14 +746,14 @@ namespace detail {
 
 Trajectory run_cell_split(const esm::System& system, const SimulateOptions& options) {
   std::string why;
-  if (!split_pointwise(system, why))
+  std::optional<PointwiseSplit> split = split_pointwise(system, why);
+  if (!split)
     throw Error("no_pointwise_part", "", "",
                 "lane pools run the pointwise part of a gridded system's tendencies, and this "
                 "system has none that can be separated: " + why);
   // Lie splitting, the grid part (if any) then the cells, as a two-leaf schedule bound
   // without the planner (the split is pointwise_split's own).
-  std::string has_rest_why;
-  const bool has_rest = split_pointwise(system, has_rest_why)->has_rest;
+  const bool has_rest = split->has_rest;
   RunConfig config;
   config.start = options.t0;
   config.stop = options.t1;
@@ -787,7 +788,7 @@ Trajectory run_cell_split(const esm::System& system, const SimulateOptions& opti
   so.sample_times = options.sample_times;
   if (options.on_step) so.on_step = [&](double t, const std::vector<LeafReport>&) { options.on_step(t); };
   ScheduleResult out;
-  Runner runner(system, config, so, out, &bound);
+  Runner runner(system, config, so, out, &bound, std::move(split));
   runner.run();
   return std::move(out.trajectory);
 }
