@@ -99,10 +99,11 @@ def draw(plt, path):
             z = [[number(v) for v in row] for row in plot["z"]]
             mesh = ax.pcolormesh(plot["x"], plot["y"], z, shading="nearest")
             fig.colorbar(mesh, ax=ax, label=plot.get("zlabel", ""))
-            if plot.get("xscale") == "log":
-                ax.set_xscale("log")
-            if plot.get("yscale") == "log":
-                ax.set_yscale("log")
+        # A swept parameter generated on a log range is drawn on a log axis.
+        if plot.get("xscale") == "log":
+            ax.set_xscale("log")
+        if plot.get("yscale") == "log":
+            ax.set_yscale("log")
         ax.set_xlabel(plot.get("xlabel", ""))
         ax.set_ylabel(plot.get("ylabel", ""))
         ax.set_title(plot.get("title", ""), fontsize="medium")

@@ -187,6 +187,13 @@ std::string point_label(const AnalysisPlan& plan, const std::vector<double>& poi
   return out;
 }
 
+/// "log" when swept dimension `dim` is a generated log-scale range (§6.7.3), else "linear":
+/// the axis a swept parameter is plotted on follows how its values were spaced.
+std::string sweep_scale(const AnalysisPlan& plan, int dim) {
+  const json& d = plan.ref.spec["parameter_sweep"]["dimensions"][static_cast<std::size_t>(dim)];
+  return d.contains("range") ? d["range"].value("scale", std::string("linear")) : std::string("linear");
+}
+
 json line_plot(const AnalysisResult& r, const json& plot, const std::string& ptr) {
   const AnalysisPlan& plan = r.plan;
   const Source x = resolve_source(r, plot["x"].value("variable", std::string()), pointer_join(pointer_join(ptr, "x"), "variable"));
@@ -229,6 +236,7 @@ json line_plot(const AnalysisResult& r, const json& plot, const std::string& ptr
   }
   // Against a swept parameter (or a constant): one point per run, each series' final value;
   // runs that differ in the other swept dimensions make separate lines.
+  if (x.kind == Source::Swept) out["xscale"] = sweep_scale(plan, x.dim);
   std::map<std::string, std::vector<const AnalysisRun*>> groups;
   std::vector<std::string> order;
   for (const AnalysisRun& run : r.runs) {
@@ -282,14 +290,8 @@ json heatmap_plot(const AnalysisResult& r, const json& plot, const std::string& 
   json out = {{"xlabel", axis_label(plot["x"], x)}, {"ylabel", axis_label(yaxis, y)},
               {"zlabel", axis_label(json::object(), v) + " (" + how + ")"},
               {"x", xs}, {"y", ys}, {"z", z}};
-  const std::string xscale = plan.ref.spec["parameter_sweep"]["dimensions"][x.dim].contains("range")
-                                 ? plan.ref.spec["parameter_sweep"]["dimensions"][x.dim]["range"].value("scale", "linear")
-                                 : "linear";
-  const std::string yscale = plan.ref.spec["parameter_sweep"]["dimensions"][y.dim].contains("range")
-                                 ? plan.ref.spec["parameter_sweep"]["dimensions"][y.dim]["range"].value("scale", "linear")
-                                 : "linear";
-  out["xscale"] = xscale;
-  out["yscale"] = yscale;
+  out["xscale"] = sweep_scale(plan, x.dim);
+  out["yscale"] = sweep_scale(plan, y.dim);
   return out;
 }
 

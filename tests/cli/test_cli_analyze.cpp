@@ -299,7 +299,10 @@ TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
         {"parameter": "k", "range": {"start": 1, "stop": 4, "count": 3, "scale": "log"}},
         {"parameter": "s", "values": [0, 1]}]},
       "plots": [{"id": "h", "type": "heatmap", "x": {"variable": "k"}, "y": {"variable": "s"},
-                 "value": {"variable": "x", "reduce": "final"}}]}]}}})");
+                 "value": {"variable": "x", "reduce": "final"}},
+                {"id": "by_k", "type": "line", "x": {"variable": "k"}, "y": {"variable": "x"}},
+                {"id": "by_s", "type": "line", "x": {"variable": "s"}, "y": {"variable": "x"}},
+                {"id": "by_t", "type": "line", "x": {"variable": "t"}, "y": {"variable": "x"}}]}]}}})");
   ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
   const fs::path out = dir_ / "out";
   const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
@@ -311,6 +314,13 @@ TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
   EXPECT_EQ(h["x"][2].get<double>(), 4.0);
   ASSERT_EQ(h["y"], json({0.0, 1.0}));
   EXPECT_EQ(h["xscale"], "log");
+  EXPECT_EQ(h["yscale"], "linear");
+  // Line plots against a swept parameter follow its spacing too; against time they do not.
+  const json plots = json::parse(esi::testing::read_all(out / "grid" / "plots.json"))["plots"];
+  EXPECT_EQ(plots[1]["xscale"], "log");
+  EXPECT_EQ(plots[1]["lines"][0]["x"].size(), 3u);
+  EXPECT_EQ(plots[2]["xscale"], "linear");
+  EXPECT_FALSE(plots[3].contains("xscale"));
   for (int iy = 0; iy < 2; ++iy)
     for (int ix = 0; ix < 3; ++ix) {
       const double k = h["x"][ix], src = h["y"][iy];
