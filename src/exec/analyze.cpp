@@ -13,7 +13,9 @@
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
 #include "exec/local_names.hpp"
+#include "exec/model.hpp"
 #include "exec/parallel.hpp"
+#include "exec/run_support.hpp"
 
 namespace esi::exec {
 namespace {
@@ -514,11 +516,29 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
   so.integrator.atol = options.atol;
   so.document = &doc;
   result.runs.resize(plan.points.size());
-  detail::parallel_for(plan.points.size(), std::max(1u, options.jobs), [&](std::size_t i, unsigned) {
-    esm::System sys = base;
-    for (std::size_t d = 0; d < swept.size(); ++d) set_value(sys, swept[d], plan.points[i][d], "", true);
+  // The equations are compiled once per worker, not once per point: a point only changes
+  // parameter defaults and initial values, which the model takes at run time.
+  const unsigned workers = std::max(1u, options.jobs);
+  const bool implicit_possible =
+      so.integrator.method == method::MethodId::Auto || method::method_info(so.integrator.method).needs_jacobian;
+  std::vector<std::unique_ptr<detail::Model>> models(workers);
+  detail::parallel_for(plan.points.size(), workers, [&](std::size_t i, unsigned worker) {
+    std::unique_ptr<detail::Model>& m = models[worker];
     result.runs[i].point = plan.points[i];
-    result.runs[i].trajectory = simulate(sys, so);
+    try {
+      if (!m) {  // built with this point's values: a swept parameter may have no default
+        esm::System sys = base;
+        for (std::size_t d = 0; d < swept.size(); ++d) set_value(sys, swept[d], plan.points[i][d], "", true);
+        m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native);
+      } else {
+        for (std::size_t d = 0; d < swept.size(); ++d) set_value(m->system, swept[d], plan.points[i][d], "", true);
+        m->reset_parameters(so.require_observed_values);
+      }
+      result.runs[i].trajectory = detail::simulate_model(*m, so);
+    } catch (...) {
+      m.reset();  // a half-prepared model is not reused
+      throw;
+    }
   });
   for (const auto* list : {&base.states, &base.observed, &base.algebraic, &base.parameters})
     for (const auto& v : *list) result.units.emplace_back(v.name, v.units);

@@ -307,6 +307,11 @@ void Model::prepare_all() {
     if (*e) (*e)->prepare(p);
 }
 
+void Model::reset_parameters(bool require_observed_values) {
+  p = parameter_values(system, events, require_observed_values);
+  prepare_all();
+}
+
 std::vector<double> Model::initial_state() {
   const auto& states = system.states;
   std::vector<double> u(states.size(), kNaN);

@@ -93,6 +93,10 @@ struct Model {
 
   /// Runs every setup tape again after `p` changed.
   void prepare_all();
+  /// Recomputes `p` from the system's parameter defaults (after they were edited, as a sweep
+  /// does between its points) and prepares again: a new run of the same equations without
+  /// compiling them again.
+  void reset_parameters(bool require_observed_values);
   std::vector<double> initial_state();
 };
 

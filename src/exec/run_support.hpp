@@ -141,4 +141,10 @@ class RowWriter {
 /// as a two-leaf schedule (schedule.cpp).
 Trajectory run_cell_split(const esm::System& system, const SimulateOptions& options);
 
+struct Model;
+/// `simulate` on a model already built (build_model with `options`' method family, native and
+/// require_observed_values): what a sweep runs for each point after Model::reset_parameters.
+/// The span is checked by the caller; cell_split is not supported here.
+Trajectory simulate_model(Model& model, const SimulateOptions& options);
+
 }  // namespace esi::exec::detail

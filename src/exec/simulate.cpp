@@ -366,19 +366,24 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;
   const auto model = detail::build_model(system, options.document, implicit_possible,
                                          options.require_observed_values, options.native);
+  return detail::simulate_model(*model, options);
+}
+
+Trajectory detail::simulate_model(Model& model, const SimulateOptions& options) {
+  check_span(options);
   Trajectory out;
-  for (const auto& s : model->system.states) out.names.push_back(s.name);
-  for (const auto& o : model->system.observed) out.names.push_back(o.name);
-  out.state_count = model->system.states.size();
-  if (options.native && model->rhs) out.native_status = model->rhs->native_status();
-  if (model->grid) {
-    const auto gs = model->grid->stats();
+  for (const auto& s : model.system.states) out.names.push_back(s.name);
+  for (const auto& o : model.system.observed) out.names.push_back(o.name);
+  out.state_count = model.system.states.size();
+  if (options.native && model.rhs) out.native_status = model.rhs->native_status();
+  if (model.grid) {
+    const auto gs = model.grid->stats();
     out.grid_summary = std::to_string(gs.programs) + " programs over " + std::to_string(gs.boxes) +
                        " boxes, " + std::to_string(gs.lane_instructions) + " lane instructions";
   }
-  out.held_data.assign(model->events.held_data.begin(), model->events.held_data.end());
+  out.held_data.assign(model.events.held_data.begin(), model.events.held_data.end());
   if (options.on_columns) options.on_columns(out.names);
-  Driver(*model, options, out).run(model->initial_state());
+  Driver(model, options, out).run(model.initial_state());
   return out;
 }
 

@@ -335,6 +335,43 @@ TEST_F(Analyze, HeatmapOverTwoSweptParametersHoldsEachRunsFinalValue) {
   EXPECT_EQ(runs[3].substr(runs[3].find(",run_") - 2, 7), ",0,run_");
 }
 
+TEST_F(Analyze, SweepPointsReuseOneCompiledModelWithoutCarryingValuesOver) {
+  // dx/dt = s - k x with s = 2 k (an observed of the swept k, which has no default)
+  // and x(0) swept: x(1) = 2 + (x0 - 2) exp(-k). The model is compiled once per worker, so a
+  // derived parameter or an initial value left from the previous point would show here.
+  const std::string doc = write("reuse.esm", R"({
+  "esm": "0.1.0", "metadata": {"name": "Reuse"},
+  "models": {"Box": {
+    "variables": {"x": {"type": "unknown", "default": 5.0},
+                  "k": {"type": "parameter"},
+                  "s": {"type": "unknown"}, "x_out": {"type": "unknown"}},
+    "equations": [{"lhs": "s", "rhs": {"op": "*", "args": [2, "k"]}}, {"lhs": "x_out", "rhs": "x"},
+                  {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                   "rhs": {"op": "-", "args": ["s", {"op": "*", "args": ["k", "x"]}]}}],
+    "analyses": [{"id": "grid", "time_span": {"start": 0, "end": 1},
+      "parameter_sweep": {"type": "cartesian", "dimensions": [
+        {"parameter": "k", "values": [0.5, 2, 1]}, {"parameter": "x", "values": [5, -1, 7]}]},
+      "plots": [{"id": "h", "type": "heatmap", "x": {"variable": "k"}, "y": {"variable": "x"},
+                 "value": {"variable": "x_out", "reduce": "final"}}]}]}}})");
+  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
+  for (const char* jobs : {"1", "2"}) {
+    const fs::path out = dir_ / (std::string("out") + jobs);
+    const Result r = run({"analyze", doc, "--out", out.string(), "-q", "--jobs", jobs});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json h = json::parse(esi::testing::read_all(out / "grid" / "plots.json"))["plots"][0];
+    ASSERT_EQ(h["x"].size(), 3u);
+    ASSERT_EQ(h["y"].size(), 3u);
+    for (std::size_t iy = 0; iy < 3; ++iy)
+      for (std::size_t ix = 0; ix < 3; ++ix) {
+        const double k = h["x"][ix], x0 = h["y"][iy];
+        EXPECT_NEAR(h["z"][iy][ix].get<double>(), 2 + (x0 - 2) * std::exp(-k), 1e-5) << k << " " << x0;
+      }
+  }
+  // The same trajectories whatever the worker count (each worker reuses its own model).
+  EXPECT_EQ(esi::testing::read_all(dir_ / "out1" / "grid" / "run_0005.csv"),
+            esi::testing::read_all(dir_ / "out2" / "grid" / "run_0005.csv"));
+}
+
 // A folder: every document with analyses gets its own folder below --out (its path below the
 // folder named, without .esm), documents without analyses are counted, one index links all;
 // the plots of every document are drawn by the same plot processes.
