@@ -397,10 +397,20 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
   json all = options.inputs.is_object() ? options.inputs : json::object();
   for (const auto& [k, v] : options.parameter_overrides) all[k] = v;
   for (const auto& [k, v] : options.initial_conditions) all[k] = v;
+  // Built on first use: a grid's state arrays are found by position, and a 72 x 46 x 72 grid
+  // has millions of cell names.
   std::unordered_map<std::string, FlatVariable*> by_name;
-  if (!all.empty())
-    for (auto* list : {&sys.parameters, &sys.states})
-      for (auto& v : *list) by_name.emplace(v.name, &v);
+  auto lookup = [&](const std::string& name) {
+    if (by_name.empty()) {
+      std::unordered_set<std::string> by_position;
+      for (const auto& a : sys.arrays)
+        if (a.first_state >= 0) by_position.insert(a.name);
+      for (auto& v : sys.parameters) by_name.emplace(v.name, &v);
+      for (auto& v : sys.states)
+        if (v.array.empty() || !by_position.count(v.array)) by_name.emplace(v.name, &v);
+    }
+    return by_name.find(name);
+  };
   for (auto it = all.begin(); it != all.end(); ++it) {
     const std::string& key = it.key();
     // Errors about a value from an inputs file point at it there.
@@ -413,10 +423,10 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
         throw Error("input_shape_mismatch", where, at,
                     "input '" + key + "' is not an array of the system, so its value must be one number");
       if (!options.inputs.contains(key)) continue;  // plain overrides are resolved below
-      auto v = by_name.find(key);
+      auto v = lookup(key);
       if (v == by_name.end()) {
         const std::string name = resolve_override(sys.parameters, key, "parameter", file);
-        v = by_name.find(name);
+        v = lookup(name);
       }
       v->second->default_value = it->get<double>();
       v->second->initial = expr::kNoNode;
@@ -452,10 +462,15 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
         for (std::size_t d = 0; d < cell.size() && ++cell[d] > a->extents[d]; ++d) cell[d] = 1;
         continue;
       }
-      auto v = by_name.find(cell_name(a->name, cell));
-      if (v != by_name.end()) {
-        v->second->default_value = value->get<double>();
-        v->second->initial = expr::kNoNode;
+      FlatVariable* var = nullptr;
+      if (a->first_state >= 0) {  // contiguous, first index fastest, as this loop counts
+        var = &sys.states[static_cast<std::size_t>(a->first_state + n)];
+      } else if (auto v = lookup(cell_name(a->name, cell)); v != by_name.end()) {
+        var = v->second;
+      }
+      if (var) {
+        var->default_value = value->get<double>();
+        var->initial = expr::kNoNode;
       } else if (!a->parameter) {  // a parameter cell no equation reads is simply not there
         throw Error("unknown_override", where, at,
                     "'" + a->name + "' is defined by an equation; only parameters and states take inputs");
