@@ -99,7 +99,8 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::equivalent(a, b, ec) || fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
 }
 
-/// Providers of the configuration's forcing (constants here; NetCDF through run_output.hpp).
+/// Providers of the configuration's forcing (constants here, expressions in exec, NetCDF through
+/// run_output.hpp).
 std::vector<exec::ForcingProvider> forcing_providers(const exec::RunConfig& config, const esm::System& system) {
   std::vector<exec::ForcingProvider> out;
   for (const exec::ForcingSpec& f : config.forcing) {
@@ -115,6 +116,8 @@ std::vector<exec::ForcingProvider> forcing_providers(const exec::RunConfig& conf
       p.record_values = n;
       p.times = {config.start};
       p.read = [v = f.value](std::size_t, std::span<double> out) { std::fill(out.begin(), out.end(), v); };
+    } else if (f.kind == exec::ForcingSpec::Kind::Expression) {
+      p = exec::expression_forcing(config, f, system);
     } else {
       p = netcdf_forcing(config, f, system);
     }

@@ -128,6 +128,11 @@ class Parser {
         if (f.contains("constant")) {
           s.kind = ForcingSpec::Kind::Constant;
           s.value = f.at("constant").get<double>();
+        } else if (f.contains("expression")) {
+          s.kind = ForcingSpec::Kind::Expression;
+          s.expression = f.at("expression");
+          s.every = f.value("every", 0.0);
+          s.bracket = f.value("bracket", std::string());
         } else {
           s.kind = ForcingSpec::Kind::NetCDF;
           s.file = resolve_path(folder_, f.at("netcdf").get<std::string>());

@@ -71,6 +71,25 @@ TEST(CliRun, WritesTheRecordsEsiSimulateWritesForTheSameSplit) {
   EXPECT_EQ(a, b);
 }
 
+TEST(CliRun, AnExpressionForcingOfTheDefaultValueChangesNothing) {
+  // M.K's default is 0.002: forcing it with the expression 0.001 * 2, refreshed every 30 s,
+  // must give the same file as no forcing at all; 0.004 must not.
+  Fixture f;
+  auto csv_of = [&](const json& c, const std::string& name) {
+    const auto cfg = f.write_config(c, name + ".json");
+    const auto out = f.dir.path() / (name + ".csv");
+    const auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", out.string(), "--quiet"}, f.err);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return read_all(out);
+  };
+  json c = config(100, 10, 50);
+  const std::string plain = csv_of(c, "plain");
+  c["forcing"] = {{"M.K", {{"expression", {{"op", "*"}, {"args", {0.001, 2}}}}, {"every", 30}}}};
+  EXPECT_EQ(csv_of(c, "same"), plain);
+  c["forcing"]["M.K"]["expression"] = 0.004;
+  EXPECT_NE(csv_of(c, "other"), plain);
+}
+
 TEST(CliRun, BadConfigurationsFailBeforeTheRunAndLeaveNoOutput) {
   Fixture f;
   const auto out = f.dir.path() / "out.csv";
@@ -95,6 +114,9 @@ TEST(CliRun, BadConfigurationsFailBeforeTheRunAndLeaveNoOutput) {
   c = config(100, 10, 50);
   c["forcing"] = {{"M.Q", {{"constant", 1.0}}}};
   expect_refused(c, "forcing_target_unknown", "/forcing/M.Q");
+  c = config(100, 10, 50);
+  c["forcing"] = {{"M.K", {{"expression", {{"op", "*"}, {"args", {"q", 2}}}}}}};
+  expect_refused(c, "forcing_expression_invalid", "/forcing/M.K/expression");
   // A NetCDF file (written with ncgen, from netcdf-bin) that lacks the variable, or holds it in
   // units of another dimension than the parameter's.
   if (std::system("command -v ncgen >/dev/null 2>&1") == 0) {

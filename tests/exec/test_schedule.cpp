@@ -347,6 +347,62 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
 }
 
+// An `expression` forcing in the run configuration: records of (t/3600 + 1) x + (t/3600)^2 every
+// hour are record_value(k, x - 1) exactly, so the run equals the one with those records given
+// by a provider, bit for bit.
+TEST(Schedule, ExpressionForcingGivesTheRecordsItsFormulaStates) {
+  Loaded m(kForced);
+  const json hours = {{"op", "/"}, {"args", {"t", 3600}}};
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+            {"step", {{"dt", 1000}}},
+            {"forcing", {{"F.F", {{"expression", {{"op", "+"}, {"args", {
+                                      {{"op", "*"}, {"args", {{{"op", "+"}, {"args", {hours, 1}}}, "x"}}},
+                                      {{"op", "^"}, {"args", {hours, 2}}}}}}},
+                                  {"every", 3600}, {"bracket", "tt"}}}}}};
+  const RunConfig config = parse(c);
+  ASSERT_EQ(config.forcing.size(), 1u);
+  const esi::exec::ForcingProvider p = esi::exec::expression_forcing(config, config.forcing[0], m.grid);
+  EXPECT_EQ(p.times, (std::vector<double>{0, 3600, 7200, 10800, 14400}));
+  ASSERT_EQ(p.record_values, 3u);
+  for (std::size_t k = 0; k < 4; ++k) {
+    std::vector<double> out(3);
+    p.read(k, out);
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(out[i], record_value(k, i)) << k << " " << i;
+  }
+  esi::exec::ScheduleOptions by_expression, by_records;
+  by_expression.forcing = {p};
+  by_records.forcing = {bracket_provider(4)};
+  const auto a = run(m.grid, c, by_expression), b = run(m.grid, c, by_records);
+  ASSERT_EQ(a.trajectory.code, ReturnCode::Success) << a.trajectory.message;
+  EXPECT_EQ(final_row(a.trajectory), final_row(b.trajectory));
+
+  // Refusals, located at the expression.
+  auto refusal = [&](const json& expression, double every, std::string* ptr) {
+    json bad = c;
+    bad["forcing"]["F.F"]["expression"] = expression;
+    if (every > 0) bad["forcing"]["F.F"]["every"] = every;
+    else bad["forcing"]["F.F"].erase("every");
+    const RunConfig rc = parse(bad);
+    return code_of([&] { esi::exec::expression_forcing(rc, rc.forcing[0], m.grid); }, ptr);
+  };
+  std::string ptr;
+  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"y", "x"}}}, 3600, &ptr), "forcing_expression_invalid");  // not an axis
+  EXPECT_EQ(ptr, "/forcing/F.F/expression");
+  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"t", "x"}}}, 0, &ptr), "forcing_expression_invalid");  // t, no every
+  EXPECT_EQ(refusal({{"op", "log"}, {"args", {{{"op", "-"}, {"args", {"x", 1}}}}}}, 3600, &ptr),
+            "forcing_expression_invalid");  // -inf at x = 1, found before the run
+  EXPECT_EQ(refusal({{"op", "nonsense"}, {"args", {1}}}, 3600, &ptr), "unsupported_operator");
+  EXPECT_EQ(ptr, "/forcing/F.F/expression");
+  json unknown = c;
+  unknown["forcing"] = {{"F.G", c["forcing"]["F.F"]}};
+  const RunConfig uc = parse(unknown);
+  EXPECT_EQ(code_of([&] { esi::exec::expression_forcing(uc, uc.forcing[0], m.grid); }, &ptr), "forcing_target_unknown");
+  EXPECT_EQ(ptr, "/forcing/F.G");
+  json zero = c;
+  zero["forcing"]["F.F"]["every"] = 0;
+  EXPECT_EQ(code_of([&] { parse(zero); }, &ptr), "run_config_invalid");
+}
+
 }  // namespace
 
 namespace {

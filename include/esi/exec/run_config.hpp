@@ -60,13 +60,18 @@ struct ScheduleNode {
 };
 
 struct ForcingSpec {
-  enum class Kind { Constant, NetCDF };
+  enum class Kind { Constant, NetCDF, Expression };
   std::string target;  ///< the document's parameter or parameter array, e.g. "Transport3D.F_U"
   Kind kind = Kind::Constant;
   double value = 0;          ///< Constant
   std::string file;          ///< NetCDF: resolved against the configuration's folder
   std::string variable;      ///< NetCDF: the file's variable
-  std::string bracket;       ///< NetCDF: the index set (extent 2) of the bracketing records
+  std::string bracket;       ///< NetCDF, Expression: the index set (extent 2) of the bracketing records
+  /// Expression: an ESM expression of `t` [s] and the target's axis names (each cell's 1-based
+  /// position along that axis), in the target's units, evaluated as records every `every`
+  /// seconds from the start (once, at the start, when `every` is 0).
+  nlohmann::json expression;
+  double every = 0;
   std::string pointer;       ///< "/forcing/<target>"
 };
 

@@ -58,6 +58,13 @@ struct ForcingProvider {
   std::string pointer;  ///< where the configuration declared it (for errors)
 };
 
+/// The provider of an `expression` forcing (ForcingSpec::Kind::Expression): records at
+/// start + k * every covering the run (one more for a bracket), each the expression at every
+/// cell of the target. Refused before the run, at the forcing's pointer:
+/// `forcing_target_unknown`, `forcing_expression_invalid` (a name other than t and the
+/// target's axes; t without `every`; a value that is not finite, with the cell and time).
+ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& spec, const esm::System& system);
+
 struct RestartState {
   std::uint64_t fingerprint = 0;
   double t = 0;
