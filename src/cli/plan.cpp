@@ -1,4 +1,5 @@
-// `esi plan FILE [--component NAME] [-o PLAN.json] [--samples N] [--seed S] [--no-validate]`:
+// `esi plan FILE [--component NAME] [-o PLAN.json] [--samples N] [--seed S] [--no-validate]
+// [--config RUN.json]`:
 // the planner's passes on one document (include/esi/plan/plan.hpp), written as canonical JSON.
 //
 // The document goes through the same checking pipeline as every command (load_or_report), is
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +20,15 @@
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
+#include "esi/exec/run_config.hpp"
+#include "esi/exec/schedule.hpp"
 #include "esi/plan/plan.hpp"
 
 namespace esi::cli {
 namespace {
 
 struct PlanArgs {
-  std::string file, component, output, inputs_file;
+  std::string file, component, output, inputs_file, config;
   nlohmann::json inputs = nlohmann::json::object();  ///< --set NAME=VALUE
   plan::PlanOptions options;
 };
@@ -70,6 +74,8 @@ int parse_args(Args args, PlanArgs& o) {
       }
     } else if (a == "--inputs") {
       if (const int rc = value(o.inputs_file); rc != kExitOk) return rc;
+    } else if (a == "--config") {
+      if (const int rc = value(o.config); rc != kExitOk) return rc;
     } else if (a == "--set") {
       std::string text;
       if (const int rc = value(text); rc != kExitOk) return rc;
@@ -108,7 +114,7 @@ int parse_args(Args args, PlanArgs& o) {
 void print_plan_help(std::FILE* out) {
   std::fputs(
       "usage: esi plan [--component NAME] [--inputs F.json] [--set NAME=VALUE]... [-o PLAN.json]\n"
-      "                [--samples N] [--seed S] [--no-validate] FILE\n"
+      "                [--samples N] [--seed S] [--no-validate] [--config RUN.json] FILE\n"
       "\n"
       "Plans FILE's right-hand side as a sum of operators and writes plan.json (canonical JSON,\n"
       "the same bytes on every run): each operator's component and origin, locality (pointwise,\n"
@@ -128,6 +134,10 @@ void print_plan_help(std::FILE* out) {
       "  --samples N        sampled states for the validation (default 3)\n"
       "  --seed S           seed of the sampled states and cells (default 20261201)\n"
       "  --no-validate      skip the validation\n"
+      "  --config RUN.json  also the run's strategy (\"strategy\"): each schedule leaf's method\n"
+      "                     and, for \"auto\", why (structure, then the Gershgorin bound at the\n"
+      "                     sampled states times the macro step); the configuration's inputs\n"
+      "                     are used when --inputs is not given\n"
       "\n"
       "exit status: 0 ok, 1 the file cannot be loaded or planned or the validation failed,\n"
       "2 usage error\n",
@@ -148,6 +158,13 @@ int run_plan(Args args) {
     esm::FlattenOptions fopts;
     fopts.component = o.component;
     fopts.grid = true;
+    std::optional<exec::RunConfig> config;
+    if (!o.config.empty()) {
+      config = exec::read_run_config(o.config);
+      if (fopts.component.empty()) fopts.component = config->component;
+      fopts.inputs = config->inputs;
+      fopts.inputs_file = config->inputs_file;
+    }
     if (!o.inputs_file.empty()) {
       fopts.inputs = read_json_file(o.inputs_file);
       fopts.inputs_file = o.inputs_file;
@@ -159,8 +176,21 @@ int run_plan(Args args) {
     esm::System system = esm::flatten(*loaded, fopts);
     o.options.document = o.file;
     o.options.component = o.component;
+    const esm::System unplanned = config ? system : esm::System{};
     const plan::Plan p = plan::make_plan(system, o.options);
-    const std::string text = canonical_json(plan::to_json(p)) + "\n";
+    nlohmann::json out = plan::to_json(p);
+    if (config) {
+      nlohmann::json strategy = nlohmann::json::array();
+      for (const exec::LeafChoice& c : exec::run_strategy(unplanned, *config))
+        strategy.push_back({{"leaf", c.leaf},
+                            {"pointer", c.pointer},
+                            {"auto", c.automatic},
+                            {"alg", c.method == method::MethodId::Auto ? std::string("chosen at the start")
+                                                                       : std::string(method::method_info(c.method).name)},
+                            {"why", c.why}});
+      out["strategy"] = strategy;
+    }
+    const std::string text = canonical_json(out) + "\n";
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (o.output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);

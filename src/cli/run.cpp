@@ -277,7 +277,10 @@ int run_run(Args args) {
                    r.model.c_str(), r.output.c_str(), traj.rows, static_cast<unsigned long long>(result.macro_steps),
                    total, writing, total > 0 ? 100 * writing / total : 0.0);
       std::fprintf(stderr, "esi run: operators: %s\n", result.operators.c_str());
-      for (const auto& l : result.leaves) std::fprintf(stderr, "esi run:   %s\n", leaf_line(l, cells).c_str());
+      for (const auto& l : result.leaves) {
+        std::fprintf(stderr, "esi run:   %s\n", leaf_line(l, cells).c_str());
+        if (!l.why.empty()) std::fprintf(stderr, "esi run:     (\"auto\": %s)\n", l.why.c_str());
+      }
       if (!traj.cell_summary.empty()) std::fprintf(stderr, "esi run: cells: %s\n", traj.cell_summary.c_str());
       if (!last_restart.empty()) std::fprintf(stderr, "esi run: last restart file: %s\n", last_restart.c_str());
     }

@@ -62,7 +62,60 @@ struct Binding {
   bool whole = false;                  ///< every leaf is "all"
   std::map<std::string, Target> target;  ///< operator name -> Rest / Cells
   std::string summary;
+  /// Leaves with "auto" methods only: per operator, the planner's Gershgorin bound at sampled
+  /// states (max over the planner operators it selects) and their names.
+  std::map<std::string, double> bound;
+  std::map<std::string, std::string> planner_ops;
 };
+
+bool any_auto_leaf(const RunConfig& config) {
+  std::vector<const ScheduleNode*> leaves;
+  collect_leaves(config.schedule, leaves);
+  return std::any_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.method == method::MethodId::Auto; });
+}
+
+/// The strategy rule for an "auto" leaf (seed 002 §3.5): stiffness from structure first (a
+/// pointwise operator runs on lane pools, which take Rosenbrock methods; a grid operator runs
+/// without a Jacobian, so explicitly), then the planner's Gershgorin bound at sampled
+/// non-default states times the macro step, against the same threshold choose_method uses.
+LeafChoice choose_leaf(const ScheduleNode& n, Target target, const Binding& b, double macro_dt) {
+  constexpr double kStiff = 500;  // as choose_method: hundreds of explicit steps for stability alone
+  LeafChoice c;
+  c.leaf = n.leaf.op;
+  c.pointer = n.pointer;
+  c.automatic = n.leaf.method == method::MethodId::Auto;
+  const auto it = b.bound.find(n.leaf.op);
+  const double rho = it == b.bound.end() ? -1 : it->second;
+  char buf[160];
+  std::string measured = "no sampled bound";
+  if (rho >= 0) {
+    std::snprintf(buf, sizeof buf, "Gershgorin bound %.3g /s at sampled states (%s)", rho, b.planner_ops.at(n.leaf.op).c_str());
+    measured = buf;
+    if (macro_dt > 0) {
+      std::snprintf(buf, sizeof buf, "; times the %g s macro step: %.3g, %s %g", macro_dt, rho * macro_dt,
+                    rho * macro_dt > kStiff ? "stiff, above" : "not stiff, at most", kStiff);
+      measured += buf;
+    }
+  }
+  if (target == Target::Cells) {
+    c.method = method::MethodId::Rodas3;
+    c.why = "pointwise operator on lane pools, which take Rosenbrock methods: Rodas3 (order 3, stiffly "
+            "accurate, 4 stages); " + measured;
+  } else if (target == Target::Rest) {
+    c.method = method::MethodId::SSPRK43;
+    c.why = "grid operator run without a Jacobian, so explicit: SSPRK43 (strong-stability preserving for "
+            "the limiters, embedded error estimate); " + measured;
+  } else {
+    c.method = method::MethodId::Auto;
+    c.why = "the whole right-hand side: chosen at the start by a spectral-radius estimate at the initial "
+            "state (Rodas5P when stiff over the span, else Tsit5)";
+  }
+  if (!c.automatic) {
+    c.method = n.leaf.method;
+    c.why = "given in the run configuration";
+  }
+  return c;
+}
 
 Binding bind(const esm::System& system, const RunConfig& config) {
   Binding b;
@@ -86,7 +139,7 @@ Binding bind(const esm::System& system, const RunConfig& config) {
                 "model has no arrays on a grid, so run it with one leaf \"all\"");
   esm::System copy = system;
   plan::PlanOptions po;
-  po.validate = false;
+  po.validate = any_auto_leaf(config);  // the sampled Gershgorin bounds of the strategy rule
   const plan::Plan p = plan::make_plan(copy, po);
   std::vector<int> owner(p.operators.size(), -1);
   for (std::size_t s = 0; s < config.operators.size(); ++s) {
@@ -121,6 +174,12 @@ Binding bind(const esm::System& system, const RunConfig& config) {
                         "; esi runs all pointwise terms as one operator and all other terms as another, so "
                         "select them in one operator");
     b.target[spec.name] = t;
+    for (std::size_t k = 0; k < p.operators.size(); ++k)
+      if (owner[k] == static_cast<int>(s) && p.operators[k].sampled_gershgorin >= 0) {
+        b.bound[spec.name] = std::max(b.bound.count(spec.name) ? b.bound[spec.name] : 0.0, p.operators[k].sampled_gershgorin);
+        std::string& names = b.planner_ops[spec.name];
+        names += (names.empty() ? "" : ", ") + p.operators[k].name;
+      }
   }
   for (std::size_t k = 0; k < p.operators.size(); ++k)
     if (owner[k] < 0)
@@ -429,7 +488,9 @@ class Runner {
         throw Error("unsupported_domain_policy", c_.file, pointer_join(n.pointer, "domain"),
                     "lane pools do not enforce a domain yet; remove \"domain\" from this leaf (the cells' "
                     "Rosenbrock steps are not clipped or rejected for negative values)");
-      l.lanes.method = s.method == method::MethodId::Auto ? method::MethodId::Rodas3 : s.method;
+      const LeafChoice choice = choose_leaf(n, l.target, binding_, c_.macro_dt);
+      l.lanes.method = choice.method;
+      if (choice.automatic) l.report.why = choice.why;
       if (!method::is_rosenbrock(l.lanes.method))
         throw Error("unsupported_method_for_operator", c_.file, where,
                     "operator '" + s.op + "' runs on lane pools, which take Rosenbrock methods (Rodas3, "
@@ -451,8 +512,9 @@ class Runner {
       throw Error("unsupported_dt_scope", c_.file, pointer_join(pointer_join(n.pointer, "control"), "dt_scope"),
                   "operator '" + s.op + "' runs as one system with one step (dt_scope \"global\"); per-cell "
                   "steps are for the pointwise operator");
-    l.io.method = s.method;
-    if (l.target == Target::Rest && s.method == method::MethodId::Auto) l.io.method = method::MethodId::SSPRK43;
+    const LeafChoice choice = choose_leaf(n, l.target, binding_, c_.macro_dt);
+    l.io.method = choice.method;
+    if (choice.automatic) l.report.why = choice.why;
     if (model_->grid && (l.io.method == method::MethodId::Auto || method::method_info(l.io.method).needs_jacobian))
       throw Error("unsupported_method_for_operator", c_.file, where,
                   "operator '" + s.op + "' runs over the grid without a Jacobian; give it an explicit method "
@@ -734,6 +796,16 @@ bool whole_implicit(const RunConfig& config) {
     implicit = implicit || l->leaf.method == method::MethodId::Auto || method::method_info(l->leaf.method).needs_jacobian;
   }
   return implicit;
+}
+
+std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config) {
+  const Binding b = bind(system, config);
+  std::vector<const ScheduleNode*> leaves;
+  collect_leaves(config.schedule, leaves);
+  std::vector<LeafChoice> out;
+  for (const ScheduleNode* n : leaves)
+    out.push_back(choose_leaf(*n, b.whole ? Target::Whole : b.target.at(n->leaf.op), b, config.macro_dt));
+  return out;
 }
 
 void check_schedule(const esm::System& system, const RunConfig& config, const std::vector<ForcingProvider>& forcing) {

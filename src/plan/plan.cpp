@@ -294,6 +294,7 @@ nlohmann::json to_json(const Plan& plan) {
                  {"fill", op.lu.fill},            {"divisions", op.lu.divisions},
                  {"multiply_adds", op.lu.multiply_adds}, {"solve_multiply_adds", op.lu.solve_multiply_adds}};
     if (!op.gershgorin.empty()) o["gershgorin"] = op.gershgorin;
+    if (op.sampled_gershgorin >= 0) o["gershgorin_at_samples"] = op.sampled_gershgorin;
     if (!op.block_entry_text.empty()) {
       json jac = json::object();
       const BlockPattern& b = op.block;

@@ -1,6 +1,7 @@
 // Private pieces of the planner shared by its passes.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -23,6 +24,14 @@ struct SparseDual {
   double v = 0;
   std::vector<std::pair<std::int64_t, double>> d;
 };
+
+/// sum_j |d_j| over a row's finite derivatives: the row's term of a Gershgorin bound.
+inline double row_abs_sum(const std::vector<std::pair<std::int64_t, double>>& d) {
+  double sum = 0;
+  for (const auto& e : d)
+    if (std::isfinite(e.second)) sum += std::fabs(e.second);
+  return sum;
+}
 
 /// Evaluates expressions of `pool` with the oracle's semantics (left folds, the branch taken
 /// for piecewise ops, strong zeros: a zero tangent contributes nothing even through inf / NaN

@@ -235,6 +235,7 @@ void validate_grid(esm::System& s, Plan& plan, const PlanOptions& options) {
           for (std::size_t d = 0; d < cell.size(); ++d) inside = inside && cell[d] <= row_array->extents[d];
           if (!inside) continue;
           const SparseDual value = op.rhs[r] == expr::kNoNode ? oracle.tendency(op.rows[r], cell) : oracle.at(op.rhs[r], cell);
+          op.sampled_gershgorin = std::max(op.sampled_gershgorin, row_abs_sum(value.d));
           // Pointwise blocks: the symbolic entries (what an assembled Jacobian evaluates)
           // against the dual numbers, relative to the row's largest dual entry.
           if (op.locality == Locality::Pointwise && !op.block_entries.empty()) {

@@ -91,7 +91,7 @@ void validate_scalar(esm::System& s, Plan& plan, const PlanOptions& options) {
     // Sum of the operators against the flat right-hand side, and each operator's pattern.
     std::vector<double> sum(s.states.size(), 0.0), magnitude(s.states.size(), 0.0);
     std::vector<std::vector<std::pair<std::int64_t, double>>> full(s.states.size());
-    for (const Operator& op : plan.operators) {
+    for (Operator& op : plan.operators) {
       std::unordered_map<std::string, int> block_pos;
       for (std::size_t k = 0; k < op.block.species.size(); ++k) block_pos[op.block.species[k]] = static_cast<int>(k);
       for (std::size_t r = 0; r < op.rows.size(); ++r) {
@@ -100,6 +100,7 @@ void validate_scalar(esm::System& s, Plan& plan, const PlanOptions& options) {
         sum[row] += value.v;
         magnitude[row] += std::fabs(value.v);
         const int br = block_pos.at(op.rows[r]);
+        op.sampled_gershgorin = std::max(op.sampled_gershgorin, row_abs_sum(value.d));
         for (const auto& [col, d] : value.d) {
           if (d == 0 || std::isnan(d)) continue;
           ++v.jacobian_nonzeros;

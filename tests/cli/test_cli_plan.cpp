@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/decay_diffusion.hpp"
 #include "support/run_esi.hpp"
 #include "support/temp_dir.hpp"
 
@@ -55,6 +56,37 @@ TEST(CliPlan, TheSameFileTwiceGivesTheSameBytes) {
   const std::string first = read_all(a);
   EXPECT_FALSE(first.empty());
   EXPECT_EQ(first, read_all(b));
+}
+
+TEST(CliPlan, WithARunConfigurationItRecordsEachLeafsMethodAndWhy) {
+  // Decay rows 0.01 i (largest 0.06), diffusion rows at most 4 K = 0.008: constant Jacobians,
+  // so the sampled Gershgorin bounds are exact.
+  esi::testing::TempDir dir;
+  const fs::path model = dir.write("m.esm", esi::testing::decay_diffusion_model("0.01"));
+  const nlohmann::json config = {
+      {"time", {{"stop", 20000}}},
+      {"operators", {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
+                     {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
+      {"schedule", {{"lie", {{{"leaf", "transport"}, {"alg", "SSPRK43"}}, {{"leaf", "chemistry"}, {"alg", "auto"}}}}}},
+      {"step", {{"dt", 10000}}}};
+  const fs::path cfg = dir.write("run.json", config.dump());
+  const fs::path a = dir.path() / "a.json", b = dir.path() / "b.json";
+  auto r = run(dir, {"plan", model.string(), "--config", cfg.string(), "-o", a.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(run(dir, {"plan", "--config", cfg.string(), model.string(), "-o", b.string()}).status, 0);
+  EXPECT_EQ(read_all(a), read_all(b));
+  const nlohmann::json j = nlohmann::json::parse(read_all(a));
+  for (const auto& op : j["operators"]) {
+    const double bound = op["gershgorin_at_samples"];
+    EXPECT_NEAR(bound, op["locality"] == "pointwise" ? 0.06 : 0.008, 1e-15) << op["name"];
+  }
+  ASSERT_EQ(j["strategy"].size(), 2u);
+  EXPECT_EQ(j["strategy"][0]["alg"], "SSPRK43");
+  EXPECT_EQ(j["strategy"][0]["auto"], false);
+  EXPECT_EQ(j["strategy"][1]["alg"], "Rodas3");
+  EXPECT_EQ(j["strategy"][1]["auto"], true);
+  EXPECT_EQ(j["strategy"][1]["pointer"], "/schedule/lie/1");
+  EXPECT_NE(j["strategy"][1]["why"].get<std::string>().find("stiff, above 500"), std::string::npos);
 }
 
 TEST(CliPlan, RefusalsAreClear) {

@@ -347,6 +347,39 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
 }
 
+// "auto" leaves (seed 002 §3.5): structure picks the family, the planner's Gershgorin bound at
+// sampled states times the macro step says stiff or not. The model's Jacobian is constant:
+// decay rows 0.01 i (largest 0.06 at i = 6), diffusion rows at most |-2K| + K + K = 0.008.
+TEST(Schedule, AutoLeavesAreChosenByStructureAndTheSampledGershgorinBound) {
+  Loaded m(kModel);
+  json auto_leaf = {{"leaf", "transport"}};
+  json c = split_config({{"lie", {auto_leaf, {{"leaf", "chemistry"}}}}}, 20000, 10000);
+  auto choices = esi::exec::run_strategy(m.grid, parse(c));
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[0].leaf, "transport");
+  EXPECT_TRUE(choices[0].automatic);
+  EXPECT_EQ(choices[0].method, MethodId::SSPRK43);
+  EXPECT_NE(choices[0].why.find("Gershgorin bound 0.008 /s"), std::string::npos) << choices[0].why;
+  EXPECT_NE(choices[0].why.find(": 80, not stiff"), std::string::npos) << choices[0].why;
+  EXPECT_EQ(choices[1].method, MethodId::Rodas3);
+  EXPECT_NE(choices[1].why.find("Gershgorin bound 0.06 /s"), std::string::npos) << choices[1].why;
+  EXPECT_NE(choices[1].why.find(": 600, stiff, above 500"), std::string::npos) << choices[1].why;
+  // A shorter macro step: the same chemistry is not stiff over it.
+  c["step"]["dt"] = 100;
+  choices = esi::exec::run_strategy(m.grid, parse(c));
+  EXPECT_NE(choices[1].why.find(": 6, not stiff"), std::string::npos) << choices[1].why;
+  // A method the configuration gives is kept, and said so.
+  c["schedule"]["lie"][1]["alg"] = "Rosenbrock23";
+  choices = esi::exec::run_strategy(m.grid, parse(c));
+  EXPECT_FALSE(choices[1].automatic);
+  EXPECT_EQ(choices[1].method, MethodId::Rosenbrock23);
+  // The run reports the same choice for its auto leaf.
+  const auto r = run(m.grid, c);
+  ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
+  EXPECT_EQ(r.leaves[0].why, choices[0].why);
+  EXPECT_TRUE(r.leaves[1].why.empty());
+}
+
 // An `expression` forcing in the run configuration: records of (t/3600 + 1) x + (t/3600)^2 every
 // hour are record_value(k, x - 1) exactly, so the run equals the one with those records given
 // by a provider, bit for bit.

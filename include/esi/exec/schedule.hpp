@@ -86,8 +86,23 @@ void write_restart(const std::string& path, const RestartState& state);
 /// Throws `restart_unreadable` (missing, truncated, not a restart file).
 RestartState read_restart(const std::string& path);
 
+/// The method a leaf runs and why: the configuration's, or the strategy rule's for "auto"
+/// (seed 002 §3.5: structure, then the planner's Gershgorin bound at sampled states times the
+/// macro step).
+struct LeafChoice {
+  std::string leaf, pointer;  ///< the operator ("all" for the whole right-hand side), its node
+  bool automatic = false;     ///< the configuration said "auto" (or gave no alg)
+  method::MethodId method = method::MethodId::Auto;  ///< Auto: decided when the run starts
+  std::string why;
+};
+
+/// Each leaf's choice, in schedule order, without running (binds the operators like a run:
+/// the same refusals). `esi plan --config` writes it into plan.json as "strategy".
+std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config);
+
 struct LeafReport {
   std::string what;  ///< "transport: SSPRK43 (global dt)", "chemistry: Rodas3 (cell dt)"
+  std::string why;   ///< for an "auto" leaf, why the strategy rule chose its method
   long calls = 0, accepted = 0, rejected = 0;
 };
 

@@ -97,6 +97,10 @@ struct Operator {
   std::vector<FootprintEntry> footprint;  ///< per-region form
   std::int64_t column_bandwidth = -1;     ///< Column: max |offset| along the vertical axis
   std::string gershgorin;                 ///< pointwise: max over rows of sum |J_ij|
+  /// Validation: the Gershgorin bound max_i sum_j |J_ij| of this operator's own rows, from the
+  /// dual numbers, maximised over the sampled states (and checked cells); -1 when not run. It
+  /// bounds the operator's spectral radius, so a stiffness test (seed 002 §3.5) can read it.
+  double sampled_gershgorin = -1;
   /// Validation (per-region form): the reach the dual-number Jacobian showed at the checked
   /// cells, per grid axis (how tight the planned reach is; never wider than it when valid).
   std::vector<AxisReach> measured_reach;
