@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -689,11 +690,45 @@ class Runner {
     auto& cache = cache_[q];
     for (const auto& [index, values] : cache)
       if (index == k) return values;
+    std::vector<double> values;
+    const bool prefetched = prefetch_.valid() && prefetch_q_ == q && prefetch_k_ == k;
+    // One read at a time, whichever thread: NetCDF-C is not thread-safe.
+    if (prefetch_.valid() && !prefetched) keep(prefetch_q_, prefetch_k_, prefetch_.get());
+    if (prefetched) {
+      values = prefetch_.get();  // a read error surfaces here, when the record is needed
+    } else {
+      values.resize(o_.forcing[q].record_values);
+      o_.forcing[q].read(k, values);
+    }
+    return keep(q, k, std::move(values));
+  }
+  const std::vector<double>& keep(std::size_t q, std::size_t k, std::vector<double> values) {
+    auto& cache = cache_[q];
     if (cache.size() >= 3) cache.erase(cache.begin());
-    std::vector<double> values(o_.forcing[q].record_values);
-    o_.forcing[q].read(k, values);
     cache.emplace_back(k, std::move(values));
     return cache.back().second;
+  }
+
+  /// Starts reading, on another thread, the first record some provider needs next that is not
+  /// read yet (the one after the loaded epoch's), so the file is read while the leaves step.
+  void prefetch_next() {
+    if (prefetch_.valid()) return;
+    for (std::size_t q = 0; q < o_.forcing.size(); ++q) {
+      const ForcingProvider& f = o_.forcing[q];
+      if (loaded_[q] < 0) continue;
+      const std::size_t next = static_cast<std::size_t>(loaded_[q]) + (f.bracket.empty() ? 1 : 2);
+      if (next >= f.times.size()) continue;
+      const auto& cache = cache_[q];
+      if (std::any_of(cache.begin(), cache.end(), [&](const auto& e) { return e.first == next; })) continue;
+      prefetch_q_ = q;
+      prefetch_k_ = next;
+      prefetch_ = std::async(std::launch::async, [&f, next] {
+        std::vector<double> values(f.record_values);
+        f.read(next, values);
+        return values;
+      });
+      return;
+    }
   }
 
   /// Loads, for every provider, the record(s) that hold over a macro step starting at t. A
@@ -745,6 +780,7 @@ class Runner {
         if (slot.cell_parameters[c] >= 0) model_->p[static_cast<std::size_t>(slot.cell_parameters[c])] = full[c];
     }
     if (changed) model_->prepare_all();
+    if (changed && !stage) prefetch_next();
   }
 
   RestartState restart_state(double t, const std::vector<double>& u) const {
@@ -778,6 +814,8 @@ class Runner {
   std::vector<std::ptrdiff_t> loaded_;
   std::vector<double> scratch_;
   std::vector<std::vector<std::pair<std::size_t, std::vector<double>>>> cache_;
+  std::future<std::vector<double>> prefetch_;  ///< at most one record read ahead
+  std::size_t prefetch_q_ = 0, prefetch_k_ = 0;
   method::OdeProblem problem_;
   double epoch_start_ = 0, epoch_end_ = kNever;
   SimulateOptions sim_;

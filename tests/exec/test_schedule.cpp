@@ -6,11 +6,14 @@
 // `every` against the equivalent plain schedules (bitwise); resuming from a restart state
 // against the uninterrupted run (bitwise); forcing records bracketed by stage time against
 // the exact integral of a piecewise-linear forcing; and every refusal by code and pointer.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -345,6 +348,48 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   bad = bracket_provider(4);
   bad.target = "F.u";
   EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+}
+
+// The next record is read on another thread while the leaves step (prefetch), one read at a
+// time, and the run is the same as with every record read when it is needed.
+TEST(Schedule, TheNextForcingRecordIsReadAheadOnAnotherThread) {
+  Loaded m(kForced);
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+            {"step", {{"dt", 1000}}}};
+  std::mutex mutex;
+  std::vector<std::pair<std::size_t, std::thread::id>> reads;
+  int in_flight = 0, most_in_flight = 0;
+  auto p = bracket_provider(5);
+  const auto plain = p.read;
+  p.read = [&](std::size_t k, std::span<double> out) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      reads.emplace_back(k, std::this_thread::get_id());
+      most_in_flight = std::max(most_in_flight, ++in_flight);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    plain(k, out);
+    std::lock_guard<std::mutex> lock(mutex);
+    --in_flight;
+  };
+  esi::exec::ScheduleOptions o;
+  o.forcing = {p};
+  const auto r = run(m.grid, c, o);
+  ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
+  esi::exec::ScheduleOptions direct;
+  direct.forcing = {bracket_provider(5)};
+  EXPECT_EQ(final_row(r.trajectory), final_row(run(m.grid, c, direct).trajectory));
+  // Records 0 and 1 are read when the run starts; 2 and 3 ahead of time, on another thread;
+  // none twice, and never two at once.
+  std::map<std::size_t, int> times_read;
+  bool ahead = false;
+  for (const auto& [k, id] : reads) {
+    ++times_read[k];
+    ahead = ahead || (k >= 2 && id != std::this_thread::get_id());
+  }
+  EXPECT_TRUE(ahead);
+  for (const auto& [k, n] : times_read) EXPECT_EQ(n, 1) << "record " << k;
+  EXPECT_EQ(most_in_flight, 1);
 }
 
 // "auto" leaves (seed 002 §3.5): structure picks the family, the planner's Gershgorin bound at
