@@ -10,13 +10,14 @@
 #include "esi/core/error.hpp"
 #include "esi/exec/pointwise.hpp"
 #include "esi/kernel/grid.hpp"
+#include "exec/discrete_events.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
 namespace esi::exec {
 namespace {
 
-using detail::Assignment;
+using detail::DiscreteEvents;
 using detail::Event;
 using detail::Model;
 using detail::Trigger;
@@ -56,14 +57,19 @@ struct Crossing {
 class Driver {
  public:
   Driver(Model& model, const SimulateOptions& options, Trajectory& out)
-      : m_(model), o_(options), out_(out), rows_(model, options, out), clock_(options) {
-    for (std::size_t e = 0; e < m_.events.events.size(); ++e)
-      if (m_.events.events[e].trigger == Trigger::Scheduled) next_firing_.push_back({e, first_firing(e)});
+      : m_(model), o_(options), out_(out), rows_(model, options, out), clock_(options),
+        events_(model, options.t0, options.t0) {
     last_sign_.assign(m_.events.conditions.size(), 0);
     scratch_.resize(m_.system.states.size());
   }
 
   void run(std::vector<double> u0) {
+    run_steps(std::move(u0));
+    out_.events_fired = static_cast<long>(events_.fired());
+  }
+
+ private:
+  void run_steps(std::vector<double> u0) {
     if (u0.empty()) return record_without_states();
     method::IntegratorOptions io = o_.integrator;
     if (io.method == method::MethodId::Auto)
@@ -97,48 +103,10 @@ class Driver {
     out_.stats = integrator_->stats();
   }
 
- private:
   /// Preset times equal to t0 fire before the first output (the output at t0 is post-event).
   void fire_presets_at_start() {
     std::vector<double> u(integrator_->u().begin(), integrator_->u().end());
-    bool fired = false;
-    for (const auto& [e, when] : next_firing_) {
-      const Event& ev = m_.events.events[e];
-      if (std::find(ev.times.begin(), ev.times.end(), o_.t0) == ev.times.end()) continue;
-      apply(ev.affects, o_.t0, u);
-      fired = true;
-    }
-    if (fired) integrator_->restart(o_.t0, u);
-  }
-
-  double first_firing(std::size_t e) const {
-    const Event& ev = m_.events.events[e];
-    double next = std::numeric_limits<double>::infinity();
-    for (double t : ev.times)
-      if (t > o_.t0) next = std::min(next, t);
-    if (ev.interval > 0) next = std::min(next, periodic_after(ev, o_.t0));
-    return next;
-  }
-
-  /// First periodic firing strictly after `t`: t0 + offset + k * interval, k >= 1 when the
-  /// offset is 0 (no firing at t0), k >= 0 otherwise.
-  double periodic_after(const Event& ev, double t) const {
-    const double base = o_.t0 + ev.offset;
-    double k = std::floor((t - base) / ev.interval) + 1;
-    if (ev.offset == 0) k = std::max(k, 1.0);
-    else k = std::max(k, 0.0);
-    double next = base + k * ev.interval;
-    while (next <= t) next = base + (++k) * ev.interval;
-    return next;
-  }
-
-  double next_scheduled(std::size_t e, double t) const {
-    const Event& ev = m_.events.events[e];
-    double next = std::numeric_limits<double>::infinity();
-    for (double s : ev.times)
-      if (s > t) next = std::min(next, s);
-    if (ev.interval > 0) next = std::min(next, periodic_after(ev, t));
-    return next;
+    if (events_.fire_at_start(u)) integrator_->restart(o_.t0, u);
   }
 
   double next_stop() const {
@@ -146,8 +114,7 @@ class Driver {
     if (o_.stop_at_sample_times)
       for (double t : o_.sample_times)
         if (t > integrator_->t()) stop = std::min(stop, t);
-    for (const auto& [e, t] : next_firing_) stop = std::min(stop, t);
-    return stop;
+    return std::min(stop, events_.next_time());
   }
 
   // ---- outputs ----
@@ -263,27 +230,6 @@ class Driver {
     return best;
   }
 
-  /// Applies `affects` at (t, u, p): every right-hand side reads the pre-event values.
-  bool apply(const std::vector<Assignment>& affects, double t, std::vector<double>& u) {
-    if (affects.empty()) return false;
-    const auto rhs = m_.affects->evaluate(t, u);
-    std::vector<double> values;
-    for (const Assignment& a : affects) values.push_back(rhs[static_cast<std::size_t>(a.row)]);
-    bool parameters_changed = false;
-    for (std::size_t k = 0; k < affects.size(); ++k) {
-      const Assignment& a = affects[k];
-      if (a.parameter) {
-        parameters_changed |= m_.p[static_cast<std::size_t>(a.index)] != values[k];
-        m_.p[static_cast<std::size_t>(a.index)] = values[k];
-      } else {
-        u[static_cast<std::size_t>(a.index)] = values[k];
-      }
-    }
-    if (parameters_changed) m_.prepare_all();
-    ++out_.events_fired;
-    return true;
-  }
-
   bool handle_crossing() {
     if (m_.events.conditions.empty()) return false;
     const auto crossing = earliest_crossing();
@@ -295,7 +241,7 @@ class Driver {
     std::vector<double> u(m_.system.states.size());
     integrator_->interpolate(crossing->time, u);
     const Event& ev = m_.events.events[crossing->event];
-    apply(crossing->upward ? ev.affects : ev.affects_down, crossing->time, u);
+    events_.apply(crossing->upward ? ev.affects : ev.affects_down, crossing->time, u);
     integrator_->restart(crossing->time, u);
     reset_signs(crossing->time, u);
     record_current();
@@ -306,21 +252,7 @@ class Driver {
     const double t = integrator_->t();
     record_before(t);
     std::vector<double> u(integrator_->u().begin(), integrator_->u().end());
-    bool fired = false;
-    for (auto& [e, when] : next_firing_)
-      if (when <= t) {
-        apply(m_.events.events[e].affects, t, u);
-        when = next_scheduled(e, t);
-        fired = true;
-      }
-    for (const Event& ev : m_.events.events) {
-      if (ev.trigger != Trigger::Condition) continue;
-      if (m_.conditions->evaluate(t, u)[static_cast<std::size_t>(ev.condition_rows[0])] != 0) {
-        apply(ev.affects, t, u);
-        fired = true;
-      }
-    }
-    if (fired) {
+    if (events_.fire_due(t, u)) {
       integrator_->restart(t, u);
       reset_signs(t, u);
     }
@@ -333,7 +265,7 @@ class Driver {
   RowWriter rows_;
   OutputClock clock_;
   std::vector<double> scratch_du_;
-  std::vector<std::pair<std::size_t, double>> next_firing_;  // scheduled event -> next time
+  DiscreteEvents events_;
   std::vector<int> last_sign_;  // per condition row: last nonzero sign seen, 0 = none yet
   std::vector<double> scratch_;
   std::optional<method::Integrator> integrator_;

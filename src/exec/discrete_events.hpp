@@ -1,0 +1,43 @@
+// Private to exec: the discrete events of a compiled model (spec §5.2: preset times, periodic,
+// condition-at-step-end) as both drivers fire them: `simulate`'s at the integrator's step ends,
+// the schedule interpreter's at macro-step ends. Continuous (crossing) events need root finding
+// in dense output and stay with `simulate`'s driver.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "exec/model.hpp"
+
+namespace esi::exec::detail {
+
+class DiscreteEvents {
+ public:
+  /// Scheduled events of `model`, periodic ones counted from t0; the next firings are those
+  /// strictly after `now` (a resumed run passes its restart time).
+  DiscreteEvents(Model& model, double t0, double now);
+
+  /// The earliest scheduled firing still to come (infinity when none): a stop for the driver.
+  double next_time() const;
+  /// Preset times equal to t0 fire before the first output; true when any fired.
+  bool fire_at_start(std::vector<double>& u);
+  /// At a step end t: scheduled events due at or before t (then rescheduled), then condition
+  /// events whose condition is nonzero at (t, u); true when any fired.
+  bool fire_due(double t, std::vector<double>& u);
+  /// Applies `affects` at (t, u): every right-hand side reads the pre-event values; a changed
+  /// parameter prepares the model's programs again. False when there is nothing to apply.
+  bool apply(const std::vector<Assignment>& affects, double t, std::vector<double>& u);
+  std::size_t fired() const { return fired_; }
+
+ private:
+  double periodic_after(const Event& ev, double t) const;
+  double next_scheduled(std::size_t e, double t) const;
+
+  Model& m_;
+  double t0_;
+  std::vector<std::pair<std::size_t, double>> next_;  // scheduled event -> next firing time
+  std::size_t fired_ = 0;
+};
+
+}  // namespace esi::exec::detail
