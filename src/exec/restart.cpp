@@ -18,7 +18,8 @@
 namespace esi::exec {
 namespace {
 
-constexpr char kMagic[8] = {'E', 'S', 'I', 'R', 'S', 'T', '0', '1'};
+// 02: the model's parameter values follow the state (events may change them).
+constexpr char kMagic[8] = {'E', 'S', 'I', 'R', 'S', 'T', '0', '2'};
 constexpr char kEnd[8] = {'E', 'S', 'I', 'E', 'N', 'D', '0', '1'};
 
 class Writer {
@@ -84,6 +85,7 @@ void write_restart(const std::string& path, const RestartState& s) {
   w.put<double>(s.t);
   w.put<std::uint64_t>(s.macro_steps);
   w.put_doubles(s.u);
+  w.put_doubles(s.p);
   w.put<std::uint64_t>(s.leaves.size());
   for (const auto& l : s.leaves) {
     w.put<std::uint8_t>(l.has_integrator ? 1 : 0);
@@ -131,6 +133,7 @@ RestartState read_restart(const std::string& path) {
   s.t = r.get<double>();
   s.macro_steps = r.get<std::uint64_t>();
   s.u = r.get_doubles();
+  s.p = r.get_doubles();
   const auto leaves = r.get<std::uint64_t>();
   if (leaves > 1u << 20) r.fail("implausible leaf count");
   for (std::uint64_t k = 0; k < leaves; ++k) {

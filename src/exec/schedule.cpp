@@ -15,6 +15,7 @@
 #include "esi/exec/pointwise.hpp"
 #include "esi/plan/plan.hpp"
 #include "exec/cell_operator.hpp"
+#include "exec/discrete_events.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
@@ -298,9 +299,6 @@ class Runner {
       for (auto& p : system.parameters)  // the cell form: one parameter per cell
         if ((p.name == f.target || p.array == f.target) && !p.default_value) p.default_value = 0.0;
     }
-    if (!system.events.empty())
-      throw Error("unsupported_event", config.file, "",
-                  "the model has events, which esi run does not apply yet (esi simulate does)");
     binding_ = bound ? *bound : bind(system, config);
     std::vector<const ScheduleNode*> nodes;
     collect_leaves(config.schedule, nodes);
@@ -322,11 +320,7 @@ class Runner {
       cells_ = CellModel::build(split_->cell, co);
       cell_op_.emplace(*model_, *split_, *cells_);
     }
-    if (!model_->events.events.empty())
-      throw Error("unsupported_event", config.file, "",
-                  "the document updates parameters by events (" + model_->events.events.front().name +
-                      "), which scheduled and split runs do not apply yet (esi simulate --cells runs the "
-                      "model as one system with its events)");
+    check_events();
     for (const ScheduleNode* n : nodes) leaves_.push_back(make_leaf(*n));
     for (const ForcingProvider& f : o_.forcing) slots_.push_back(locate_forcing(model_->system, c_, f));
     loaded_.assign(o_.forcing.size(), -1);
@@ -387,6 +381,11 @@ class Runner {
       t = r.t;
       u = r.u;
       macro_steps_ = r.macro_steps;
+      if (r.p.size() != model_->p.size())
+        throw Error("restart_mismatch", "", "", "the restart file's parameters do not fit this model");
+      model_->p = r.p;
+      model_->prepare_all();
+      events_.emplace(*model_, c_.start, t);
       while (!clock.done() && clock.peek() < t) clock.pop();
       refresh_forcing(t);
       for (std::size_t k = 0; k < leaves_.size(); ++k) {
@@ -404,6 +403,8 @@ class Runner {
     } else {
       refresh_forcing(t);
       u = model_->initial_state();
+      events_.emplace(*model_, c_.start, t);
+      events_->fire_at_start(u);
     }
     if (o_.on_columns) o_.on_columns(traj_.names);
     if (!clock.done() && clock.peek() == t) {
@@ -419,9 +420,11 @@ class Runner {
       t_next = std::min(t_next, epoch_end_);
       t_next = std::min(t_next, next_multiple(t, o_.restart_every));
       t_next = std::min(t_next, next_every(c_.schedule, t));
+      t_next = std::min(t_next, events_->next_time());
       if (!execute(c_.schedule, t, t_next, u)) break;
       t = t_next;
       ++macro_steps_;
+      events_->fire_due(t, u);  // before the output at t, as esi simulate records post-event
       if (o_.on_step) o_.on_step(t, reports());
       const bool due = !clock.done() && clock.peek() == t;
       if (due) {
@@ -783,12 +786,36 @@ class Runner {
     if (changed && !stage) prefetch_next();
   }
 
+  /// Discrete events (seed 002 §9, v1) fire at macro-step ends: preset and periodic times
+  /// are stops of the macro step, conditions are checked at its end. Crossing events need
+  /// root finding inside a leaf's step and are refused; so are parameter changes in split runs,
+  /// whose cells hold their own copies of the parameters.
+  void check_events() const {
+    for (const detail::Event& ev : model_->events.events) {
+      if (ev.trigger == detail::Trigger::Crossing)
+        throw Error("unsupported_event", c_.file, "",
+                    "event '" + ev.name + "' fires when a condition crosses zero, which needs root finding inside "
+                    "an integrator's step: esi run fires discrete events (preset times, periodic, conditions "
+                    "checked at the end of each macro step); esi simulate runs crossing events");
+      if (binding_.whole) continue;
+      for (const auto* list : {&ev.affects, &ev.affects_down})
+        for (const detail::Assignment& a : *list)
+          if (a.parameter)
+            throw Error("unsupported_event", c_.file, "",
+                        "event '" + ev.name + "' sets parameter '" +
+                            model_->system.parameters[static_cast<std::size_t>(a.index)].name +
+                            "'; in a split run the cells hold their own parameter values, so events there may "
+                            "set states only (run the model with one leaf \"all\" to change parameters)");
+    }
+  }
+
   RestartState restart_state(double t, const std::vector<double>& u) const {
     RestartState r;
     r.fingerprint = print_;
     r.t = t;
     r.macro_steps = macro_steps_;
     r.u = u;
+    r.p = model_->p;
     for (const Leaf& l : leaves_) {
       RestartState::Leaf s;
       s.has_integrator = l.integrator.has_value();
@@ -814,6 +841,7 @@ class Runner {
   std::vector<std::ptrdiff_t> loaded_;
   std::vector<double> scratch_;
   std::vector<std::vector<std::pair<std::size_t, std::vector<double>>>> cache_;
+  std::optional<detail::DiscreteEvents> events_;
   std::future<std::vector<double>> prefetch_;  ///< at most one record read ahead
   std::size_t prefetch_q_ = 0, prefetch_k_ = 0;
   method::OdeProblem problem_;

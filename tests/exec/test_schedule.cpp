@@ -350,6 +350,49 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
 }
 
+// Discrete events in a schedule fire at macro-step ends: dx/dt = -k x, x(0) = 1, k = 0.1;
+// x <- 2 at t = 30 (preset), k <- k / 2 every 40 s (periodic, parameter): x(60) = 2 e^-1 e^-1.
+// Resuming from a restart written between the two firings keeps the halved k and ends on the
+// same bits. Crossing events, and parameter changes in split runs, are refused.
+TEST(Schedule, DiscreteEventsFireAtMacroStepEndsAndSurviveARestart) {
+  const std::string doc = R"({"esm": "1.0.0", "metadata": {"name": "e"}, "models": {"M": {
+    "variables": {"x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 0.1}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}],
+    "discrete_events": [
+      {"trigger": {"type": "preset_times", "times": [30]}, "affects": [{"lhs": "x", "rhs": 2}]},
+      {"trigger": {"type": "periodic", "interval": 40}, "affects": [{"lhs": "k", "rhs": {"op": "/", "args": ["k", 2]}}]}]}}})";
+  Loaded m(doc);
+  json c = {{"time", {{"start", 0}, {"stop", 60}}}, {"schedule", leaf("all", "Rodas5P", 1e-10, 1e-14)},
+            {"step", {{"dt", 25}}}, {"output", {{"every", 25}}}};
+  const auto r = run(m.cells, c);
+  ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
+  EXPECT_NEAR(final_row(r.trajectory)[0], 2 * std::exp(-2.0), 1e-8);
+  // Macro steps end on the firings too: 0-25 (output), 30 (preset), 40 (periodic), 50, 60.
+  EXPECT_EQ(r.macro_steps, 5u);
+  // Resume from t = 35: after the preset, before the periodic firing... and from t = 45, after it.
+  for (double at : {35.0, 45.0}) {
+    json cut = c;
+    std::vector<esi::exec::RestartState> saved;
+    esi::exec::ScheduleOptions o;
+    o.restart_every = at;
+    o.on_restart = [&](const esi::exec::RestartState& s) { saved.push_back(s); };
+    cut["output"]["every"] = 5;
+    const auto full = run(m.cells, cut, o);
+    ASSERT_FALSE(saved.empty());
+    esi::exec::ScheduleOptions resume;
+    resume.resume = &saved.front();
+    const auto rest = run(m.cells, cut, resume);
+    ASSERT_EQ(rest.trajectory.code, ReturnCode::Success) << rest.trajectory.message;
+    EXPECT_EQ(final_row(rest.trajectory), final_row(full.trajectory)) << "resumed at " << saved.front().t;
+  }
+  // A crossing event is refused, by name.
+  std::string crossing = doc;
+  crossing.replace(crossing.find(R"("discrete_events")"), 0,
+                   R"("continuous_events": [{"conditions": [{"op": "-", "args": ["x", 0.5]}], "affects": [{"lhs": "x", "rhs": 1}]}], )");
+  Loaded mc(crossing);
+  EXPECT_EQ(code_of([&] { run(mc.cells, c); }), "unsupported_event");
+}
+
 // The next record is read on another thread while the leaves step (prefetch), one read at a
 // time, and the run is the same as with every record read when it is needed.
 TEST(Schedule, TheNextForcingRecordIsReadAheadOnAnotherThread) {

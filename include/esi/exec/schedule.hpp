@@ -70,6 +70,7 @@ struct RestartState {
   double t = 0;
   std::uint64_t macro_steps = 0;
   std::vector<double> u;
+  std::vector<double> p;  ///< the model's parameter values (events and forcing set them)
   struct Leaf {
     bool has_integrator = false;
     method::Integrator::Carry carry;
