@@ -603,6 +603,8 @@ class Expander {
         return makearray_cell(e, f);
       case Op::Aggregate:
         return aggregate_cell(e, f);
+      case Op::Argmin: case Op::Argmax:
+        return argmin_cell(e, n.op == Op::Argmax);
       case Op::Broadcast: {
         const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
@@ -932,11 +934,25 @@ class Expander {
     auto cached = symbols_cache_.find(body);
     if (cached != symbols_cache_.end()) return cached->second;
     std::vector<expr::StrId> out;
+    auto add = [&](expr::StrId s) {
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    };
     walk(pool_, body, [&](NodeId id) {
       const expr::Node& n = pool_.node(id);
-      if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$") &&
-          std::find(out.begin(), out.end(), n.name) == out.end())
-        out.push_back(n.name);
+      if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$")) add(n.name);
+      if (n.op == Op::Aggregate || n.op == Op::Argmin || n.op == Op::Argmax) {
+        // A nested reduction binds its own indices: only the others are free here.
+        const json& a = attrs(id);
+        std::set<expr::StrId> own;
+        for (const auto& o : a.value("output_idx", json::array()))
+          if (o.is_string()) own.insert(pool_.intern("$" + o.get<std::string>()));
+        if (auto r = a.find("ranges"); r != a.end() && r->is_object())
+          for (auto it = r->begin(); it != r->end(); ++it) own.insert(pool_.intern("$" + it.key()));
+        for (NodeId k : children_of(id))
+          for (expr::StrId sym : symbols_of(k))
+            if (!own.count(sym)) add(sym);
+        return false;
+      }
       return true;
     });
     return symbols_cache_.emplace(body, std::move(out)).first->second;
@@ -947,9 +963,185 @@ class Expander {
       if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
 
+  // ---- argmin / argmax (§4.2: index-returning reductions) ----
+
+  /// The value of the `arg` index (1-based) at which the body is smallest (largest), over the
+  /// combinations of the node's `ranges` in ascending order; equal values resolve to the
+  /// smallest arg (the normative tie-break). A body known when the model is built gives the
+  /// index as a number; otherwise the comparisons are made while the model runs, one strict
+  /// comparison per candidate in ascending order, which keeps the first (smallest) optimum.
+  NodeId argmin_cell(NodeId e, bool max) {
+    const json& attrs = this->attrs(e);
+    const char* op = max ? "argmax" : "argmin";
+    for (const char* k : {"join", "distinct", "key"})
+      if (attrs.contains(k))
+        fail("unsupported_array_feature",
+             std::string("an '") + op + "' with '" + k + "' is not supported yet when arrays become cells");
+    const std::vector<NodeId> kids = children_of(e);
+    NodeId body = expr::kNoNode, filter = expr::kNoNode;
+    if (auto x = attrs.find("expr"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      body = kids[(*x)["$child"].get<std::size_t>()];
+    if (auto x = attrs.find("filter"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      filter = kids[(*x)["$child"].get<std::size_t>()];
+    if (body == expr::kNoNode) fail("invalid_aggregate", std::string("an '") + op + "' needs an 'expr'");
+    const json ranges = attrs.value("ranges", json::object());
+    const std::string arg = attrs.value("arg", std::string());
+    if (arg.empty() || !ranges.is_object() || !ranges.contains(arg))
+      fail("invalid_aggregate", std::string("an '") + op + "' needs an 'arg' naming one of its 'ranges' indices");
+    std::vector<std::pair<expr::StrId, Range>> over;
+    for (auto it = ranges.begin(); it != ranges.end(); ++it)
+      over.emplace_back(pool_.intern("$" + it.key()), range_of(*it, it.key()));
+    const expr::StrId arg_id = pool_.intern("$" + arg);
+
+    const std::size_t mark = env_.size();
+    for (const auto& [id, r] : over) env_.emplace_back(id, Ix{r.start, -1});
+    std::vector<std::int64_t> value;
+    for (const auto& [id, r] : over) value.push_back(r.start);
+    auto in_range = [&](std::size_t i) {
+      const Range& r = over[i].second;
+      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
+    };
+    bool empty = false;
+    for (std::size_t i = 0; i < over.size(); ++i) empty = empty || !in_range(i);
+    NodeId best_value = expr::kNoNode, best_arg = expr::kNoNode;
+    const Op better = max ? Op::Gt : Op::Lt;
+    while (!empty) {
+      const bool admitted =
+          filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
+      if (admitted) {
+        const NodeId v = in_context([&] { return eval(body, Frame{}); });
+        const NodeId g = pool_.number(static_cast<double>(bound(arg_id)->v), true);
+        if (best_value == expr::kNoNode) {
+          best_value = v;
+          best_arg = g;
+        } else if (pool_.node(v).op == Op::Number && pool_.node(best_value).op == Op::Number) {
+          const double a = pool_.node(v).number, b = pool_.node(best_value).number;
+          if (max ? a > b : a < b) {
+            best_value = v;
+            best_arg = g;
+          }
+        } else {
+          const NodeId c = pool_.make(better, std::vector<NodeId>{v, best_value});
+          best_arg = pool_.make(Op::IfElse, std::vector<NodeId>{c, g, best_arg});
+          best_value = pool_.make(Op::IfElse, std::vector<NodeId>{c, v, best_value});
+        }
+      }
+      std::size_t d = over.size();
+      bool done = true;
+      while (d-- > 0) {
+        value[d] += over[d].second.step;
+        if (in_range(d)) {
+          env_[mark + d].second = Ix{value[d], -1};
+          done = false;
+          break;
+        }
+        value[d] = over[d].second.start;
+        env_[mark + d].second = Ix{value[d], -1};
+      }
+      if (done) break;
+    }
+    env_.resize(mark);
+    if (best_arg == expr::kNoNode)
+      fail("argmin_empty_candidates",
+           std::string("the '") + op + "' has no candidate (its ranges or filter admit none), so no index witnesses the optimum");
+    return best_arg;
+  }
+
+  // ---- join (§4.3.1; RFC semiring-faq §5.3) ----
+
+  /// One join key column's value at the current index combination: a number (an integer id
+  /// or a categorical position) known when the model is built, with its member name when it
+  /// is a categorical index, or an expression read while the model runs.
+  struct KeyValue {
+    SVal number;
+    std::optional<std::string> member;
+    NodeId runtime = expr::kNoNode;
+  };
+
+  /// The index of this aggregate that draws from index set `set` (exactly one must).
+  expr::StrId index_drawing_from(const std::string& set,
+                                 const std::vector<std::pair<expr::StrId, std::string>>& drawn_from,
+                                 const std::string& key) {
+    std::optional<expr::StrId> found;
+    for (const auto& [id, from] : drawn_from) {
+      if (from != set) continue;
+      if (found && *found != id)
+        fail("invalid_join", "join key '" + key + "' names index set '" + set +
+                                 "', from which several indices of the aggregate draw");
+      found = id;
+    }
+    if (!found)
+      fail("invalid_join", "join key '" + key + "' names index set '" + set +
+                               "', from which no index of the aggregate draws");
+    return *found;
+  }
+
+  KeyValue index_key(expr::StrId id, const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    const auto v = bound(id);
+    if (!v) fail("invalid_join", "join key '" + std::string(pool_.str(id)).substr(1) + "' is not bound here");
+    KeyValue out{SVal{static_cast<double>(v->v), v->axis}, std::nullopt, expr::kNoNode};
+    for (const auto& [sym, set] : drawn_from) {
+      if (sym != id) continue;
+      const json& sets = st_.doc.doc.value("index_sets", json::object());
+      auto it = sets.find(set);
+      if (it == sets.end() || !it->is_object() || !it->contains("members")) break;
+      const json& members = (*it)["members"];
+      if (relative_ && v->axis >= 0)
+        throw NotRelative{"a join on the categorical members of a moving index"};
+      if (v->v >= 1 && v->v <= static_cast<std::int64_t>(members.size()) && members[v->v - 1].is_string())
+        out.member = members[v->v - 1].get<std::string>();
+      break;
+    }
+    return out;
+  }
+
+  KeyValue key_value(const std::string& key, const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    if (key.starts_with("$")) return index_key(pool_.intern(key), drawn_from);
+    if (key.starts_with("#")) return index_key(index_drawing_from(key.substr(1), drawn_from, key.substr(1)), drawn_from);
+    // A variable: a key column over index sets of the aggregate, read at their indices (a
+    // constant parameter's value is known now; anything else is read while the model runs).
+    if (auto d = st_.declared.find(key); d != st_.declared.end() && !d->second.unknown &&
+                                         d->second.var.cadence == Cadence::Constant &&
+                                         d->second.var.default_value)
+      return KeyValue{SVal{*d->second.var.default_value, -1}, std::nullopt, expr::kNoNode};
+    auto a = st_.arrays.find(key);
+    if (a == st_.arrays.end()) return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
+    std::vector<Ix> idx;
+    for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key)));
+    return KeyValue{SVal{}, std::nullopt, cell_symbol(key, idx)};
+  }
+
+  /// Whether the current index combination passes every join clause: nullopt when a key
+  /// known at build time excludes it, kNoNode when it is admitted outright, otherwise the
+  /// condition (on keys read while the model runs) that admits it.
+  std::optional<NodeId> join_condition(const json& join,
+                                       const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    std::vector<NodeId> runtime;
+    for (const json& clause : join)
+      for (const json& pair : clause["on"]) {
+        const KeyValue a = key_value(pair[0].get<std::string>(), drawn_from);
+        const KeyValue b = key_value(pair[1].get<std::string>(), drawn_from);
+        if (a.runtime == expr::kNoNode && b.runtime == expr::kNoNode) {
+          const bool equal = a.member && b.member ? *a.member == *b.member
+                                                  : test(a.number, Op::Eq, b.number);
+          if (!equal) return std::nullopt;
+          continue;
+        }
+        auto node = [&](const KeyValue& k) {
+          if (k.runtime != expr::kNoNode) return k.runtime;
+          if (k.number.axis >= 0) return pool_.symbol(relative_name("$index", {Ix{static_cast<std::int64_t>(k.number.v), k.number.axis}}));
+          return pool_.number(k.number.v, k.number.v == std::floor(k.number.v));
+        };
+        runtime.push_back(pool_.make(Op::Eq, std::vector<NodeId>{node(a), node(b)}));
+      }
+    if (runtime.empty()) return expr::kNoNode;
+    if (runtime.size() == 1) return runtime[0];
+    return pool_.make(Op::And, runtime);
+  }
+
   NodeId aggregate_cell(NodeId e, const Frame& f) {
     const json& attrs = this->attrs(e);
-    for (const char* k : {"join", "distinct", "key", "of"})
+    for (const char* k : {"distinct", "key", "of"})
       if (attrs.contains(k))
         fail("unsupported_array_feature",
              std::string("an aggregate with '") + k + "' is not supported yet when arrays become cells");
@@ -985,6 +1177,7 @@ class Expander {
     const std::size_t mark = env_.size();
     Frame body_frame;  // named axes for bare arrays in the body: the `from` ranges
     std::vector<expr::StrId> bound_here;
+    std::vector<std::pair<expr::StrId, std::string>> drawn_from;  // index -> its index set
     for (std::size_t k = 0; k < out.size(); ++k) {
       if (!out[k].is_string()) {
         if (test(f.pos[k], Op::Ne, 1))
@@ -1009,6 +1202,10 @@ class Expander {
       }
       env_.emplace_back(id, f.pos[k]);
       bound_here.push_back(id);
+      if (auto r = ranges.find(sym); r != ranges.end() && r->is_object() && r->contains("from"))
+        drawn_from.emplace_back(id, (*r)["from"].get<std::string>());
+      else if (!f.axes.empty())
+        drawn_from.emplace_back(id, f.axes[k]);
     }
     // Contracted indices: those the body or filter use that nothing binds yet.
     std::vector<expr::StrId> order;
@@ -1025,6 +1222,14 @@ class Expander {
       if (auto r = ranges.find(sym); r != ranges.end()) contracted.emplace_back(id, range_of(*r, sym));
       else if (!bound(id)) contracted.emplace_back(id, inferred_range(body, id));
     }
+    for (const auto& [id, range] : contracted)
+      if (!range.from.empty()) drawn_from.emplace_back(id, range.from);
+    const json join = attrs.value("join", json::array());
+    const NodeId identity = pool_.number(
+        reduce == "+" ? 0.0 : reduce == "*" ? 1.0
+        : reduce == "max" ? -std::numeric_limits<double>::infinity()
+                          : std::numeric_limits<double>::infinity(),
+        reduce == "+" || reduce == "*");
 
     std::vector<NodeId> terms;
     std::vector<std::int64_t> value(contracted.size());
@@ -1044,7 +1249,15 @@ class Expander {
     while (!empty) {
       const bool admitted =
           filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
-      if (admitted) terms.push_back(in_context([&] { return eval(body, body_frame); }));
+      std::optional<NodeId> joined = join.empty() ? std::optional<NodeId>(expr::kNoNode)
+                                                   : join_condition(join, drawn_from);
+      if (admitted && joined) {
+        NodeId term = in_context([&] { return eval(body, body_frame); });
+        // A key known only while the model runs gates its term: an unmatched combination
+        // contributes the additive identity (spec §4.3.1 join).
+        if (*joined != expr::kNoNode) term = pool_.make(Op::IfElse, std::vector<NodeId>{*joined, term, identity});
+        terms.push_back(term);
+      }
       std::size_t d = contracted.size();
       bool done = true;
       while (d-- > 0) {
@@ -1061,12 +1274,7 @@ class Expander {
     }
     env_.resize(mark);
 
-    if (terms.empty()) {
-      const double identity = reduce == "+" ? 0.0 : reduce == "*" ? 1.0
-                              : reduce == "max" ? -std::numeric_limits<double>::infinity()
-                                                : std::numeric_limits<double>::infinity();
-      return pool_.number(identity, reduce == "+" || reduce == "*");
-    }
+    if (terms.empty()) return identity;
     if (terms.size() == 1) return terms[0];
     const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max : Op::Min;
     return pool_.make(op, terms);
