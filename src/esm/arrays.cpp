@@ -92,6 +92,10 @@ struct NotRelative {
   std::string why;
 };
 
+/// Thrown (only while a gather probes its indices) when an index reads a value known only
+/// while the model runs: the gather then selects its cell at run time.
+struct RuntimeIndex {};
+
 std::vector<Ix> absolute(const std::vector<std::int64_t>& cell) {
   std::vector<Ix> out;
   for (auto v : cell) out.push_back({v, -1});
@@ -286,6 +290,7 @@ class Expander {
   std::vector<std::int64_t> rep_, lo_, hi_;
   std::uint64_t moving_tests_ = 0;
   int static_nesting_ = 0;
+  int runtime_probe_ = 0;  ///< > 0 while gather() probes whether its indices are static
 
   /// The symbol of one cell, remembering parameter cells (declared only where read); in
   /// relative mode the relative read ("C.x[@0-1,@1,2]").
@@ -453,8 +458,11 @@ class Expander {
       case Op::Index: {
         // A gather from literal data (connectivity, enum tables) is static too.
         ++static_nesting_;
+        struct Unnest {
+          int& n;
+          ~Unnest() { --n; }
+        } unnest{static_nesting_};
         const NodeId v = gather(e, Frame{});
-        --static_nesting_;
         if (pool_.node(v).op == Op::Number) return fixed(pool_.node(v).number);
         return fixed(static_constant(v));
       }
@@ -485,6 +493,8 @@ class Expander {
       }
     }
     auto runtime = [&]() -> double {
+      // A gather asked for this position may read it while the model runs instead.
+      if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
       fail("unsupported_array_feature",
            "an index reads '" + pretty(symbol) +
                "', a value known only while the model runs; gathers at run-time positions are "
@@ -692,9 +702,31 @@ class Expander {
   NodeId gather(NodeId e, const Frame& f) {
     const std::vector<NodeId> args = args_of(e);
     if (args.empty()) fail("invalid_index", "'index' needs an array operand");
-    std::vector<Ix> idx;
-    for (std::size_t i = 1; i < args.size(); ++i) idx.push_back(static_int(args[i], "an index"));
     const NodeId src = args[0];
+    std::vector<Ix> idx;
+    std::vector<NodeId> runtime(args.size() - 1, expr::kNoNode);  // per index: read while running
+    bool any_runtime = false;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (!array_of(src)) {
+        idx.push_back(static_int(args[i], "an index"));
+        continue;
+      }
+      ++runtime_probe_;
+      try {
+        idx.push_back(static_int(args[i], "an index"));
+        --runtime_probe_;
+      } catch (const RuntimeIndex&) {
+        --runtime_probe_;
+        if (relative_) throw NotRelative{"a gather at a position known only while the model runs"};
+        idx.push_back(Ix{1, -1});
+        runtime[i - 1] = eval(args[i], Frame{});
+        any_runtime = true;
+      } catch (...) {
+        --runtime_probe_;
+        throw;
+      }
+    }
+    if (any_runtime) return runtime_gather(name_of(src), *array_of(src), idx, runtime);
     const expr::Node& sn = pool_.node(src);
     if (sn.op == Op::Const)
       return const_cell(attrs(src).value("value", json()), idx, "literal array");
@@ -716,6 +748,50 @@ class Expander {
     (void)f;
     // An array-valued expression (an elementwise product, an aggregate): its value at idx.
     return in_context([&] { return eval(src, Frame{{}, idx}); });
+  }
+
+  /// A gather whose position along some axes is known only while the model runs (a
+  /// connectivity table reloaded on a schedule or a remesh, an index computed from states):
+  /// the cell is selected at run time by comparing the position with each candidate,
+  /// ifelse(p == 1, x[1], ifelse(p == 2, x[2], ... fallback)), so the value read is the
+  /// cell's own, bit for bit. A position matching no cell reads 0 for states and observeds
+  /// (spec §4.3.3); parameters have no out-of-range value, so there it reads NaN, which stops
+  /// a run at the first non-finite value instead of hiding the error.
+  NodeId runtime_gather(const std::string& name, const ArrayShape& a, std::vector<Ix> idx,
+                        const std::vector<NodeId>& runtime) {
+    if (idx.size() != a.axes.size())
+      fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.axes.size()) +
+                                       " axes but is indexed with " + std::to_string(idx.size()) +
+                                       " indices");
+    std::int64_t candidates = 1;
+    for (std::size_t d = 0; d < idx.size(); ++d) {
+      if (runtime[d] != expr::kNoNode) {
+        candidates *= std::max<std::int64_t>(a.extents[d], 1);
+        continue;
+      }
+      if (idx[d].v < 1 || idx[d].v > a.extents[d]) return out_of_range(name, a, idx, d);
+    }
+    if (candidates > 4096)
+      fail("unsupported_array_feature",
+           "a gather from '" + name + "' at positions known only while the model runs would "
+           "compare against " + std::to_string(candidates) + " cells; at most 4096 are supported");
+    auto decl = st_.declared.find(name);
+    const bool unknown = decl == st_.declared.end() || decl->second.unknown;
+    const NodeId fallback = unknown ? pool_.number(0.0, true)
+                                    : pool_.number(std::numeric_limits<double>::quiet_NaN(), false);
+    std::function<NodeId(std::size_t)> select = [&](std::size_t d) -> NodeId {
+      if (d == idx.size()) return cell_symbol(name, idx);
+      if (runtime[d] == expr::kNoNode) return select(d + 1);
+      NodeId out = fallback;
+      for (std::int64_t c = a.extents[d]; c >= 1; --c) {
+        idx[d] = Ix{c, -1};
+        const NodeId hit = select(d + 1);
+        const NodeId test = pool_.make(Op::Eq, std::vector<NodeId>{runtime[d], pool_.number(static_cast<double>(c), true)});
+        out = pool_.make(Op::IfElse, std::vector<NodeId>{test, hit, out});
+      }
+      return out;
+    };
+    return select(0);
   }
 
   /// Spec §4.3.3: a gather of a state or observed outside its extent reads 0; constant data

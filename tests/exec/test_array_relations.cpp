@@ -27,9 +27,20 @@ struct Flat {
   esi::testing::TempDir dir;
   esi::esm::ResolvedDocument doc;
   esi::esm::System sys;
-  explicit Flat(const std::string& text) {
+  explicit Flat(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
     doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    sys = esi::esm::flatten(doc);
+    sys = esi::esm::flatten(doc, fo);
+  }
+  /// du for states given by name, parameters at their values.
+  std::map<std::string, double> rhs(const std::map<std::string, double>& u_by_name) const {
+    std::vector<double> u, p;
+    for (const auto& v : sys.states) u.push_back(u_by_name.at(v.name));
+    for (const auto& v : sys.parameters) p.push_back(v.default_value.value_or(NAN));
+    std::vector<double> du(u.size());
+    esi::kernel::oracle_rhs(sys, u.data(), p.data(), 0.0, du.data());
+    std::map<std::string, double> out;
+    for (std::size_t i = 0; i < du.size(); ++i) out[sys.states[i].name] = du[i];
+    return out;
   }
   /// Every observed at (u, p = defaults, t = 0); states given by name.
   esi::kernel::Env observed(const std::map<std::string, double>& u_by_name) const {
@@ -147,6 +158,53 @@ TEST(ArrayArgmin, ABodyKnownWhenTheModelIsBuiltGivesTheIndexAsANumber) {
   const auto env = f.observed({{"M.s", 0.0}});
   EXPECT_EQ(env.at("M.lo"), 2.0);
   EXPECT_EQ(env.at("M.hi"), 1.0);
+}
+
+// ---- gathers at run-time positions ----
+
+// D(u[i]) = sum_k (u[nbr[i,k]] - u[i]) with `nbr` a connectivity table reloaded on a schedule
+// (so not known when the model is built); `far` reads the parameter w through the same table.
+const std::string kRuntimeStencil = doc_text(
+    R"({"cells": {"kind": "interval", "size": 4}, "stencil": {"kind": "interval", "size": 2}})",
+    R"({"u": {"type": "unknown", "shape": ["cells"], "default": 0.0},
+        "w": {"type": "parameter", "shape": ["cells"], "default": 0.5},
+        "pick": {"type": "unknown", "shape": ["cells"]},
+        "nbr": {"type": "parameter", "shape": ["cells", "stencil"],
+                "update": {"kind": "schedule", "interval": 3600.0, "handler": {"handler_id": "reload"}}}})",
+    R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"], "ranges": {"i": {"from": "cells"}, "k": {"from": "stencil"}},
+           "expr": {"op": "-", "args": [{"op": "index", "args": ["u", {"op": "index", "args": ["nbr", "i", "k"]}]},
+                                        {"op": "index", "args": ["u", "i"]}]}}},
+        {"lhs": {"op": "index", "args": ["pick", "i"]},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"], "ranges": {"i": {"from": "cells"}},
+           "expr": {"op": "index", "args": ["w", {"op": "index", "args": ["nbr", "i", 1]}]}}}])");
+
+TEST(ArrayRuntimeGather, ANeighbourTableKnownOnlyWhileRunningSelectsEachCellsOwnValue) {
+  esi::esm::FlattenOptions fo;
+  fo.inputs = {{"M.nbr", nlohmann::json::parse("[[2, 4], [1, 3], [2, 4], [3, 1]]")}};
+  Flat f(kRuntimeStencil, fo);
+  // u = [1, 10, 100, 1000]: du1 = (10-1) + (1000-1) = 1008; du2 = (1-10) + (100-10) = 81;
+  // du3 = (10-100) + (1000-100) = 810; du4 = (100-1000) + (1-1000) = -1899.
+  const std::map<std::string, double> u{{"M.u[1]", 1.0}, {"M.u[2]", 10.0}, {"M.u[3]", 100.0}, {"M.u[4]", 1000.0}};
+  const auto du = f.rhs(u);
+  EXPECT_EQ(du.at("M.u[1]"), 1008.0);
+  EXPECT_EQ(du.at("M.u[2]"), 81.0);
+  EXPECT_EQ(du.at("M.u[3]"), 810.0);
+  EXPECT_EQ(du.at("M.u[4]"), -1899.0);
+  EXPECT_EQ(f.observed(u).at("M.pick[2]"), 0.5);
+}
+
+TEST(ArrayRuntimeGather, APositionOutsideTheArrayReadsZeroForStatesAndNaNForParameters) {
+  esi::esm::FlattenOptions fo;
+  fo.inputs = {{"M.nbr", nlohmann::json::parse("[[7, 2], [1, 3], [2, 4], [3, 1]]")}};
+  Flat f(kRuntimeStencil, fo);
+  const std::map<std::string, double> u{{"M.u[1]", 1.0}, {"M.u[2]", 10.0}, {"M.u[3]", 100.0}, {"M.u[4]", 1000.0}};
+  // Cell 1 reads u[7], outside the 4 cells: 0 (spec §4.3.3), so du1 = (0-1) + (10-1) = 8.
+  EXPECT_EQ(f.rhs(u).at("M.u[1]"), 8.0);
+  // w[7] does not exist: a parameter has no out-of-range value, so the read is NaN (a run stops
+  // there as non-finite) rather than a silent number.
+  EXPECT_TRUE(std::isnan(f.observed(u).at("M.pick[1]")));
+  EXPECT_EQ(f.observed(u).at("M.pick[2]"), 0.5);
 }
 
 // ---- hostile input ----
