@@ -11,6 +11,7 @@
 // every existing method and target. The per-region program compiler (one program per region,
 // independent of the grid size) is the next step; this expansion is its reference.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -615,6 +616,8 @@ class Expander {
         return aggregate_cell(e, f);
       case Op::Argmin: case Op::Argmax:
         return argmin_cell(e, n.op == Op::Argmax);
+      case Op::PolygonIntersectionArea:
+        return polygon_intersection_area(e);
       case Op::Broadcast: {
         const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
@@ -1037,6 +1040,133 @@ class Expander {
   void symbols_in_order(NodeId body, std::vector<expr::StrId>& out) {
     for (expr::StrId s : symbols_of(body))
       if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+
+  // ---- polygon_intersection_area (§8.6.1) ----
+
+  /// A polygon operand's vertices, known when the model is built: a [verts, 2] array (a
+  /// literal, or an array whose definition folds to numbers).
+  std::vector<std::array<double, 2>> polygon_operand(NodeId operand, const char* which) {
+    std::vector<std::array<double, 2>> ring;
+    const expr::Node& on = pool_.node(operand);
+    if (on.op == Op::Const) {
+      const json v = attrs(operand).value("value", json());
+      if (!v.is_array()) fail("invalid_polygon", std::string("the ") + which + " polygon must be a [verts, 2] array");
+      for (const auto& p : v) {
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+          fail("invalid_polygon", std::string("a vertex of the ") + which + " polygon is not a pair of numbers");
+        ring.push_back({p[0].get<double>(), p[1].get<double>()});
+      }
+      return ring;
+    }
+    const ArrayShape* a = array_of(operand);
+    if (!a || a->extents.size() != 2 || a->extents[1] != 2)
+      fail("invalid_polygon", std::string("the ") + which + " polygon of 'polygon_intersection_area' must be an "
+                              "array of shape [verts, 2] (lon-lat vertex pairs)");
+    const std::string name = name_of(operand);
+    for (std::int64_t v = 1; v <= a->extents[0]; ++v) {
+      std::array<double, 2> xy{};
+      for (std::int64_t c = 1; c <= 2; ++c) {
+        ++runtime_probe_;
+        try {
+          xy[c - 1] = static_constant(pool_.symbol(cell_name(name, {v, c})));
+          --runtime_probe_;
+        } catch (const RuntimeIndex&) {
+          --runtime_probe_;
+          fail("unsupported_array_feature",
+               "'polygon_intersection_area' of '" + name + "', whose vertices are known only while the "
+               "model runs, is not supported yet (only polygons known when the model is built)");
+        } catch (...) {
+          --runtime_probe_;
+          throw;
+        }
+      }
+      ring.push_back(xy);
+    }
+    return ring;
+  }
+
+  /// Spec §8.6.1: consecutive duplicate vertices (the wrap pair included, so an explicit
+  /// closing vertex too) are dropped under np.allclose's tolerance (atol 1e-8, rtol 1e-5).
+  static std::vector<std::array<double, 2>> deduplicated(const std::vector<std::array<double, 2>>& ring) {
+    auto close = [](const std::array<double, 2>& a, const std::array<double, 2>& b) {
+      for (int k = 0; k < 2; ++k)
+        if (!(std::abs(a[k] - b[k]) <= 1e-8 + 1e-5 * std::abs(b[k]))) return false;
+      return true;
+    };
+    std::vector<std::array<double, 2>> out;
+    for (const auto& p : ring)
+      if (out.empty() || !close(out.back(), p)) out.push_back(p);
+    while (out.size() > 1 && close(out.back(), out.front())) out.pop_back();
+    return out;
+  }
+
+  static double signed_area(const std::vector<std::array<double, 2>>& ring) {
+    double s = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& a = ring[i];
+      const auto& b = ring[(i + 1) % ring.size()];
+      s += a[0] * b[1] - b[0] * a[1];
+    }
+    return s / 2;
+  }
+
+  static bool convex(const std::vector<std::array<double, 2>>& ring) {
+    int sign = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& a = ring[i];
+      const auto& b = ring[(i + 1) % ring.size()];
+      const auto& c = ring[(i + 2) % ring.size()];
+      const double cross = (b[0] - a[0]) * (c[1] - b[1]) - (b[1] - a[1]) * (c[0] - b[0]);
+      const int s = cross > 0 ? 1 : cross < 0 ? -1 : 0;
+      if (s != 0 && sign != 0 && s != sign) return false;
+      if (s != 0) sign = s;
+    }
+    return true;
+  }
+
+  /// The planar overlap area of two polygons: Sutherland-Hodgman clipping of one by the other
+  /// (which must be convex) and the shoelace area of the clip ring.
+  NodeId polygon_intersection_area(NodeId e) {
+    const json& attrs = this->attrs(e);
+    const std::string manifold = attrs.value("manifold", std::string());
+    if (manifold != "planar")
+      fail("unsupported_array_feature",
+           "'polygon_intersection_area' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const std::vector<NodeId> args = args_of(e);
+    if (args.size() != 2) fail("invalid_polygon", "'polygon_intersection_area' takes two polygons");
+    auto a = deduplicated(polygon_operand(args[0], "first"));
+    auto b = deduplicated(polygon_operand(args[1], "second"));
+    for (const auto* ring : {&a, &b})
+      if (ring->size() < 3)
+        fail("invalid_polygon", "a polygon of 'polygon_intersection_area' has fewer than 3 distinct vertices");
+    if (!convex(b)) std::swap(a, b);
+    if (!convex(b))
+      fail("unsupported_array_feature",
+           "'polygon_intersection_area' of two non-convex polygons is not supported yet (one must be convex)");
+    if (signed_area(b) < 0) std::reverse(b.begin(), b.end());
+    std::vector<std::array<double, 2>> subject = a;
+    for (std::size_t i = 0; i < b.size() && !subject.empty(); ++i) {
+      const auto& p = b[i];
+      const auto& q = b[(i + 1) % b.size()];
+      auto side = [&](const std::array<double, 2>& x) {
+        return (q[0] - p[0]) * (x[1] - p[1]) - (q[1] - p[1]) * (x[0] - p[0]);
+      };
+      std::vector<std::array<double, 2>> out;
+      for (std::size_t j = 0; j < subject.size(); ++j) {
+        const auto& s = subject[j];
+        const auto& t = subject[(j + 1) % subject.size()];
+        const double ds = side(s), dt = side(t);
+        if (ds >= 0) out.push_back(s);
+        if ((ds >= 0) != (dt >= 0)) {
+          const double r = ds / (ds - dt);
+          out.push_back({s[0] + r * (t[0] - s[0]), s[1] + r * (t[1] - s[1])});
+        }
+      }
+      subject = std::move(out);
+    }
+    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
+    return pool_.number(area, false);
   }
 
   // ---- argmin / argmax (§4.2: index-returning reductions) ----

@@ -612,7 +612,8 @@ struct Context {
                       : std::string()));
       }
       default: {
-        if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast)
+        if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast &&
+            n.op != Op::PolygonIntersectionArea)
           fail("unsupported_array_feature",
                "'" + std::string(expr::op_name(n.op)) + "' is not supported yet when arrays "
                "become cells");

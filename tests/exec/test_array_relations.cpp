@@ -207,6 +207,47 @@ TEST(ArrayRuntimeGather, APositionOutsideTheArrayReadsZeroForStatesAndNaNForPara
   EXPECT_EQ(f.observed(u).at("M.pick[2]"), 0.5);
 }
 
+// ---- polygon_intersection_area (planar) ----
+
+std::string overlap_doc(const std::string& a, const std::string& b, const std::string& manifold = "planar") {
+  return doc_text(R"({"verts": {"kind": "interval", "size": 4}, "coord": {"kind": "interval", "size": 2}})",
+      R"({"s": {"type": "unknown", "default": 0.0}, "A": {"type": "unknown"},
+          "ring": {"type": "unknown", "shape": ["verts", "coord"]}})",
+      R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": "A"},
+          {"lhs": "ring", "rhs": {"op": "const", "args": [], "value": )" + a + R"(}},
+          {"lhs": "A", "rhs": {"op": "polygon_intersection_area", "manifold": ")" + manifold +
+          R"(", "args": ["ring", {"op": "const", "args": [], "value": )" + b + "}]}}]");
+}
+
+double overlap(const std::string& a, const std::string& b) {
+  Flat f(overlap_doc(a, b));
+  return f.observed({{"M.s", 0.0}}).at("M.A");
+}
+
+TEST(PolygonIntersectionArea, PlanarOverlapsWorkedOutByHand) {
+  // Squares [0,2]^2 and [1,3]^2 overlap in [1,2]^2: area 1.
+  EXPECT_EQ(overlap("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]"), 1.0);
+  // The square [1,3]^2 (clockwise here) against the triangle (0,0),(4,0),(0,4): the square
+  // minus its corner above x + y = 4, the triangle (1,3),(3,1),(3,3) of area 2: 4 - 2 = 2.
+  EXPECT_EQ(overlap("[[1,1],[1,3],[3,3],[3,1]]", "[[0,0],[4,0],[0,4]]"), 2.0);
+  // Disjoint squares: 0.
+  EXPECT_EQ(overlap("[[0,0],[1,0],[1,1],[0,1]]", "[[5,5],[6,5],[6,6],[5,6]]"), 0.0);
+  // An explicitly closed, padded ring (spec §8.6.1: consecutive duplicates and the closing
+  // vertex are dropped) means its distinct ring: the triangle (0,0),(2,0),(0,2) inside [0,2]^2
+  // has area 2.
+  EXPECT_EQ(overlap("[[0,0],[2,0],[0,2],[0,2]]", "[[0,0],[2,0],[2,2],[0,2],[0,2],[0,0]]"), 2.0);
+}
+
+TEST(PolygonIntersectionAreaHostile, DegenerateRingsAndOtherManifoldsAreLocatedErrors) {
+  auto [code, pointer] = refusal(overlap_doc("[[0,0],[1,1],[1,1],[0,0]]", "[[1,1],[3,1],[3,3],[1,3]]"));
+  EXPECT_EQ(code, "invalid_polygon");
+  EXPECT_EQ(pointer, "/models/M/equations/2");
+  std::tie(code, pointer) =
+      refusal(overlap_doc("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]", "spherical"));
+  EXPECT_EQ(code, "unsupported_array_feature");
+  EXPECT_EQ(pointer, "/models/M/equations/2");
+}
+
 // ---- hostile input ----
 
 TEST(ArrayJoinHostile, AKeyNamingAnIndexSetNoIndexDrawsFromIsALocatedError) {
