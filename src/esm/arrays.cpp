@@ -1357,9 +1357,11 @@ class Expander {
     // (`i * j` under max_product, `i + j` under min_sum), so only ⊕ matters here.
     if (semiring == "max_product" || semiring == "max_sum") reduce = "max";
     else if (semiring == "min_product" || semiring == "min_sum") reduce = "min";
+    else if (semiring == "bool_and_or") reduce = "or";  // (∨, false; ∧, true)
     else if (semiring != "sum_product")
       fail("unsupported_array_feature", "the '" + semiring + "' semiring is not supported yet");
-    if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min")
+    if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min" &&
+        !(reduce == "or" && semiring == "bool_and_or"))
       fail("invalid_reduce", "reduce '" + reduce + "' is not one of +, *, max, min");
 
     const std::vector<NodeId> kids = children_of(e);
@@ -1432,10 +1434,10 @@ class Expander {
       if (!range.from.empty()) drawn_from.emplace_back(id, range.from);
     const json join = attrs.value("join", json::array());
     const NodeId identity = pool_.number(
-        reduce == "+" ? 0.0 : reduce == "*" ? 1.0
+        reduce == "+" || reduce == "or" ? 0.0 : reduce == "*" ? 1.0
         : reduce == "max" ? -std::numeric_limits<double>::infinity()
                           : std::numeric_limits<double>::infinity(),
-        reduce == "+" || reduce == "*");
+        reduce == "+" || reduce == "*" || reduce == "or");
 
     std::vector<NodeId> terms;
     std::vector<std::int64_t> value(contracted.size());
@@ -1481,8 +1483,12 @@ class Expander {
     env_.resize(mark);
 
     if (terms.empty()) return identity;
+    // Under bool_and_or a single term is still a truth value (1 or 0), not the body's number.
+    if (terms.size() == 1 && reduce == "or")
+      return pool_.make(Op::Ne, std::vector<NodeId>{terms[0], pool_.number(0.0, true)});
     if (terms.size() == 1) return terms[0];
-    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max : Op::Min;
+    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max
+                  : reduce == "min" ? Op::Min : Op::Or;
     return pool_.make(op, terms);
   }
 };

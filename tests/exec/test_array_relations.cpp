@@ -160,6 +160,38 @@ TEST(ArrayArgmin, ABodyKnownWhenTheModelIsBuiltGivesTheIndexAsANumber) {
   EXPECT_EQ(env.at("M.hi"), 1.0);
 }
 
+// ---- the bool_and_or semiring ----
+
+TEST(ArraySemiring, BoolAndOrIsAnyOverTheContractedIndices) {
+  // hit[i] = OR_j (u[i] > c[j]) with thresholds c = [5, 50]: u = [1, 10, 100] -> [0, 1, 1];
+  // all[i] (a single term) = (u[i] > 5) -> [0, 1, 1] as truth values, and none = OR over an
+  // empty range = false.
+  const std::string text = doc_text(R"({"x": {"kind": "interval", "size": 3}, "th": {"kind": "interval", "size": 2}})",
+      R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0},
+          "hit": {"type": "unknown", "shape": ["x"]}, "one": {"type": "unknown", "shape": ["x"]},
+          "none": {"type": "unknown"}})",
+      R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": 0.0},
+          {"lhs": {"op": "index", "args": ["hit", "i"]},
+           "rhs": {"op": "aggregate", "args": [], "semiring": "bool_and_or", "output_idx": ["i"],
+             "ranges": {"i": {"from": "x"}, "j": {"from": "th"}},
+             "expr": {"op": ">", "args": [{"op": "index", "args": ["u", "i"]},
+                                          {"op": "index", "args": [{"op": "const", "args": [], "value": [5, 50]}, "j"]}]}}},
+          {"lhs": {"op": "index", "args": ["one", "i"]},
+           "rhs": {"op": "aggregate", "args": [], "semiring": "bool_and_or", "output_idx": ["i"],
+             "ranges": {"i": {"from": "x"}}, "expr": {"op": "*", "args": [7, {"op": "index", "args": ["u", "i"]}]}}},
+          {"lhs": "none", "rhs": {"op": "aggregate", "args": [], "semiring": "bool_and_or", "output_idx": [],
+             "ranges": {"j": [2, 1]}, "expr": 1}}])");
+  Flat f(text);
+  const auto env = f.observed({{"M.u[1]", 1.0}, {"M.u[2]", 10.0}, {"M.u[3]", 100.0}});
+  EXPECT_EQ(env.at("M.hit[1]"), 0.0);
+  EXPECT_EQ(env.at("M.hit[2]"), 1.0);
+  EXPECT_EQ(env.at("M.hit[3]"), 1.0);
+  // A single term is its truth value: 7 * u is nonzero, so true (1), not 7 u.
+  EXPECT_EQ(env.at("M.one[1]"), 1.0);
+  EXPECT_EQ(env.at("M.one[3]"), 1.0);
+  EXPECT_EQ(env.at("M.none"), 0.0);
+}
+
 // ---- gathers at run-time positions ----
 
 // D(u[i]) = sum_k (u[nbr[i,k]] - u[i]) with `nbr` a connectivity table reloaded on a schedule
