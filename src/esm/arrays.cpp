@@ -465,6 +465,13 @@ class Expander {
         } unnest{static_nesting_};
         const NodeId v = gather(e, Frame{});
         if (pool_.node(v).op == Op::Number) return fixed(pool_.node(v).number);
+        if (pool_.node(v).op != Op::Symbol) {
+          // A gather that itself selects at run time: its value is not known now either.
+          if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
+          fail("unsupported_array_feature",
+               "an index reads a table at a position known only while the model runs; such "
+               "indices are supported only as the position of a gather");
+        }
         return fixed(static_constant(v));
       }
       default:
@@ -1265,20 +1272,23 @@ class Expander {
   };
 
   /// The index of this aggregate that draws from index set `set` (exactly one must).
+  /// `key` is the join key as written; `array` says it is a variable over `set`, not the set.
   expr::StrId index_drawing_from(const std::string& set,
                                  const std::vector<std::pair<expr::StrId, std::string>>& drawn_from,
-                                 const std::string& key) {
+                                 const std::string& key, bool array = false) {
+    const std::string what = array ? "join key '" + key + "' is an array over index set '" + set + "'"
+                                   : "join key '" + key + "' names index set '" + set + "'";
     std::optional<expr::StrId> found;
     for (const auto& [id, from] : drawn_from) {
       if (from != set) continue;
       if (found && *found != id)
-        fail("invalid_join", "join key '" + key + "' names index set '" + set +
-                                 "', from which several indices of the aggregate draw");
+        fail("invalid_join", what + ", from which several indices of the aggregate draw, so "
+                                    "the key's position is ambiguous");
       found = id;
     }
     if (!found)
-      fail("invalid_join", "join key '" + key + "' names index set '" + set +
-                               "', from which no index of the aggregate draws");
+      fail("invalid_join", what + ", from which no index of the aggregate draws (give that "
+                                  "index a range {\"from\": \"" + set + "\"})");
     return *found;
   }
 
@@ -1313,7 +1323,7 @@ class Expander {
     auto a = st_.arrays.find(key);
     if (a == st_.arrays.end()) return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
     std::vector<Ix> idx;
-    for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key)));
+    for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key, true)));
     return KeyValue{SVal{}, std::nullopt, cell_symbol(key, idx)};
   }
 

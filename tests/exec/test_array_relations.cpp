@@ -296,6 +296,16 @@ TEST(ArrayJoinHostile, AKeyNamingAnIndexSetNoIndexDrawsFromIsALocatedError) {
   EXPECT_EQ(pointer, "/models/M/equations/1");
 }
 
+TEST(ArrayJoinHostile, AnArrayKeyOverAnIndexSetNoIndexDrawsFromIsALocatedError) {
+  // den's join reads assign[p], but here p ranges over [1, 4] without naming `points`.
+  std::string text = kNearest;
+  const std::string from = R"("p": {"from": "points"})";
+  text.replace(text.find(from), from.size(), R"("p": [1, 4])");
+  const auto [code, pointer] = refusal(text);
+  EXPECT_EQ(code, "invalid_join");
+  EXPECT_EQ(pointer, "/models/M/equations/5");
+}
+
 TEST(ArrayJoinHostile, AKeyNamingNothingIsAnUndefinedVariable) {
   const auto [code, pointer] = refusal(scalar_join(R"([["i", "nowhere"]])"));
   EXPECT_EQ(code, "undefined_variable");
