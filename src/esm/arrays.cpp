@@ -11,6 +11,7 @@
 // every existing method and target. The per-region program compiler (one program per region,
 // independent of the grid size) is the next step; this expansion is its reference.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -91,6 +92,10 @@ struct SVal {
 struct NotRelative {
   std::string why;
 };
+
+/// Thrown (only while a gather probes its indices) when an index reads a value known only
+/// while the model runs: the gather then selects its cell at run time.
+struct RuntimeIndex {};
 
 std::vector<Ix> absolute(const std::vector<std::int64_t>& cell) {
   std::vector<Ix> out;
@@ -286,6 +291,7 @@ class Expander {
   std::vector<std::int64_t> rep_, lo_, hi_;
   std::uint64_t moving_tests_ = 0;
   int static_nesting_ = 0;
+  int runtime_probe_ = 0;  ///< > 0 while gather() probes whether its indices are static
 
   /// The symbol of one cell, remembering parameter cells (declared only where read); in
   /// relative mode the relative read ("C.x[@0-1,@1,2]").
@@ -453,9 +459,19 @@ class Expander {
       case Op::Index: {
         // A gather from literal data (connectivity, enum tables) is static too.
         ++static_nesting_;
+        struct Unnest {
+          int& n;
+          ~Unnest() { --n; }
+        } unnest{static_nesting_};
         const NodeId v = gather(e, Frame{});
-        --static_nesting_;
         if (pool_.node(v).op == Op::Number) return fixed(pool_.node(v).number);
+        if (pool_.node(v).op != Op::Symbol) {
+          // A gather that itself selects at run time: its value is not known now either.
+          if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
+          fail("unsupported_array_feature",
+               "an index reads a table at a position known only while the model runs; such "
+               "indices are supported only as the position of a gather");
+        }
         return fixed(static_constant(v));
       }
       default:
@@ -485,6 +501,8 @@ class Expander {
       }
     }
     auto runtime = [&]() -> double {
+      // A gather asked for this position may read it while the model runs instead.
+      if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
       fail("unsupported_array_feature",
            "an index reads '" + pretty(symbol) +
                "', a value known only while the model runs; gathers at run-time positions are "
@@ -603,6 +621,10 @@ class Expander {
         return makearray_cell(e, f);
       case Op::Aggregate:
         return aggregate_cell(e, f);
+      case Op::Argmin: case Op::Argmax:
+        return argmin_cell(e, n.op == Op::Argmax);
+      case Op::PolygonIntersectionArea:
+        return polygon_intersection_area(e);
       case Op::Broadcast: {
         const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
@@ -690,9 +712,31 @@ class Expander {
   NodeId gather(NodeId e, const Frame& f) {
     const std::vector<NodeId> args = args_of(e);
     if (args.empty()) fail("invalid_index", "'index' needs an array operand");
-    std::vector<Ix> idx;
-    for (std::size_t i = 1; i < args.size(); ++i) idx.push_back(static_int(args[i], "an index"));
     const NodeId src = args[0];
+    std::vector<Ix> idx;
+    std::vector<NodeId> runtime(args.size() - 1, expr::kNoNode);  // per index: read while running
+    bool any_runtime = false;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (!array_of(src)) {
+        idx.push_back(static_int(args[i], "an index"));
+        continue;
+      }
+      ++runtime_probe_;
+      try {
+        idx.push_back(static_int(args[i], "an index"));
+        --runtime_probe_;
+      } catch (const RuntimeIndex&) {
+        --runtime_probe_;
+        if (relative_) throw NotRelative{"a gather at a position known only while the model runs"};
+        idx.push_back(Ix{1, -1});
+        runtime[i - 1] = eval(args[i], Frame{});
+        any_runtime = true;
+      } catch (...) {
+        --runtime_probe_;
+        throw;
+      }
+    }
+    if (any_runtime) return runtime_gather(name_of(src), *array_of(src), idx, runtime);
     const expr::Node& sn = pool_.node(src);
     if (sn.op == Op::Const)
       return const_cell(attrs(src).value("value", json()), idx, "literal array");
@@ -714,6 +758,50 @@ class Expander {
     (void)f;
     // An array-valued expression (an elementwise product, an aggregate): its value at idx.
     return in_context([&] { return eval(src, Frame{{}, idx}); });
+  }
+
+  /// A gather whose position along some axes is known only while the model runs (a
+  /// connectivity table reloaded on a schedule or a remesh, an index computed from states):
+  /// the cell is selected at run time by comparing the position with each candidate,
+  /// ifelse(p == 1, x[1], ifelse(p == 2, x[2], ... fallback)), so the value read is the
+  /// cell's own, bit for bit. A position matching no cell reads 0 for states and observeds
+  /// (spec §4.3.3); parameters have no out-of-range value, so there it reads NaN, which stops
+  /// a run at the first non-finite value instead of hiding the error.
+  NodeId runtime_gather(const std::string& name, const ArrayShape& a, std::vector<Ix> idx,
+                        const std::vector<NodeId>& runtime) {
+    if (idx.size() != a.axes.size())
+      fail("array_shape_mismatch", "'" + name + "' has " + std::to_string(a.axes.size()) +
+                                       " axes but is indexed with " + std::to_string(idx.size()) +
+                                       " indices");
+    std::int64_t candidates = 1;
+    for (std::size_t d = 0; d < idx.size(); ++d) {
+      if (runtime[d] != expr::kNoNode) {
+        candidates *= std::max<std::int64_t>(a.extents[d], 1);
+        continue;
+      }
+      if (idx[d].v < 1 || idx[d].v > a.extents[d]) return out_of_range(name, a, idx, d);
+    }
+    if (candidates > 4096)
+      fail("unsupported_array_feature",
+           "a gather from '" + name + "' at positions known only while the model runs would "
+           "compare against " + std::to_string(candidates) + " cells; at most 4096 are supported");
+    auto decl = st_.declared.find(name);
+    const bool unknown = decl == st_.declared.end() || decl->second.unknown;
+    const NodeId fallback = unknown ? pool_.number(0.0, true)
+                                    : pool_.number(std::numeric_limits<double>::quiet_NaN(), false);
+    std::function<NodeId(std::size_t)> select = [&](std::size_t d) -> NodeId {
+      if (d == idx.size()) return cell_symbol(name, idx);
+      if (runtime[d] == expr::kNoNode) return select(d + 1);
+      NodeId out = fallback;
+      for (std::int64_t c = a.extents[d]; c >= 1; --c) {
+        idx[d] = Ix{c, -1};
+        const NodeId hit = select(d + 1);
+        const NodeId test = pool_.make(Op::Eq, std::vector<NodeId>{runtime[d], pool_.number(static_cast<double>(c), true)});
+        out = pool_.make(Op::IfElse, std::vector<NodeId>{test, hit, out});
+      }
+      return out;
+    };
+    return select(0);
   }
 
   /// Spec §4.3.3: a gather of a state or observed outside its extent reads 0; constant data
@@ -932,11 +1020,25 @@ class Expander {
     auto cached = symbols_cache_.find(body);
     if (cached != symbols_cache_.end()) return cached->second;
     std::vector<expr::StrId> out;
+    auto add = [&](expr::StrId s) {
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    };
     walk(pool_, body, [&](NodeId id) {
       const expr::Node& n = pool_.node(id);
-      if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$") &&
-          std::find(out.begin(), out.end(), n.name) == out.end())
-        out.push_back(n.name);
+      if (n.op == Op::Symbol && pool_.str(n.name).starts_with("$")) add(n.name);
+      if (n.op == Op::Aggregate || n.op == Op::Argmin || n.op == Op::Argmax) {
+        // A nested reduction binds its own indices: only the others are free here.
+        const json& a = attrs(id);
+        std::set<expr::StrId> own;
+        for (const auto& o : a.value("output_idx", json::array()))
+          if (o.is_string()) own.insert(pool_.intern("$" + o.get<std::string>()));
+        if (auto r = a.find("ranges"); r != a.end() && r->is_object())
+          for (auto it = r->begin(); it != r->end(); ++it) own.insert(pool_.intern("$" + it.key()));
+        for (NodeId k : children_of(id))
+          for (expr::StrId sym : symbols_of(k))
+            if (!own.count(sym)) add(sym);
+        return false;
+      }
       return true;
     });
     return symbols_cache_.emplace(body, std::move(out)).first->second;
@@ -947,9 +1049,315 @@ class Expander {
       if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
 
+  // ---- polygon_intersection_area (§8.6.1) ----
+
+  /// A polygon operand's vertices, known when the model is built: a [verts, 2] array (a
+  /// literal, or an array whose definition folds to numbers).
+  std::vector<std::array<double, 2>> polygon_operand(NodeId operand, const char* which) {
+    std::vector<std::array<double, 2>> ring;
+    const expr::Node& on = pool_.node(operand);
+    if (on.op == Op::Const) {
+      const json v = attrs(operand).value("value", json());
+      if (!v.is_array()) fail("invalid_polygon", std::string("the ") + which + " polygon must be a [verts, 2] array");
+      for (const auto& p : v) {
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+          fail("invalid_polygon", std::string("a vertex of the ") + which + " polygon is not a pair of numbers");
+        ring.push_back({p[0].get<double>(), p[1].get<double>()});
+      }
+      return ring;
+    }
+    const ArrayShape* a = array_of(operand);
+    if (!a || a->extents.size() != 2 || a->extents[1] != 2)
+      fail("invalid_polygon", std::string("the ") + which + " polygon of 'polygon_intersection_area' must be an "
+                              "array of shape [verts, 2] (lon-lat vertex pairs)");
+    const std::string name = name_of(operand);
+    for (std::int64_t v = 1; v <= a->extents[0]; ++v) {
+      std::array<double, 2> xy{};
+      for (std::int64_t c = 1; c <= 2; ++c) {
+        ++runtime_probe_;
+        try {
+          xy[c - 1] = static_constant(pool_.symbol(cell_name(name, {v, c})));
+          --runtime_probe_;
+        } catch (const RuntimeIndex&) {
+          --runtime_probe_;
+          fail("unsupported_array_feature",
+               "'polygon_intersection_area' of '" + name + "', whose vertices are known only while the "
+               "model runs, is not supported yet (only polygons known when the model is built)");
+        } catch (...) {
+          --runtime_probe_;
+          throw;
+        }
+      }
+      ring.push_back(xy);
+    }
+    return ring;
+  }
+
+  /// Spec §8.6.1: consecutive duplicate vertices (the wrap pair included, so an explicit
+  /// closing vertex too) are dropped under np.allclose's tolerance (atol 1e-8, rtol 1e-5).
+  static std::vector<std::array<double, 2>> deduplicated(const std::vector<std::array<double, 2>>& ring) {
+    auto close = [](const std::array<double, 2>& a, const std::array<double, 2>& b) {
+      for (int k = 0; k < 2; ++k)
+        if (!(std::abs(a[k] - b[k]) <= 1e-8 + 1e-5 * std::abs(b[k]))) return false;
+      return true;
+    };
+    std::vector<std::array<double, 2>> out;
+    for (const auto& p : ring)
+      if (out.empty() || !close(out.back(), p)) out.push_back(p);
+    while (out.size() > 1 && close(out.back(), out.front())) out.pop_back();
+    return out;
+  }
+
+  static double signed_area(const std::vector<std::array<double, 2>>& ring) {
+    double s = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& a = ring[i];
+      const auto& b = ring[(i + 1) % ring.size()];
+      s += a[0] * b[1] - b[0] * a[1];
+    }
+    return s / 2;
+  }
+
+  static bool convex(const std::vector<std::array<double, 2>>& ring) {
+    int sign = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& a = ring[i];
+      const auto& b = ring[(i + 1) % ring.size()];
+      const auto& c = ring[(i + 2) % ring.size()];
+      const double cross = (b[0] - a[0]) * (c[1] - b[1]) - (b[1] - a[1]) * (c[0] - b[0]);
+      const int s = cross > 0 ? 1 : cross < 0 ? -1 : 0;
+      if (s != 0 && sign != 0 && s != sign) return false;
+      if (s != 0) sign = s;
+    }
+    return true;
+  }
+
+  /// The planar overlap area of two polygons: Sutherland-Hodgman clipping of one by the other
+  /// (which must be convex) and the shoelace area of the clip ring.
+  NodeId polygon_intersection_area(NodeId e) {
+    const json& attrs = this->attrs(e);
+    const std::string manifold = attrs.value("manifold", std::string());
+    if (manifold != "planar")
+      fail("unsupported_array_feature",
+           "'polygon_intersection_area' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const std::vector<NodeId> args = args_of(e);
+    if (args.size() != 2) fail("invalid_polygon", "'polygon_intersection_area' takes two polygons");
+    auto a = deduplicated(polygon_operand(args[0], "first"));
+    auto b = deduplicated(polygon_operand(args[1], "second"));
+    for (const auto* ring : {&a, &b})
+      if (ring->size() < 3)
+        fail("invalid_polygon", "a polygon of 'polygon_intersection_area' has fewer than 3 distinct vertices");
+    if (!convex(b)) std::swap(a, b);
+    if (!convex(b))
+      fail("unsupported_array_feature",
+           "'polygon_intersection_area' of two non-convex polygons is not supported yet (one must be convex)");
+    if (signed_area(b) < 0) std::reverse(b.begin(), b.end());
+    std::vector<std::array<double, 2>> subject = a;
+    for (std::size_t i = 0; i < b.size() && !subject.empty(); ++i) {
+      const auto& p = b[i];
+      const auto& q = b[(i + 1) % b.size()];
+      auto side = [&](const std::array<double, 2>& x) {
+        return (q[0] - p[0]) * (x[1] - p[1]) - (q[1] - p[1]) * (x[0] - p[0]);
+      };
+      std::vector<std::array<double, 2>> out;
+      for (std::size_t j = 0; j < subject.size(); ++j) {
+        const auto& s = subject[j];
+        const auto& t = subject[(j + 1) % subject.size()];
+        const double ds = side(s), dt = side(t);
+        if (ds >= 0) out.push_back(s);
+        if ((ds >= 0) != (dt >= 0)) {
+          const double r = ds / (ds - dt);
+          out.push_back({s[0] + r * (t[0] - s[0]), s[1] + r * (t[1] - s[1])});
+        }
+      }
+      subject = std::move(out);
+    }
+    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
+    return pool_.number(area, false);
+  }
+
+  // ---- argmin / argmax (§4.2: index-returning reductions) ----
+
+  /// The value of the `arg` index (1-based) at which the body is smallest (largest), over the
+  /// combinations of the node's `ranges` in ascending order; equal values resolve to the
+  /// smallest arg (the normative tie-break). A body known when the model is built gives the
+  /// index as a number; otherwise the comparisons are made while the model runs, one strict
+  /// comparison per candidate in ascending order, which keeps the first (smallest) optimum.
+  NodeId argmin_cell(NodeId e, bool max) {
+    const json& attrs = this->attrs(e);
+    const char* op = max ? "argmax" : "argmin";
+    for (const char* k : {"join", "distinct", "key"})
+      if (attrs.contains(k))
+        fail("unsupported_array_feature",
+             std::string("an '") + op + "' with '" + k + "' is not supported yet when arrays become cells");
+    const std::vector<NodeId> kids = children_of(e);
+    NodeId body = expr::kNoNode, filter = expr::kNoNode;
+    if (auto x = attrs.find("expr"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      body = kids[(*x)["$child"].get<std::size_t>()];
+    if (auto x = attrs.find("filter"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      filter = kids[(*x)["$child"].get<std::size_t>()];
+    if (body == expr::kNoNode) fail("invalid_aggregate", std::string("an '") + op + "' needs an 'expr'");
+    const json ranges = attrs.value("ranges", json::object());
+    const std::string arg = attrs.value("arg", std::string());
+    if (arg.empty() || !ranges.is_object() || !ranges.contains(arg))
+      fail("invalid_aggregate", std::string("an '") + op + "' needs an 'arg' naming one of its 'ranges' indices");
+    std::vector<std::pair<expr::StrId, Range>> over;
+    for (auto it = ranges.begin(); it != ranges.end(); ++it)
+      over.emplace_back(pool_.intern("$" + it.key()), range_of(*it, it.key()));
+    const expr::StrId arg_id = pool_.intern("$" + arg);
+
+    const std::size_t mark = env_.size();
+    for (const auto& [id, r] : over) env_.emplace_back(id, Ix{r.start, -1});
+    std::vector<std::int64_t> value;
+    for (const auto& [id, r] : over) value.push_back(r.start);
+    auto in_range = [&](std::size_t i) {
+      const Range& r = over[i].second;
+      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
+    };
+    bool empty = false;
+    for (std::size_t i = 0; i < over.size(); ++i) empty = empty || !in_range(i);
+    NodeId best_value = expr::kNoNode, best_arg = expr::kNoNode;
+    const Op better = max ? Op::Gt : Op::Lt;
+    while (!empty) {
+      const bool admitted =
+          filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
+      if (admitted) {
+        const NodeId v = in_context([&] { return eval(body, Frame{}); });
+        const NodeId g = pool_.number(static_cast<double>(bound(arg_id)->v), true);
+        if (best_value == expr::kNoNode) {
+          best_value = v;
+          best_arg = g;
+        } else if (pool_.node(v).op == Op::Number && pool_.node(best_value).op == Op::Number) {
+          const double a = pool_.node(v).number, b = pool_.node(best_value).number;
+          if (max ? a > b : a < b) {
+            best_value = v;
+            best_arg = g;
+          }
+        } else {
+          const NodeId c = pool_.make(better, std::vector<NodeId>{v, best_value});
+          best_arg = pool_.make(Op::IfElse, std::vector<NodeId>{c, g, best_arg});
+          best_value = pool_.make(Op::IfElse, std::vector<NodeId>{c, v, best_value});
+        }
+      }
+      std::size_t d = over.size();
+      bool done = true;
+      while (d-- > 0) {
+        value[d] += over[d].second.step;
+        if (in_range(d)) {
+          env_[mark + d].second = Ix{value[d], -1};
+          done = false;
+          break;
+        }
+        value[d] = over[d].second.start;
+        env_[mark + d].second = Ix{value[d], -1};
+      }
+      if (done) break;
+    }
+    env_.resize(mark);
+    if (best_arg == expr::kNoNode)
+      fail("argmin_empty_candidates",
+           std::string("the '") + op + "' has no candidate (its ranges or filter admit none), so no index witnesses the optimum");
+    return best_arg;
+  }
+
+  // ---- join (§4.3.1; RFC semiring-faq §5.3) ----
+
+  /// One join key column's value at the current index combination: a number (an integer id
+  /// or a categorical position) known when the model is built, with its member name when it
+  /// is a categorical index, or an expression read while the model runs.
+  struct KeyValue {
+    SVal number;
+    std::optional<std::string> member;
+    NodeId runtime = expr::kNoNode;
+  };
+
+  /// The index of this aggregate that draws from index set `set` (exactly one must).
+  /// `key` is the join key as written; `array` says it is a variable over `set`, not the set.
+  expr::StrId index_drawing_from(const std::string& set,
+                                 const std::vector<std::pair<expr::StrId, std::string>>& drawn_from,
+                                 const std::string& key, bool array = false) {
+    const std::string what = array ? "join key '" + key + "' is an array over index set '" + set + "'"
+                                   : "join key '" + key + "' names index set '" + set + "'";
+    std::optional<expr::StrId> found;
+    for (const auto& [id, from] : drawn_from) {
+      if (from != set) continue;
+      if (found && *found != id)
+        fail("invalid_join", what + ", from which several indices of the aggregate draw, so "
+                                    "the key's position is ambiguous");
+      found = id;
+    }
+    if (!found)
+      fail("invalid_join", what + ", from which no index of the aggregate draws (give that "
+                                  "index a range {\"from\": \"" + set + "\"})");
+    return *found;
+  }
+
+  KeyValue index_key(expr::StrId id, const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    const auto v = bound(id);
+    if (!v) fail("invalid_join", "join key '" + std::string(pool_.str(id)).substr(1) + "' is not bound here");
+    KeyValue out{SVal{static_cast<double>(v->v), v->axis}, std::nullopt, expr::kNoNode};
+    for (const auto& [sym, set] : drawn_from) {
+      if (sym != id) continue;
+      const json& sets = st_.doc.doc.value("index_sets", json::object());
+      auto it = sets.find(set);
+      if (it == sets.end() || !it->is_object() || !it->contains("members")) break;
+      const json& members = (*it)["members"];
+      if (relative_ && v->axis >= 0)
+        throw NotRelative{"a join on the categorical members of a moving index"};
+      if (v->v >= 1 && v->v <= static_cast<std::int64_t>(members.size()) && members[v->v - 1].is_string())
+        out.member = members[v->v - 1].get<std::string>();
+      break;
+    }
+    return out;
+  }
+
+  KeyValue key_value(const std::string& key, const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    if (key.starts_with("$")) return index_key(pool_.intern(key), drawn_from);
+    if (key.starts_with("#")) return index_key(index_drawing_from(key.substr(1), drawn_from, key.substr(1)), drawn_from);
+    // A variable: a key column over index sets of the aggregate, read at their indices (a
+    // constant parameter's value is known now; anything else is read while the model runs).
+    if (auto d = st_.declared.find(key); d != st_.declared.end() && !d->second.unknown &&
+                                         d->second.var.cadence == Cadence::Constant &&
+                                         d->second.var.default_value)
+      return KeyValue{SVal{*d->second.var.default_value, -1}, std::nullopt, expr::kNoNode};
+    auto a = st_.arrays.find(key);
+    if (a == st_.arrays.end()) return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
+    std::vector<Ix> idx;
+    for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key, true)));
+    return KeyValue{SVal{}, std::nullopt, cell_symbol(key, idx)};
+  }
+
+  /// Whether the current index combination passes every join clause: nullopt when a key
+  /// known at build time excludes it, kNoNode when it is admitted outright, otherwise the
+  /// condition (on keys read while the model runs) that admits it.
+  std::optional<NodeId> join_condition(const json& join,
+                                       const std::vector<std::pair<expr::StrId, std::string>>& drawn_from) {
+    std::vector<NodeId> runtime;
+    for (const json& clause : join)
+      for (const json& pair : clause["on"]) {
+        const KeyValue a = key_value(pair[0].get<std::string>(), drawn_from);
+        const KeyValue b = key_value(pair[1].get<std::string>(), drawn_from);
+        if (a.runtime == expr::kNoNode && b.runtime == expr::kNoNode) {
+          const bool equal = a.member && b.member ? *a.member == *b.member
+                                                  : test(a.number, Op::Eq, b.number);
+          if (!equal) return std::nullopt;
+          continue;
+        }
+        auto node = [&](const KeyValue& k) {
+          if (k.runtime != expr::kNoNode) return k.runtime;
+          if (k.number.axis >= 0) return pool_.symbol(relative_name("$index", {Ix{static_cast<std::int64_t>(k.number.v), k.number.axis}}));
+          return pool_.number(k.number.v, k.number.v == std::floor(k.number.v));
+        };
+        runtime.push_back(pool_.make(Op::Eq, std::vector<NodeId>{node(a), node(b)}));
+      }
+    if (runtime.empty()) return expr::kNoNode;
+    if (runtime.size() == 1) return runtime[0];
+    return pool_.make(Op::And, runtime);
+  }
+
   NodeId aggregate_cell(NodeId e, const Frame& f) {
     const json& attrs = this->attrs(e);
-    for (const char* k : {"join", "distinct", "key", "of"})
+    for (const char* k : {"distinct", "key", "of"})
       if (attrs.contains(k))
         fail("unsupported_array_feature",
              std::string("an aggregate with '") + k + "' is not supported yet when arrays become cells");
@@ -959,9 +1367,11 @@ class Expander {
     // (`i * j` under max_product, `i + j` under min_sum), so only ⊕ matters here.
     if (semiring == "max_product" || semiring == "max_sum") reduce = "max";
     else if (semiring == "min_product" || semiring == "min_sum") reduce = "min";
+    else if (semiring == "bool_and_or") reduce = "or";  // (∨, false; ∧, true)
     else if (semiring != "sum_product")
       fail("unsupported_array_feature", "the '" + semiring + "' semiring is not supported yet");
-    if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min")
+    if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min" &&
+        !(reduce == "or" && semiring == "bool_and_or"))
       fail("invalid_reduce", "reduce '" + reduce + "' is not one of +, *, max, min");
 
     const std::vector<NodeId> kids = children_of(e);
@@ -985,6 +1395,7 @@ class Expander {
     const std::size_t mark = env_.size();
     Frame body_frame;  // named axes for bare arrays in the body: the `from` ranges
     std::vector<expr::StrId> bound_here;
+    std::vector<std::pair<expr::StrId, std::string>> drawn_from;  // index -> its index set
     for (std::size_t k = 0; k < out.size(); ++k) {
       if (!out[k].is_string()) {
         if (test(f.pos[k], Op::Ne, 1))
@@ -1009,6 +1420,10 @@ class Expander {
       }
       env_.emplace_back(id, f.pos[k]);
       bound_here.push_back(id);
+      if (auto r = ranges.find(sym); r != ranges.end() && r->is_object() && r->contains("from"))
+        drawn_from.emplace_back(id, (*r)["from"].get<std::string>());
+      else if (!f.axes.empty())
+        drawn_from.emplace_back(id, f.axes[k]);
     }
     // Contracted indices: those the body or filter use that nothing binds yet.
     std::vector<expr::StrId> order;
@@ -1025,6 +1440,14 @@ class Expander {
       if (auto r = ranges.find(sym); r != ranges.end()) contracted.emplace_back(id, range_of(*r, sym));
       else if (!bound(id)) contracted.emplace_back(id, inferred_range(body, id));
     }
+    for (const auto& [id, range] : contracted)
+      if (!range.from.empty()) drawn_from.emplace_back(id, range.from);
+    const json join = attrs.value("join", json::array());
+    const NodeId identity = pool_.number(
+        reduce == "+" || reduce == "or" ? 0.0 : reduce == "*" ? 1.0
+        : reduce == "max" ? -std::numeric_limits<double>::infinity()
+                          : std::numeric_limits<double>::infinity(),
+        reduce == "+" || reduce == "*" || reduce == "or");
 
     std::vector<NodeId> terms;
     std::vector<std::int64_t> value(contracted.size());
@@ -1044,7 +1467,15 @@ class Expander {
     while (!empty) {
       const bool admitted =
           filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
-      if (admitted) terms.push_back(in_context([&] { return eval(body, body_frame); }));
+      std::optional<NodeId> joined = join.empty() ? std::optional<NodeId>(expr::kNoNode)
+                                                   : join_condition(join, drawn_from);
+      if (admitted && joined) {
+        NodeId term = in_context([&] { return eval(body, body_frame); });
+        // A key known only while the model runs gates its term: an unmatched combination
+        // contributes the additive identity (spec §4.3.1 join).
+        if (*joined != expr::kNoNode) term = pool_.make(Op::IfElse, std::vector<NodeId>{*joined, term, identity});
+        terms.push_back(term);
+      }
       std::size_t d = contracted.size();
       bool done = true;
       while (d-- > 0) {
@@ -1061,14 +1492,13 @@ class Expander {
     }
     env_.resize(mark);
 
-    if (terms.empty()) {
-      const double identity = reduce == "+" ? 0.0 : reduce == "*" ? 1.0
-                              : reduce == "max" ? -std::numeric_limits<double>::infinity()
-                                                : std::numeric_limits<double>::infinity();
-      return pool_.number(identity, reduce == "+" || reduce == "*");
-    }
+    if (terms.empty()) return identity;
+    // Under bool_and_or a single term is still a truth value (1 or 0), not the body's number.
+    if (terms.size() == 1 && reduce == "or")
+      return pool_.make(Op::Ne, std::vector<NodeId>{terms[0], pool_.number(0.0, true)});
     if (terms.size() == 1) return terms[0];
-    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max : Op::Min;
+    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max
+                  : reduce == "min" ? Op::Min : Op::Or;
     return pool_.make(op, terms);
   }
 };

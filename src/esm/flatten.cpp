@@ -176,7 +176,10 @@ void add_model(FlattenState& st, std::size_t c) {
       throw Error("unsupported_array_feature", e.diagnostic().file, e.diagnostic().pointer,
                   "the initial condition of an array reads a name that is not a variable (" +
                       e.diagnostic().message + "); coordinate-expression initial conditions are "
-                      "not supported yet");
+                      "not supported yet: the spec calls such a name a spatial coordinate (§11.4) "
+                      "but gives no rule for its values (coordinates are ordinary data, §11, and "
+                      "the `coordinates` registry never changes the dynamics, §2.1); declare it as "
+                      "a parameter array over the axis and index it");
     }
     const expr::Node& ln = pool.node(lhs);
     const auto target = [&]() -> std::string {

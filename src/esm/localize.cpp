@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "esi/core/error.hpp"
+#include "esi/core/json.hpp"
 #include "esi/expr/parse.hpp"
 #include "esm/flatten_internal.hpp"
 
@@ -512,6 +513,35 @@ struct Context {
     return out;
   }
 
+  /// An aggregate's `join` key columns (spec §4.3.1, RFC semiring-faq §5.3) named the way the
+  /// expander reads them: "$i" for an index symbol in scope, "#set" for an index-set name (the
+  /// one index of the aggregate drawing from it), the flat name of a variable otherwise.
+  expr::StrId scope_join_keys(NodeId id, expr::StrId attrs_id) {
+    json attrs = expr::attrs_json(pool, id);
+    auto join = attrs.find("join");
+    if (join == attrs.end()) return attrs_id;
+    const json* sets = nullptr;
+    if (auto it = st.doc.doc.find("index_sets"); it != st.doc.doc.end() && it->is_object()) sets = &*it;
+    if (!join->is_array()) fail("invalid_join", "'join' must be an array of {\"on\": [[left, right], ...]} clauses");
+    for (auto& clause : *join) {
+      if (!clause.is_object() || !clause.contains("on") || !clause["on"].is_array() || clause["on"].empty())
+        fail("unsupported_array_feature",
+             "a join clause other than {\"on\": [[left, right], ...]} (an 'overlap' join) is "
+             "not supported yet when arrays become cells");
+      for (auto& pair : clause["on"]) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_string())
+          fail("invalid_join", "a join key pair must be two names [left, right], not " + pair.dump());
+        for (auto& key : pair) {
+          const std::string name = key.get<std::string>();
+          if (is_index_symbol(name)) key = "$" + name;
+          else if (sets && sets->contains(name)) key = "#" + name;
+          else key = resolve(name);
+        }
+      }
+    }
+    return pool.intern(canonical_json(attrs));
+  }
+
   bool is_index_symbol(const std::string& s) const {
     for (const auto& sc : index_scopes)
       if (sc.symbols.count(s)) return true;
@@ -547,12 +577,13 @@ struct Context {
         result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
         break;
       }
-      case Op::Aggregate: {
+      case Op::Aggregate: case Op::Argmin: case Op::Argmax: {
         index_scopes.push_back({bound_index_symbols(id), {}});
         std::vector<NodeId> kids(pool.children(id).begin(), pool.children(id).end());
         for (auto& k : kids) k = scope(k);
+        const expr::StrId attrs = n.op == Op::Aggregate ? scope_join_keys(id, n.attrs) : n.attrs;
         index_scopes.pop_back();
-        result = pool.make(n.op, kids, n.arg_count, n.name, n.attrs);
+        result = pool.make(n.op, kids, n.arg_count, n.name, attrs);
         break;
       }
       case Op::Enum:
@@ -581,7 +612,8 @@ struct Context {
                       : std::string()));
       }
       default: {
-        if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast)
+        if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast &&
+            n.op != Op::PolygonIntersectionArea)
           fail("unsupported_array_feature",
                "'" + std::string(expr::op_name(n.op)) + "' is not supported yet when arrays "
                "become cells");
