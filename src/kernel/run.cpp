@@ -8,6 +8,8 @@
 // (g++ in ISO mode defaults to -ffp-contract=off); no -ffast-math.
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -272,6 +274,21 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   detail::NativeBlock<T> nb{in.u, in.u_stride, col, time, Q, W, in.forcing, nullptr,
                             in.du_stride, 0, in.scalars, R, in.tables, &detail::native_closed,
                             R + static_cast<std::size_t>(tape.lane.pinned) * W};
+  // Lane l of the time registers always holds the time code's values at time[l] (prepare
+  // invalidates them), so with one t for every lane they are computed only when some lane
+  // holds another t: once per t for a workspace a caller runs row after row (grid programs),
+  // not once per block. The values are the same scalar operations on the same inputs.
+  const bool one_time = args.t.size() == 1;
+  if (one_time && n > 0) {
+    const auto t_bits = std::bit_cast<std::uint64_t>(args.t[0]);
+    const std::size_t used = static_cast<std::size_t>(kLaneWidths[detail::width_index(std::min(W, n))]);
+    bool current = !std::isnan(args.t[0]);  // a NaN t is never taken for the invalidated lanes
+    for (std::size_t l = 0; l < used && current; ++l) current = std::bit_cast<std::uint64_t>(time[l]) == t_bits;
+    if (!current) {
+      std::fill_n(time, W, args.t[0]);
+      detail::kExec<double>[detail::width_index(W)](tape.time.code, Q, W, tin);
+    }
+  }
   for (std::size_t b0 = 0; b0 < n; b0 += W) {
     const std::size_t real = std::min(W, n - b0);
     const std::size_t wi = detail::width_index(real);
@@ -281,11 +298,13 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
       const std::size_t lane = b0 + std::min(l, real - 1);
       col[l] = lanes_target ? args.cells[lane] : static_cast<std::int64_t>(lane);
       ESI_ASSERT(col[l] >= 0 && static_cast<std::size_t>(col[l]) < args.u.columns);
-      time[l] = args.t[args.t.size() == 1 ? 0 : lane];
     }
     in.du = args.du.data + b0;
     in.real_lanes = real;
-    detail::kExec<double>[wi](tape.time.code, Q, W, tin);
+    if (!one_time) {
+      for (std::size_t l = 0; l < L; ++l) time[l] = args.t[b0 + std::min(l, real - 1)];
+      detail::kExec<double>[wi](tape.time.code, Q, W, tin);
+    }
     if (native) {
       nb.du = in.du;
       nb.lanes = real;
@@ -372,6 +391,8 @@ void Program::prepare(Workspace& ws, std::span<const double> p) const {
     import_setup(tape_->lane, reinterpret_cast<float*>(ws.regs_.get()), W, ws.setup_);
     import_scalars(*tape_, reinterpret_cast<float*>(ws.scalars_.get()), ws.setup_);
   }
+  // The time registers were just rebuilt from the setup: no lane holds a computed time now.
+  std::fill(ws.times_.begin(), ws.times_.end(), std::numeric_limits<double>::quiet_NaN());
   ws.prepared_ = true;
 }
 
