@@ -279,6 +279,9 @@ struct GridWorkspace::Impl {
   std::vector<GridScratch> scratch;                // [member of the team]
   std::unique_ptr<detail::ThreadTeam> team;        // none with one thread
   std::vector<std::vector<FieldPlan>> plans;       // [stage][block]
+  /// grid_rhs's stages (observed arrays that read states, then tendencies) in groups that
+  /// read nothing another stage of the group writes: one dispatch to the team per group.
+  std::vector<std::vector<std::size_t>> rhs_groups;
   std::vector<std::vector<double>> observed;       // observed array buffers (whole grid)
   std::vector<std::vector<double>> parameters;     // by GridArray index (Parameter kind)
   std::vector<double> iota;                        // iota[k] = k + iota_first
@@ -437,26 +440,63 @@ void run_stage(const GridStage& stage, std::size_t s, GridScratch& sc, const Gri
 /// from the same inputs whichever slab holds it, so the bits do not depend on the team's size.
 /// The caller's next stage starts after every slab is done (the stages read each other's
 /// outputs at neighbouring cells).
-void run_stage_whole(const GridStage& stage, std::size_t s, GridWorkspace::Impl& im, double t) {
-  const GridBox whole{std::vector<std::int64_t>(stage.extents.size(), 1), stage.extents};
+/// Member `member`'s slab of a stage's grid (of `members` slabs along its longest axis), or
+/// false when the axis has fewer cells than members and this one has none.
+bool slab_of(const GridStage& stage, unsigned member, unsigned members, GridBox& slab) {
+  slab = GridBox{std::vector<std::int64_t>(stage.extents.size(), 1), stage.extents};
+  if (stage.extents.empty()) return member == 0;
   std::size_t axis = 0;
   for (std::size_t d = 1; d < stage.extents.size(); ++d)
     if (stage.extents[d] > stage.extents[axis]) axis = d;
-  const std::int64_t length = stage.extents.empty() ? 1 : stage.extents[axis];
-  const std::int64_t slabs = std::min<std::int64_t>(im.team ? im.team->size() : 1, length);
-  if (slabs <= 1) {
-    run_stage(stage, s, im.scratch[0], im, t, whole);
-    return;
-  }
+  const std::int64_t length = stage.extents[axis];
+  const std::int64_t slabs = std::min<std::int64_t>(members, length);
+  if (member >= slabs) return false;
+  slab.lo[axis] = 1 + member * length / slabs;
+  slab.hi[axis] = (member + 1) * length / slabs;
+  return true;
+}
+
+/// The stages `group` over the whole grid, each split into one slab per member of the team.
+/// Every cell is computed by the same program from the same inputs whichever slab holds it,
+/// so the bits do not depend on the team's size. Returns after every slab is done: the next
+/// group reads this one's outputs at neighbouring cells.
+void run_group(const GridProgram& gp, std::span<const std::size_t> group, GridWorkspace::Impl& im, double t) {
+  const unsigned members = im.team ? im.team->size() : 1;
   const GridWorkspace::Impl& shared = im;
   auto work = [&](unsigned member) {
-    if (member >= slabs) return;
-    GridBox slab = whole;
-    slab.lo[axis] = 1 + member * length / slabs;
-    slab.hi[axis] = (member + 1) * length / slabs;
-    run_stage(stage, s, im.scratch[member], shared, t, slab);
+    GridBox slab;
+    for (std::size_t s : group)
+      if (slab_of(gp.stages[s], member, members, slab)) run_stage(gp.stages[s], s, im.scratch[member], shared, t, slab);
   };
-  im.team->run(work);
+  if (members == 1) work(0);
+  else im.team->run(work);
+}
+
+void run_stage_whole(const GridProgram& gp, std::size_t s, GridWorkspace::Impl& im, double t) {
+  const std::size_t one[1] = {s};
+  run_group(gp, one, im, t);
+}
+
+/// grid_rhs's stages by dependency level: a stage's level is one more than the highest level
+/// of the per-call observed stages whose arrays it reads (0 when it reads none).
+std::vector<std::vector<std::size_t>> group_rhs_stages(const GridProgram& gp) {
+  std::vector<int> producer_level(gp.arrays.size(), -1);  // per-call observed array -> level
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    const bool per_call = (st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency;
+    if (!per_call) continue;
+    int level = 0;
+    for (const auto& b : st.blocks)
+      for (const auto& in : b.inputs)
+        if (in.kind == GridInput::Kind::Array && producer_level[in.array] >= 0)
+          level = std::max(level, producer_level[in.array] + 1);
+    if (st.kind == Kind::Observed)
+      for (std::size_t a : st.targets) producer_level[a] = level;
+    if (groups.size() <= static_cast<std::size_t>(level)) groups.resize(static_cast<std::size_t>(level) + 1);
+    groups[static_cast<std::size_t>(level)].push_back(s);
+  }
+  return groups;
 }
 
 
@@ -519,6 +559,7 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
   for (std::size_t s = 0; s < gp.stages.size(); ++s)
     for (const auto& b : gp.stages[s].blocks) im.plans[s].push_back(plan_fields(gp, b, gp.stages[s].extents.size()));
   im.whole = true;
+  im.rhs_groups = group_rhs_stages(gp);
   // Observed arrays that read no state: once, now.
   for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
     const GridArray& a = gp.arrays[k];
@@ -530,7 +571,7 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
   }
   for (std::size_t s = 0; s < gp.stages.size(); ++s)
     if (gp.stages[s].kind == Kind::Observed && !gp.stages[s].reads_state)
-      run_stage_whole(gp.stages[s], s, im, 0.0);
+      run_stage_whole(gp, s, im, 0.0);
   return out;
 }
 
@@ -560,7 +601,7 @@ void grid_initial(const GridProgram& gp, GridWorkspace& ws, std::span<double> y)
   bind_whole(gp, im, y.data(), y.data());
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Initial) run_stage_whole(st, s, im, 0.0);
+    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Initial) run_stage_whole(gp, s, im, 0.0);
   }
 }
 
@@ -569,11 +610,7 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
   auto& im = *ws.impl;
   ESI_ASSERT(y.size() == gp.state_count && dy.size() == gp.state_count);
   bind_whole(gp, im, y.data(), dy.data());
-  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
-    const GridStage& st = gp.stages[s];
-    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency)
-      run_stage_whole(st, s, im, t);
-  }
+  for (const auto& group : im.rhs_groups) run_group(gp, group, im, t);
 }
 
 std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
@@ -587,7 +624,7 @@ std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& 
   bind_whole(gp, im, y.data(), const_cast<double*>(y.data()));
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    if (st.kind == Kind::Observed && st.reads_state) run_stage_whole(st, s, im, t);
+    if (st.kind == Kind::Observed && st.reads_state) run_stage_whole(gp, s, im, t);
   }
   return im.observed[a.slot];
 }

@@ -1,8 +1,28 @@
 #include "kernel/thread_team.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace esi::kernel::detail {
+
+namespace {
+
+/// Spins until done() or about `limit` has passed; true when done() held.
+template <class Done>
+bool spin_until(Done done, std::chrono::microseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (unsigned k = 1;; ++k) {
+    if (done()) return true;
+    if (k % 64 == 0 && std::chrono::steady_clock::now() >= until) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+constexpr std::chrono::microseconds kSpin{20};
+
+}  // namespace
 
 ThreadTeam::ThreadTeam(unsigned size) : size_(std::max(1u, size)), errors_(size_) {
   threads_.reserve(size_ - 1);
@@ -21,13 +41,17 @@ ThreadTeam::~ThreadTeam() {
 void ThreadTeam::serve(unsigned member) {
   std::size_t seen = 0;
   while (true) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, kSpin)) {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
+      if (quit_) return;
+    }
     Erased fn = nullptr;
     void* work = nullptr;
     {
-      std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return quit_ || generation_ != seen; });
+      std::lock_guard lock(mutex_);
       if (quit_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_acquire);
       fn = fn_;
       work = work_;
     }
@@ -36,9 +60,9 @@ void ThreadTeam::serve(unsigned member) {
     } catch (...) {
       errors_[member] = std::current_exception();
     }
-    {
-      std::lock_guard lock(mutex_);
-      if (--running_ == 0) done_.notify_one();
+    if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mutex_);  // the caller checks running_ under the lock before sleeping
+      done_.notify_one();
     }
   }
 }
@@ -50,8 +74,8 @@ void ThreadTeam::run_erased(Erased fn, void* work) {
       std::lock_guard lock(mutex_);
       fn_ = fn;
       work_ = work;
-      running_ = size_ - 1;
-      ++generation_;
+      running_.store(size_ - 1, std::memory_order_release);
+      generation_.fetch_add(1, std::memory_order_acq_rel);
     }
     start_.notify_all();
   }
@@ -61,10 +85,11 @@ void ThreadTeam::run_erased(Erased fn, void* work) {
     errors_[0] = std::current_exception();
   }
   if (size_ > 1) {
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return running_ == 0; });
-    fn_ = nullptr;
-    work_ = nullptr;
+    auto finished = [&] { return running_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(finished, kSpin)) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, finished);
+    }
   }
   for (auto& e : errors_)
     if (e) std::rethrow_exception(e);

@@ -1,9 +1,12 @@
 // Private to kernel: a fixed team of threads that runs one piece of work per member and
 // returns when every member is done (a fork and a join per call, the join being the barrier
-// between the grid's stages). The members are started once and sleep between calls, so a
+// between the grid's stages). The members are started once and wait between calls, so a
 // right-hand side evaluated thousands of times does not start threads thousands of times.
+// Waiting spins for a few microseconds before sleeping: a stage takes about a millisecond and
+// the next one follows at once, so most waits end without a system call.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -41,8 +44,10 @@ class ThreadTeam {
   std::condition_variable start_, done_;
   Erased fn_ = nullptr;
   void* work_ = nullptr;
-  std::size_t generation_ = 0;  // counts calls; a member runs each generation once
-  unsigned running_ = 0;        // members of the current call not yet finished
+  // Counts calls; a member runs each generation once. Changed under mutex_ (so a sleeper
+  // cannot miss it) but read without it while spinning.
+  std::atomic<std::size_t> generation_{0};
+  std::atomic<unsigned> running_{0};  // members of the current call not yet finished
   bool quit_ = false;
   std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> threads_;
