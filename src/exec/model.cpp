@@ -2,6 +2,7 @@
 // initial values resolved, RHS / Jacobian / observed programs built, OdeProblem callbacks.
 #include "exec/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -301,7 +302,7 @@ std::span<const double> Evaluator::evaluate(double t, std::span<const double> u)
 
 void Model::prepare_all() {
   if (rhs) rhs->prepare(*rhs_ws, p);
-  if (grid) grid_ws = kernel::make_grid_workspace(*grid, system, p);
+  if (grid) grid_ws = kernel::make_grid_workspace(*grid, system, p, grid_threads);
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
@@ -352,8 +353,10 @@ std::vector<double> default_parameter_values(const esm::System& system) {
 }
 
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
-                                   bool with_jacobian, bool require_observed_values, bool native) {
+                                   bool with_jacobian, bool require_observed_values, bool native,
+                                   unsigned grid_threads) {
   auto m = std::make_unique<Model>();
+  m->grid_threads = std::max(1u, grid_threads);
   m->system = system;
   AlgebraicEliminator(m->system).run();
   m->events = parse_events(m->system, document);

@@ -80,6 +80,7 @@ struct Model {
   /// scalar states' equations only (rows `scalar_dofs`), and there is no analytic Jacobian.
   std::optional<kernel::GridProgram> grid;
   std::optional<kernel::GridWorkspace> grid_ws;
+  unsigned grid_threads = 1;  ///< threads of the per-region programs (same bits for any count)
   std::vector<int> scalar_dofs;
   std::vector<double> scalar_du;
   std::optional<Evaluator> observed;    ///< observed_rhs
@@ -102,10 +103,11 @@ struct Model {
 
 /// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is
 /// differentiable (otherwise implicit methods fall back to finite differences).
-/// `require_observed_values`: see SimulateOptions.
+/// `require_observed_values`: see SimulateOptions. `grid_threads`: the threads the
+/// per-region programs run on (kernel::make_grid_workspace).
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
                                    bool with_jacobian, bool require_observed_values = true,
-                                   bool native = false);
+                                   bool native = false, unsigned grid_threads = 1);
 
 /// Substitutes index-0 algebraic unknowns so they become observeds (what build_model does
 /// first); throws `unsupported_algebraic` for constraints that need a DAE solver.

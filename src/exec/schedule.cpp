@@ -306,14 +306,16 @@ class Runner {
     for (const ScheduleNode* n : nodes)
       implicit = implicit || n->leaf.method == method::MethodId::Auto || method::method_info(n->leaf.method).needs_jacobian;
     if (binding_.whole) {
-      model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true, o_.native);
+      model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true, o_.native,
+                                   static_cast<unsigned>(c_.threads));
     } else {
       std::string why;
       if (!split_) split_ = split_pointwise(system, why);
       if (!split_)
         throw Error("unsupported_operator_split", config.file, "/operators",
                     "the pointwise terms cannot be separated from the rest: " + why);
-      model_ = detail::build_model(split_->rest, o_.document, false, true, o_.native);
+      model_ = detail::build_model(split_->rest, o_.document, false, true, o_.native,
+                                   static_cast<unsigned>(c_.threads));
       CellModelOptions co;
       co.cell_parameters = split_->cell_input_names;
       co.native = o_.native;
@@ -897,6 +899,7 @@ Trajectory run_cell_split(const esm::System& system, const SimulateOptions& opti
   config.stop = options.t1;
   config.output_every = options.saveat;
   config.macro_dt = options.cell_split->step;
+  config.threads = options.cell_split->cells.threads;  // the grid part's too
   config.schedule.kind = ScheduleNode::Kind::Sequence;
   config.schedule.pointer = "/schedule";
   Binding bound;

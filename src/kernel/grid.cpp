@@ -20,6 +20,7 @@
 
 #include "esi/core/error.hpp"
 #include "esi/kernel/native.hpp"
+#include "kernel/thread_team.hpp"
 
 namespace esi::kernel {
 
@@ -258,19 +259,38 @@ struct View {
   std::vector<std::int64_t> origin, stride;
 };
 
+/// One thread's scratch: its own kernel workspaces (registers, time registers) and row buffers.
+struct GridScratch {
+  std::vector<std::vector<Workspace>> ws;  // [stage][block]
+  std::vector<ForcingField<double>> fields;
+  std::vector<double> staging;
+  std::vector<std::int64_t> lo, hi, x;     // run_block's box and row (reused)
+};
+
+/// Where the inputs of one block read, as an affine function of the row's first cell x when
+/// every view is a whole-grid one (origin 1, the array's strides): input k reads
+/// base_k + offset[k] + sum_d coef[k * dims + d] * x[d], and moves coef[k * dims + r] per lane
+/// along row axis r. Worked out once per workspace, so a row costs a few multiply-adds per input.
+struct FieldPlan {
+  std::vector<std::int64_t> offset, coef;
+};
+
 struct GridWorkspace::Impl {
-  std::vector<std::vector<Workspace>> ws;          // [stage][block]
+  std::vector<GridScratch> scratch;                // [member of the team]
+  std::unique_ptr<detail::ThreadTeam> team;        // none with one thread
+  std::vector<std::vector<FieldPlan>> plans;       // [stage][block]
+  /// grid_rhs's stages (observed arrays that read states, then tendencies) in groups that
+  /// read nothing another stage of the group writes: one dispatch to the team per group.
+  std::vector<std::vector<std::size_t>> rhs_groups;
   std::vector<std::vector<double>> observed;       // observed array buffers (whole grid)
   std::vector<std::vector<double>> parameters;     // by GridArray index (Parameter kind)
   std::vector<double> iota;                        // iota[k] = k + iota_first
   std::int64_t iota_first = 0;
-  std::vector<ForcingField<double>> fields;
-  std::vector<double> staging;
   std::vector<View> views;                         // by GridArray index, for the current call
   std::vector<View> outputs;                       // by GridArray index
+  bool whole = false;                              // every view is a whole-grid view (plans apply)
   const double* y = nullptr;                       // scalar states of the current call
   std::vector<std::vector<double>> tile_observed;  // observed buffers of the current tile
-  std::vector<std::int64_t> lo, hi, x;             // run_block's box and row (reused)
   std::vector<std::int64_t> halo;                  // the Tile target's, once per workspace
   std::vector<std::vector<std::int64_t>> margins;
 };
@@ -288,13 +308,37 @@ View whole_view(double* data, const GridArray& a) {
   return View{data, std::vector<std::int64_t>(a.extents.size(), 1), a.strides};
 }
 
+FieldPlan plan_fields(const GridProgram& gp, const GridBlock& block, std::size_t dims) {
+  FieldPlan plan;
+  plan.offset.assign(block.inputs.size(), 0);
+  plan.coef.assign(block.inputs.size() * dims, 0);
+  for (std::size_t k = 0; k < block.inputs.size(); ++k) {
+    const GridInput& in = block.inputs[k];
+    std::int64_t* coef = plan.coef.data() + k * dims;
+    if (in.kind == GridInput::Kind::Index) {  // iota[x + offset - iota_first]: base iota - iota_first
+      plan.offset[k] = in.offset[0];
+      coef[in.axis[0]] = 1;
+    } else if (in.kind == GridInput::Kind::Array) {
+      const GridArray& a = gp.arrays[in.array];
+      for (std::size_t ax = 0; ax < in.axis.size(); ++ax) {
+        // whole views: origin 1, the array's strides
+        plan.offset[k] += (in.offset[ax] - 1) * a.strides[ax];
+        if (in.axis[ax] >= 0) coef[in.axis[ax]] += a.strides[ax];
+      }
+    }
+  }
+  return plan;
+}
+
 /// Runs `block` on the cells of box ∩ `within`, row by row along the box's longest axis (a
-/// boundary box of a 7-cell zonal class is one cell wide along lon but 66 along lev).
-void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, GridWorkspace::Impl& im,
-               double t, const GridBox& box, const GridBox& within) {
+/// boundary box of a 7-cell zonal class is one cell wide along lon but 66 along lev). Reads the
+/// shared state of `im` only; writes the cells of box ∩ within of the stage's outputs and `sc`.
+void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& plan, Workspace& ws,
+               GridScratch& sc, const GridWorkspace::Impl& im, double t, const GridBox& box,
+               const GridBox& within) {
   const std::size_t dims = box.lo.size();
-  std::vector<std::int64_t>& lo = im.lo;
-  std::vector<std::int64_t>& hi = im.hi;
+  std::vector<std::int64_t>& lo = sc.lo;
+  std::vector<std::int64_t>& hi = sc.hi;
   lo.resize(dims);
   hi.resize(dims);
   for (std::size_t d = 0; d < dims; ++d) {
@@ -307,51 +351,70 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
     if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
   const std::size_t n = static_cast<std::size_t>(hi[r] - lo[r] + 1);
   const std::size_t targets = stage.targets.size();
-  if (im.staging.size() < targets * n) im.staging.resize(targets * n);
-  if (im.fields.size() < block.inputs.size()) im.fields.resize(block.inputs.size());
-  std::vector<std::int64_t>& x = im.x;
+  if (sc.staging.size() < targets * n) sc.staging.resize(targets * n);
+  const std::size_t inputs = block.inputs.size();
+  if (sc.fields.size() < inputs) sc.fields.resize(inputs);
+  std::vector<std::int64_t>& x = sc.x;
   x = lo;
   const double time[1] = {t};
+  RunArgs<double> args;
+  args.u = LaneView<const double>{nullptr, block.program.state_count(), n, n};
+  args.t = std::span<const double>(time, 1);
+  args.forcing = std::span<const ForcingField<double>>(sc.fields.data(), inputs);
+  args.du = LaneView<double>{sc.staging.data(), targets, n, n};
   while (true) {
-    for (std::size_t k = 0; k < block.inputs.size(); ++k) {
-      const GridInput& in = block.inputs[k];
-      ForcingField<double>& f = im.fields[k];
-      switch (in.kind) {
-        case GridInput::Kind::ScalarState:
+    if (im.whole) {
+      const std::int64_t* coef = plan.coef.data();
+      for (std::size_t k = 0; k < inputs; ++k, coef += dims) {
+        const GridInput& in = block.inputs[k];
+        ForcingField<double>& f = sc.fields[k];
+        if (in.kind == GridInput::Kind::ScalarState) {
           f = {im.y + in.state, 0};
-          break;
-        case GridInput::Kind::Index:
-          f = {im.iota.data() + (x[in.axis[0]] + in.offset[0] - im.iota_first),
-               in.axis[0] == static_cast<int>(r) ? std::size_t{1} : std::size_t{0}};
-          break;
-        case GridInput::Kind::Array: {
-          const View& v = im.views[in.array];
-          std::int64_t at = 0, step = 0;
-          for (std::size_t a = 0; a < in.axis.size(); ++a) {
-            const std::int64_t pos = in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
-            at += (pos - v.origin[a]) * v.stride[a];
-            if (in.axis[a] == static_cast<int>(r)) step += v.stride[a];
+          continue;
+        }
+        std::int64_t at = plan.offset[k];
+        for (std::size_t d = 0; d < dims; ++d) at += coef[d] * x[d];
+        const double* base = in.kind == GridInput::Kind::Index ? im.iota.data() - im.iota_first
+                                                               : im.views[in.array].data;
+        f = {base + at, static_cast<std::size_t>(coef[r])};
+      }
+    } else {
+      for (std::size_t k = 0; k < inputs; ++k) {
+        const GridInput& in = block.inputs[k];
+        ForcingField<double>& f = sc.fields[k];
+        switch (in.kind) {
+          case GridInput::Kind::ScalarState:
+            f = {im.y + in.state, 0};
+            break;
+          case GridInput::Kind::Index:
+            f = {im.iota.data() + (x[in.axis[0]] + in.offset[0] - im.iota_first),
+                 in.axis[0] == static_cast<int>(r) ? std::size_t{1} : std::size_t{0}};
+            break;
+          case GridInput::Kind::Array: {
+            const View& v = im.views[in.array];
+            std::int64_t at = 0, step = 0;
+            for (std::size_t a = 0; a < in.axis.size(); ++a) {
+              const std::int64_t pos = in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
+              at += (pos - v.origin[a]) * v.stride[a];
+              if (in.axis[a] == static_cast<int>(r)) step += v.stride[a];
+            }
+            f = {v.data + at, static_cast<std::size_t>(step)};
+            break;
           }
-          f = {v.data + at, static_cast<std::size_t>(step)};
-          break;
         }
       }
     }
-    RunArgs<double> args;
-    args.u = LaneView<const double>{nullptr, block.program.state_count(), n, n};
-    args.t = std::span<const double>(time, 1);
-    args.forcing = std::span<const ForcingField<double>>(im.fields.data(), block.inputs.size());
-    args.du = LaneView<double>{im.staging.data(), targets, n, n};
     run(block.program, ws, args);
     for (std::size_t k = 0; k < targets; ++k) {
       const View& o = im.outputs[stage.targets[k]];
       std::int64_t at = 0;
       for (std::size_t d = 0; d < dims; ++d) at += (x[d] - o.origin[d]) * o.stride[d];
       double* dst = o.data + at;
-      const double* src = im.staging.data() + k * n;
-      if (o.stride[r] == 1) std::copy(src, src + n, dst);
+      const double* src = sc.staging.data() + k * n;
+      const std::int64_t step = o.stride[r];
+      if (step == 1) std::copy(src, src + n, dst);
       else
-        for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * o.stride[r]] = src[l];
+        for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * step] = src[l];
     }
     // Next row: every axis but r, first fastest.
     std::size_t d = 0;
@@ -364,19 +427,83 @@ void run_block(const GridStage& stage, const GridBlock& block, Workspace& ws, Gr
   }
 }
 
-void run_stage(const GridStage& stage, std::vector<Workspace>& ws, GridWorkspace::Impl& im, double t,
+/// Stage s over box ∩ within on one member's scratch.
+void run_stage(const GridStage& stage, std::size_t s, GridScratch& sc, const GridWorkspace::Impl& im, double t,
                const GridBox& within) {
   for (std::size_t b = 0; b < stage.blocks.size(); ++b)
-    for (const GridBox& box : stage.blocks[b].boxes) run_block(stage, stage.blocks[b], ws[b], im, t, box, within);
+    for (const GridBox& box : stage.blocks[b].boxes)
+      run_block(stage, stage.blocks[b], im.plans[s][b], sc.ws[s][b], sc, im, t, box, within);
 }
 
-GridBox whole_box(const std::vector<std::int64_t>& extents) {
-  return GridBox{std::vector<std::int64_t>(extents.size(), 1), extents};
+/// Stage s over the whole grid, split into one slab per member of the team along the stage's
+/// longest axis (7 x 7 x 72: along the 72 levels). Every cell is computed by the same program
+/// from the same inputs whichever slab holds it, so the bits do not depend on the team's size.
+/// The caller's next stage starts after every slab is done (the stages read each other's
+/// outputs at neighbouring cells).
+/// Member `member`'s slab of a stage's grid (of `members` slabs along its longest axis), or
+/// false when the axis has fewer cells than members and this one has none.
+bool slab_of(const GridStage& stage, unsigned member, unsigned members, GridBox& slab) {
+  slab = GridBox{std::vector<std::int64_t>(stage.extents.size(), 1), stage.extents};
+  if (stage.extents.empty()) return member == 0;
+  std::size_t axis = 0;
+  for (std::size_t d = 1; d < stage.extents.size(); ++d)
+    if (stage.extents[d] > stage.extents[axis]) axis = d;
+  const std::int64_t length = stage.extents[axis];
+  const std::int64_t slabs = std::min<std::int64_t>(members, length);
+  if (member >= slabs) return false;
+  slab.lo[axis] = 1 + member * length / slabs;
+  slab.hi[axis] = (member + 1) * length / slabs;
+  return true;
 }
+
+/// The stages `group` over the whole grid, each split into one slab per member of the team.
+/// Every cell is computed by the same program from the same inputs whichever slab holds it,
+/// so the bits do not depend on the team's size. Returns after every slab is done: the next
+/// group reads this one's outputs at neighbouring cells.
+void run_group(const GridProgram& gp, std::span<const std::size_t> group, GridWorkspace::Impl& im, double t) {
+  const unsigned members = im.team ? im.team->size() : 1;
+  const GridWorkspace::Impl& shared = im;
+  auto work = [&](unsigned member) {
+    GridBox slab;
+    for (std::size_t s : group)
+      if (slab_of(gp.stages[s], member, members, slab)) run_stage(gp.stages[s], s, im.scratch[member], shared, t, slab);
+  };
+  if (members == 1) work(0);
+  else im.team->run(work);
+}
+
+void run_stage_whole(const GridProgram& gp, std::size_t s, GridWorkspace::Impl& im, double t) {
+  const std::size_t one[1] = {s};
+  run_group(gp, one, im, t);
+}
+
+/// grid_rhs's stages by dependency level: a stage's level is one more than the highest level
+/// of the per-call observed stages whose arrays it reads (0 when it reads none).
+std::vector<std::vector<std::size_t>> group_rhs_stages(const GridProgram& gp) {
+  std::vector<int> producer_level(gp.arrays.size(), -1);  // per-call observed array -> level
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+    const GridStage& st = gp.stages[s];
+    const bool per_call = (st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency;
+    if (!per_call) continue;
+    int level = 0;
+    for (const auto& b : st.blocks)
+      for (const auto& in : b.inputs)
+        if (in.kind == GridInput::Kind::Array && producer_level[in.array] >= 0)
+          level = std::max(level, producer_level[in.array] + 1);
+    if (st.kind == Kind::Observed)
+      for (std::size_t a : st.targets) producer_level[a] = level;
+    if (groups.size() <= static_cast<std::size_t>(level)) groups.resize(static_cast<std::size_t>(level) + 1);
+    groups[static_cast<std::size_t>(level)].push_back(s);
+  }
+  return groups;
+}
+
 
 }  // namespace
 
-GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std::span<const double> p) {
+GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std::span<const double> p,
+                                  unsigned threads) {
   ESI_ASSERT(p.size() == gp.parameter_count);
   GridWorkspace out;
   out.impl = std::make_unique<GridWorkspace::Impl>();
@@ -412,12 +539,27 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
   }
   im.iota_first = -kIotaMargin;
   for (std::int64_t v = -kIotaMargin; v <= longest + kIotaMargin; ++v) im.iota.push_back(static_cast<double>(v));
-  im.ws.resize(gp.stages.size());
+  // A member of the team per slab of the longest axis; more members than cells along it
+  // would have nothing to do.
+  std::int64_t most = 1;
+  for (const auto& st : gp.stages)
+    for (auto e : st.extents) most = std::max(most, e);
+  const unsigned members = static_cast<unsigned>(std::clamp<std::int64_t>(threads, 1, most));
+  im.scratch.resize(members);
+  for (GridScratch& sc : im.scratch) {
+    sc.ws.resize(gp.stages.size());
+    for (std::size_t s = 0; s < gp.stages.size(); ++s)
+      for (const auto& b : gp.stages[s].blocks) {
+        sc.ws[s].push_back(b.program.make_workspace(kRowLanes));
+        b.program.prepare(sc.ws[s].back(), p);
+      }
+  }
+  if (members > 1) im.team = std::make_unique<detail::ThreadTeam>(members);
+  im.plans.resize(gp.stages.size());
   for (std::size_t s = 0; s < gp.stages.size(); ++s)
-    for (const auto& b : gp.stages[s].blocks) {
-      im.ws[s].push_back(b.program.make_workspace(kRowLanes));
-      b.program.prepare(im.ws[s].back(), p);
-    }
+    for (const auto& b : gp.stages[s].blocks) im.plans[s].push_back(plan_fields(gp, b, gp.stages[s].extents.size()));
+  im.whole = true;
+  im.rhs_groups = group_rhs_stages(gp);
   // Observed arrays that read no state: once, now.
   for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
     const GridArray& a = gp.arrays[k];
@@ -429,7 +571,7 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
   }
   for (std::size_t s = 0; s < gp.stages.size(); ++s)
     if (gp.stages[s].kind == Kind::Observed && !gp.stages[s].reads_state)
-      run_stage(gp.stages[s], im.ws[s], im, 0.0, whole_box(gp.stages[s].extents));
+      run_stage_whole(gp, s, im, 0.0);
   return out;
 }
 
@@ -438,6 +580,7 @@ namespace {
 /// Points the state arrays' views at `y` and their outputs at `dy` (whole grid).
 void bind_whole(const GridProgram& gp, GridWorkspace::Impl& im, const double* y, double* dy) {
   im.y = y;
+  im.whole = true;
   for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
     const GridArray& a = gp.arrays[k];
     if (a.kind == GridArray::Kind::State) {
@@ -458,8 +601,7 @@ void grid_initial(const GridProgram& gp, GridWorkspace& ws, std::span<double> y)
   bind_whole(gp, im, y.data(), y.data());
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    if (st.kind == Kind::Observed && st.reads_state) run_stage(st, im.ws[s], im, 0.0, whole_box(st.extents));
-    if (st.kind == Kind::Initial) run_stage(st, im.ws[s], im, 0.0, whole_box(st.extents));
+    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Initial) run_stage_whole(gp, s, im, 0.0);
   }
 }
 
@@ -468,11 +610,7 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
   auto& im = *ws.impl;
   ESI_ASSERT(y.size() == gp.state_count && dy.size() == gp.state_count);
   bind_whole(gp, im, y.data(), dy.data());
-  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
-    const GridStage& st = gp.stages[s];
-    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency)
-      run_stage(st, im.ws[s], im, t, whole_box(st.extents));
-  }
+  for (const auto& group : im.rhs_groups) run_group(gp, group, im, t);
 }
 
 std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
@@ -486,7 +624,7 @@ std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& 
   bind_whole(gp, im, y.data(), const_cast<double*>(y.data()));
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    if (st.kind == Kind::Observed && st.reads_state) run_stage(st, im.ws[s], im, t, whole_box(st.extents));
+    if (st.kind == Kind::Observed && st.reads_state) run_stage_whole(gp, s, im, t);
   }
   return im.observed[a.slot];
 }
@@ -607,6 +745,7 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
           throw Error("grid_tile_scalar_state", "", "",
                       "an array equation reads a scalar state; the Tile target does not hold scalars yet");
   im.y = nullptr;
+  im.whole = false;  // box views: the plans (whole-grid views) do not apply
   // States: the tile plus halo; outputs: the tile.
   std::size_t in_at = 0, out_at = 0;
   for (std::size_t k = 0; k < gp.arrays.size(); ++k) {
@@ -639,9 +778,9 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
       buf.assign(static_cast<std::size_t>(cells_of(b.lo, b.hi)), std::numeric_limits<double>::quiet_NaN());
       im.views[target] = box_view(buf.data(), b);
       im.outputs[target] = im.views[target];
-      run_stage(st, im.ws[s], im, t, b);
+      run_stage(st, s, im.scratch[0], im, t, b);
     } else if (st.kind == Kind::Tendency) {
-      run_stage(st, im.ws[s], im, t, tile);
+      run_stage(st, s, im.scratch[0], im, t, tile);
     }
   }
   // Observed views back to the whole-grid buffers (static ones never moved).

@@ -8,6 +8,8 @@
 // (g++ in ISO mode defaults to -ffp-contract=off); no -ffast-math.
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -272,6 +274,17 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   detail::NativeBlock<T> nb{in.u, in.u_stride, col, time, Q, W, in.forcing, nullptr,
                             in.du_stride, 0, in.scalars, R, in.tables, &detail::native_closed,
                             R + static_cast<std::size_t>(tape.lane.pinned) * W};
+  // Lane l of the time registers always holds the time code's values at time[l], and
+  // time[W] is the t every one of the W lanes holds (NaN when they differ, or after prepare,
+  // which rebuilds the registers). So with one t for every lane the time code runs only when t
+  // changes: once per t for a workspace a caller runs row after row (the grid's programs), not
+  // once per block. The values are the same scalar operations on the same inputs.
+  const bool one_time = args.t.size() == 1;
+  if (one_time && n > 0 &&
+      (std::isnan(args.t[0]) || std::bit_cast<std::uint64_t>(time[W]) != std::bit_cast<std::uint64_t>(args.t[0]))) {
+    std::fill_n(time, W + 1, args.t[0]);  // a NaN t leaves time[W] NaN: never taken as current
+    detail::kExec<double>[detail::width_index(W)](tape.time.code, Q, W, tin);
+  }
   for (std::size_t b0 = 0; b0 < n; b0 += W) {
     const std::size_t real = std::min(W, n - b0);
     const std::size_t wi = detail::width_index(real);
@@ -281,11 +294,14 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
       const std::size_t lane = b0 + std::min(l, real - 1);
       col[l] = lanes_target ? args.cells[lane] : static_cast<std::int64_t>(lane);
       ESI_ASSERT(col[l] >= 0 && static_cast<std::size_t>(col[l]) < args.u.columns);
-      time[l] = args.t[args.t.size() == 1 ? 0 : lane];
     }
     in.du = args.du.data + b0;
     in.real_lanes = real;
-    detail::kExec<double>[wi](tape.time.code, Q, W, tin);
+    if (!one_time) {
+      time[W] = std::numeric_limits<double>::quiet_NaN();
+      for (std::size_t l = 0; l < L; ++l) time[l] = args.t[b0 + std::min(l, real - 1)];
+      detail::kExec<double>[wi](tape.time.code, Q, W, tin);
+    }
     if (native) {
       nb.du = in.du;
       nb.lanes = real;
@@ -352,7 +368,7 @@ Workspace Program::make_workspace(std::size_t lanes, DType dtype) const {
   ws.scalars_.reset(dtype == DType::F64 ? poisoned<double>(ns) : poisoned<float>(ns));
   ws.setup_.assign(tape_->setup.registers, std::numeric_limits<double>::quiet_NaN());
   ws.columns_.assign(W, 0);
-  ws.times_.assign(W, std::numeric_limits<double>::quiet_NaN());
+  ws.times_.assign(W + 1, std::numeric_limits<double>::quiet_NaN());  // [W]: the t of every lane
   return ws;
 }
 
@@ -372,6 +388,8 @@ void Program::prepare(Workspace& ws, std::span<const double> p) const {
     import_setup(tape_->lane, reinterpret_cast<float*>(ws.regs_.get()), W, ws.setup_);
     import_scalars(*tape_, reinterpret_cast<float*>(ws.scalars_.get()), ws.setup_);
   }
+  // The time registers were just rebuilt from the setup: no lane holds a computed time now.
+  std::fill(ws.times_.begin(), ws.times_.end(), std::numeric_limits<double>::quiet_NaN());
   ws.prepared_ = true;
 }
 

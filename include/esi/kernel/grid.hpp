@@ -99,8 +99,8 @@ struct GridCompileOptions {
 /// neither an array of the system nor a state.
 GridProgram compile_grid(const esm::System& system, const GridCompileOptions& options = {});
 
-/// Scratch for one thread: per-program workspaces prepared for the parameters, buffers of
-/// the observed arrays, the parameter arrays' values.
+/// Scratch for one caller: per-program workspaces prepared for the parameters (one set per
+/// thread of its team), buffers of the observed arrays, the parameter arrays' values.
 struct GridWorkspace {
   struct Impl;
   std::unique_ptr<Impl> impl;
@@ -114,8 +114,15 @@ struct GridWorkspace {
 /// parameter arrays (System::Array::values): computes the observed arrays that read no state.
 /// Throws `grid_parameter_missing` when a parameter array read by a program has a cell with
 /// no value (NaN: nothing gave one).
+///
+/// `threads`: grid_rhs, grid_initial and grid_array_values run each stage in slabs along the
+/// stage's longest axis, one slab per thread, a stage after the one before has finished (the
+/// workspace keeps threads-1 threads asleep between calls; at most one per cell along the
+/// longest axis). Every cell is computed by the same program from the same inputs whatever
+/// slab holds it: the results are the same bits for any thread count. The Tile target runs on
+/// the calling thread.
 GridWorkspace make_grid_workspace(const GridProgram& program, const esm::System& system,
-                                  std::span<const double> p);
+                                  std::span<const double> p, unsigned threads = 1);
 
 /// Writes the initial values of the state arrays that have an initial-value equation into
 /// `y` (System::states order); the other entries are left alone.
