@@ -47,15 +47,20 @@ bool CellOperator::run(double t, double t_next, std::vector<double>& u, const La
   for (std::size_t s = 0; s < n; ++s)
     std::copy_n(u.begin() + static_cast<std::ptrdiff_t>(first_[s]), count_,
                 states_.begin() + static_cast<std::ptrdiff_t>(s * count_));
+  // Parameter and observed arrays at (t, u), the observed stages run once for all of them.
+  grid_inputs_.clear();
+  for (const Input& in : inputs_)
+    if (in.position_axis < 0 && in.state_first < 0) grid_inputs_.push_back(in.grid_array);
+  grid_values_.resize(grid_inputs_.size());
+  if (!grid_inputs_.empty()) kernel::grid_array_values(*m_.grid, *m_.grid_ws, t, u, grid_inputs_, grid_values_);
+  std::size_t next_grid_input = 0;
   for (std::size_t q = 0; q < inputs_.size(); ++q) {
     const Input& in = inputs_[q];
     if (in.position_axis >= 0) {
       positions(static_cast<std::size_t>(in.position_axis), params_.data() + q * count_);
       continue;
     }
-    const double* src = in.state_first >= 0
-                            ? u.data() + in.state_first
-                            : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t, u, in.grid_array).data();
+    const double* src = in.state_first >= 0 ? u.data() + in.state_first : grid_values_[next_grid_input++].data();
     gather(src, in.stride, params_.data() + q * count_);
   }
   CellData data;

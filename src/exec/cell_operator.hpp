@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "esi/exec/lane_pool.hpp"
@@ -39,6 +40,8 @@ class CellOperator {
   void positions(std::size_t axis, double* dst) const;
   void gather(const double* src, const std::vector<std::int64_t>& stride, double* dst) const;
 
+  std::vector<std::size_t> grid_inputs_;  // scratch: the inputs read from grid arrays
+  std::vector<std::span<const double>> grid_values_;
   Model& m_;
   const PointwiseSplit& split_;
   const CellModel& cells_;

@@ -615,18 +615,33 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
 
 std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
                                           std::span<const double> y, std::size_t array) {
+  std::span<const double> out;
+  grid_array_values(gp, ws, t, y, std::span<const std::size_t>(&array, 1), std::span<std::span<const double>>(&out, 1));
+  return out;
+}
+
+void grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t, std::span<const double> y,
+                       std::span<const std::size_t> arrays, std::span<std::span<const double>> out) {
   auto& im = *ws.impl;
-  ESI_ASSERT(y.size() == gp.state_count && array < gp.arrays.size());
-  const GridArray& a = gp.arrays[array];
-  ESI_ASSERT(a.kind != GridArray::Kind::State);
-  if (a.kind == GridArray::Kind::Parameter) return im.parameters[array];
-  // Observed stages write only their observed buffers, so dy is never touched here.
-  bind_whole(gp, im, y.data(), const_cast<double*>(y.data()));
-  for (std::size_t s = 0; s < gp.stages.size(); ++s) {
-    const GridStage& st = gp.stages[s];
-    if (st.kind == Kind::Observed && st.reads_state) run_stage_whole(gp, s, im, t);
+  ESI_ASSERT(y.size() == gp.state_count && out.size() == arrays.size());
+  bool observed = false;
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    ESI_ASSERT(arrays[k] < gp.arrays.size() && gp.arrays[arrays[k]].kind != GridArray::Kind::State);
+    observed = observed || gp.arrays[arrays[k]].kind == GridArray::Kind::Observed;
   }
-  return im.observed[a.slot];
+  if (observed) {
+    // Observed stages write only their observed buffers, so dy is never touched here.
+    bind_whole(gp, im, y.data(), const_cast<double*>(y.data()));
+    for (std::size_t s = 0; s < gp.stages.size(); ++s) {
+      const GridStage& st = gp.stages[s];
+      if (st.kind == Kind::Observed && st.reads_state) run_stage_whole(gp, s, im, t);
+    }
+  }
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    const GridArray& a = gp.arrays[arrays[k]];
+    out[k] = a.kind == GridArray::Kind::Parameter ? std::span<const double>(im.parameters[arrays[k]])
+                                                  : std::span<const double>(im.observed[a.slot]);
+  }
 }
 
 namespace {

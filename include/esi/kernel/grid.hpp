@@ -138,6 +138,10 @@ void grid_rhs(const GridProgram& program, GridWorkspace& ws, double t, std::span
 /// State arrays are not returned (read them from y at GridArray::first_state).
 std::span<const double> grid_array_values(const GridProgram& program, GridWorkspace& ws, double t,
                                           std::span<const double> y, std::size_t array);
+/// Several arrays at one (t, y): the per-call observed stages run once, then out[k] holds
+/// arrays[k]'s values (valid until the workspace is used again).
+void grid_array_values(const GridProgram& program, GridWorkspace& ws, double t, std::span<const double> y,
+                       std::span<const std::size_t> arrays, std::span<std::span<const double>> out);
 /// The halo (cells per output axis) a tile's state storage needs beyond the tile.
 std::vector<std::int64_t> grid_tile_halo(const GridProgram& program);
 
