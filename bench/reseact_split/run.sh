@@ -12,7 +12,7 @@ out=${1:-$root/build/reseact_split}
 py=/usr/bin/python3
 "$py" "$root/bench/reseact_split/make_case.py" "$corpus" "$root" "$out"
 cd "$out"
-runs="lie300 lie150 strang300 ref mono"
+runs="lie300 lie150 strang300 ref mono mono6"
 [ "${CHECK:-0}" = 1 ] && runs="$runs mono30 rodas30"
 for c in $runs; do
   /usr/bin/time -f "$c: %e s wall, %U s user" "$root/build/esi" run reseact/prototypes/c/chem7.esm -c $c.run.json \

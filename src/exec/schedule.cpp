@@ -259,8 +259,9 @@ class Runner {
       if (system.grid.empty())
         throw Error("unsupported_method_for_operator", config.file, where,
                     name + " integrates a gridded model's grid terms explicitly and its pointwise terms "
-                    "implicitly; this model has no arrays on a grid, so give it an implicit method (Rodas5P, "
-                    "KenCarp needs a split)");
+                    "implicitly, and this model is not in the per-region grid form (it has no arrays on a "
+                    "grid, or another leaf runs an implicit method on the cell form): give it an implicit "
+                    "method such as Rodas5P");
       std::string why;
       if (!split_) split_ = split_pointwise(system, why);
       if (!split_)
