@@ -2,7 +2,7 @@
 """Differences of each run's final state from the references (make_case.py's runs).
 
 usage: compare.py DIR   (reads DIR/{lie300,lie150,strang300,ref,mono,mono6}.csv and, when
-                         present, DIR/{mono30,rodas30}.csv)
+                         present, DIR/{mono5,rodas5}.csv)
 
 For each pair: the relative L2 difference over every column but time (dominated by the air mass
 Transport3D.m, which chemistry does not change, and CO), the same over the chemistry species
@@ -54,4 +54,4 @@ for run in ["lie300", "lie150", "strang300"]:
 for run in ["lie300", "lie150", "strang300", "ref"]:
     report(run, "mono", d)
 report("mono6", "mono", d)
-report("mono30", "rodas30", d)
+report("mono5", "rodas5", d)
