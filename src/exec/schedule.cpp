@@ -16,6 +16,7 @@
 #include "esi/plan/plan.hpp"
 #include "exec/cell_operator.hpp"
 #include "exec/discrete_events.hpp"
+#include "exec/imex_operator.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
@@ -303,9 +304,35 @@ class Runner {
     std::vector<const ScheduleNode*> nodes;
     collect_leaves(config.schedule, nodes);
     bool implicit = false;
-    for (const ScheduleNode* n : nodes)
+    const ScheduleNode* imex_leaf = nullptr;
+    for (const ScheduleNode* n : nodes) {
       implicit = implicit || n->leaf.method == method::MethodId::Auto || method::method_info(n->leaf.method).needs_jacobian;
-    if (binding_.whole) {
+      if (method::is_imex(n->leaf.method) && !imex_leaf) imex_leaf = n;
+    }
+    if (binding_.whole && imex_leaf) {
+      // The monolithic reference of a split run: the grid terms explicit, the pointwise terms
+      // of every cell implicit, integrated together (exec/imex_operator.hpp).
+      const std::string name(method::method_info(imex_leaf->leaf.method).name);
+      const std::string where = pointer_join(imex_leaf->pointer, "alg");
+      if (system.grid.empty())
+        throw Error("unsupported_method_for_operator", config.file, where,
+                    name + " integrates a gridded model's grid terms explicitly and its pointwise terms "
+                    "implicitly, and this model is not in the per-region grid form (it has no arrays on a "
+                    "grid, or another leaf runs an implicit method on the cell form): give it an implicit "
+                    "method such as Rodas5P");
+      std::string why;
+      if (!split_) split_ = split_pointwise(system, why);
+      if (!split_)
+        throw Error("unsupported_method_for_operator", config.file, where,
+                    name + " integrates the pointwise terms (chemistry) implicitly and the rest explicitly, "
+                    "and this model has no pointwise part that can be separated: " + why);
+      model_ = detail::build_model(split_->rest, o_.document, false, true, o_.native,
+                                   static_cast<unsigned>(c_.threads));
+      imex_.emplace(*model_, *split_);
+      binding_.summary = "the whole right-hand side as one IMEX problem: the grid terms explicit, the pointwise "
+                         "terms of " + std::to_string(imex_->cells()) + " cells x " +
+                         std::to_string(imex_->cell_states()) + " states implicit (block-diagonal Jacobian)";
+    } else if (binding_.whole) {
       model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true, o_.native,
                                    static_cast<unsigned>(c_.threads));
     } else {
@@ -329,11 +356,13 @@ class Runner {
     cache_.resize(o_.forcing.size());
     // The leaves' integrators see the model through this problem, which picks the forcing
     // epoch by stage time (see rhs_at_stage).
-    problem_ = model_->problem;
+    inner_ = imex_ ? &imex_->problem() : &model_->problem;
+    problem_ = *inner_;
     problem_.context = this;
     problem_.rhs = &Runner::rhs_at_stage;
     if (problem_.jacobian) problem_.jacobian = &Runner::jacobian_at_stage;
     if (problem_.rhs_split) problem_.rhs_split = &Runner::rhs_split_at_stage;
+    if (problem_.rhs_implicit) problem_.rhs_implicit = &Runner::rhs_implicit_at_stage;
     if (problem_.implicit_jacobian) problem_.implicit_jacobian = &Runner::implicit_jacobian_at_stage;
     for (const auto& s : model_->system.states) traj_.names.push_back(s.name);
     for (const auto& s : model_->system.observed) traj_.names.push_back(s.name);
@@ -521,7 +550,9 @@ class Runner {
     const LeafChoice choice = choose_leaf(n, l.target, binding_, c_.macro_dt);
     l.io.method = choice.method;
     if (choice.automatic) l.report.why = choice.why;
-    if (model_->grid && (l.io.method == method::MethodId::Auto || method::method_info(l.io.method).needs_jacobian))
+    const bool monolithic_imex = imex_ && method::is_imex(l.io.method);
+    if (model_->grid && !monolithic_imex &&
+        (l.io.method == method::MethodId::Auto || method::method_info(l.io.method).needs_jacobian))
       throw Error("unsupported_method_for_operator", c_.file, where,
                   "operator '" + s.op + "' runs over the grid without a Jacobian; give it an explicit method "
                   "(SSPRK43, Tsit5, ...) and put stiff pointwise terms in an operator of their own");
@@ -661,8 +692,11 @@ class Runner {
   void at_stage(double t, Call call) {
     const bool next = t >= epoch_end_ && has_epoch(t);
     if (next) refresh_forcing(t, true);
-    call(model_->problem);
+    call(*inner_);
     if (next) refresh_forcing(epoch_start_);
+  }
+  static void rhs_implicit_at_stage(void* c, double t, const double* u, double* di) {
+    static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.rhs_implicit(p.context, t, u, di); });
   }
   static void rhs_at_stage(void* c, double t, const double* u, double* du) {
     static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.rhs(p.context, t, u, du); });
@@ -785,6 +819,7 @@ class Runner {
         if (slot.cell_parameters[c] >= 0) model_->p[static_cast<std::size_t>(slot.cell_parameters[c])] = full[c];
     }
     if (changed) model_->prepare_all();
+    if (changed && imex_) imex_->prepare();
     if (changed && !stage) prefetch_next();
   }
 
@@ -799,7 +834,7 @@ class Runner {
                     "event '" + ev.name + "' fires when a condition crosses zero, which needs root finding inside "
                     "an integrator's step: esi run fires discrete events (preset times, periodic, conditions "
                     "checked at the end of each macro step); esi simulate runs crossing events");
-      if (binding_.whole) continue;
+      if (binding_.whole && !imex_) continue;  // the IMEX operator's cells hold parameters too
       for (const auto* list : {&ev.affects, &ev.affects_down})
         for (const detail::Assignment& a : *list)
           if (a.parameter)
@@ -838,6 +873,8 @@ class Runner {
   std::optional<PointwiseSplit> split_;
   std::shared_ptr<const CellModel> cells_;
   std::optional<detail::CellOperator> cell_op_;
+  std::optional<detail::ImexOperator> imex_;   ///< a monolithic IMEX leaf's problem
+  const method::OdeProblem* inner_ = nullptr;  ///< what the leaves' problem_ wraps
   std::vector<Leaf> leaves_;
   std::vector<ForcingSlot> slots_;
   std::vector<std::ptrdiff_t> loaded_;
@@ -861,7 +898,9 @@ bool whole_implicit(const RunConfig& config) {
   bool implicit = false;
   for (const ScheduleNode* l : leaves) {
     if (l->leaf.op != "all") return false;
-    implicit = implicit || l->leaf.method == method::MethodId::Auto || method::method_info(l->leaf.method).needs_jacobian;
+    // IMEX methods run the per-region form (grid terms explicit, cells implicit).
+    implicit = implicit || l->leaf.method == method::MethodId::Auto ||
+               (method::method_info(l->leaf.method).needs_jacobian && !method::is_imex(l->leaf.method));
   }
   return implicit;
 }

@@ -20,6 +20,11 @@ void Evaluator::split(double t, const double* u, double* du_explicit, double* du
 
 void Evaluator::implicit_part(double t, const double* u, double* du_implicit,
                               double* scratch) const {
+  if (problem->rhs_implicit) {
+    ++stats->rhs_evaluations;
+    problem->rhs_implicit(problem->context, t, u, du_implicit);
+    return;
+  }
   split(t, u, scratch, du_implicit);
 }
 

@@ -9,7 +9,7 @@
 namespace esi::method {
 namespace {
 
-constexpr std::array<MethodInfo, 22> kMethods{{
+constexpr std::array<MethodInfo, 24> kMethods{{
     {MethodId::Euler, "Euler", 1, 0, false, 1.0},
     {MethodId::Heun, "Heun", 2, 1, false, 1.0},
     {MethodId::RK4, "RK4", 4, 0, false, 0.0},
@@ -31,6 +31,8 @@ constexpr std::array<MethodInfo, 22> kMethods{{
     {MethodId::TRBDF2, "TRBDF2", 2, 3, true, 0.0},
     {MethodId::Kvaerno3, "Kvaerno3", 3, 2, true, 0.0},
     {MethodId::IMEXEuler, "IMEXEuler", 1, 0, true, 0.0},
+    {MethodId::KenCarp3, "KenCarp3", 3, 2, true, 0.0},
+    {MethodId::KenCarp4, "KenCarp4", 4, 3, true, 0.0},
     // Sundials.jl's name; BDF orders 1 to 5, the local error estimated at the current order.
     {MethodId::CVODE_BDF, "CVODE_BDF", 5, 5, true, 0.0},
 }};
@@ -73,6 +75,10 @@ bool is_rosenbrock(MethodId id) {
   return id != MethodId::Auto && detail::family_of(id) == detail::Family::Rosenbrock;
 }
 
+bool is_imex(MethodId id) {
+  return id != MethodId::Auto && detail::family_of(id) == detail::Family::Imex;
+}
+
 std::string_view return_code_name(ReturnCode code) {
   switch (code) {
     case ReturnCode::Success: return "Success";
@@ -92,7 +98,7 @@ Family family_of(MethodId id) {
   if (id <= MethodId::DP5) return Family::Explicit;
   if (id <= MethodId::ROS34PW2) return Family::Rosenbrock;
   if (id <= MethodId::Kvaerno3) return Family::Sdirk;
-  if (id == MethodId::IMEXEuler) return Family::Imex;
+  if (id <= MethodId::KenCarp4) return Family::Imex;
   return Family::Sundials;
 }
 

@@ -110,5 +110,8 @@ std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& e
 /// SDIRK (MethodId ImplicitEuler..Kvaerno3) and IMEXEuler; Newton tolerances from options.
 std::unique_ptr<Stepper> make_implicit_stepper(MethodId id, const Evaluator& eval,
                                                const IntegratorOptions& options);
+/// Additive Runge-Kutta IMEX pairs (KenCarp3, KenCarp4; ark_stepper.cpp).
+std::unique_ptr<Stepper> make_ark_stepper(MethodId id, const Evaluator& eval,
+                                          const IntegratorOptions& options);
 
 }  // namespace esi::method::detail

@@ -49,6 +49,22 @@ struct SdirkTableau {
   double c[kMaxStages] = {};
 };
 
+/// Additive Runge-Kutta (IMEX) for f = f_E + f_I: an explicit tableau `ae` and an ESDIRK tableau
+/// `ai` (diagonal gamma, first stage explicit) sharing c and b. With kE_j = f_E(t + c_j h, Y_j)
+/// and kI_j = f_I(t + c_j h, Y_j):
+///   Y_i = u0 + h sum_{j<i} (ae[i][j] kE_j + ai[i][j] kI_j) + h gamma kI_i,
+///   u1 = u0 + h sum b[j] (kE_j + kI_j),  error estimate h sum btilde[j] (kE_j + kI_j),
+/// filtered by (I - h gamma J_I)^{-1} like the SDIRK estimate.
+struct ArkTableau {
+  int stages = 0;
+  double gamma = 0;
+  double ae[kMaxStages][kMaxStages] = {};
+  double ai[kMaxStages][kMaxStages] = {};
+  double b[kMaxStages] = {};
+  double btilde[kMaxStages] = {};
+  double c[kMaxStages] = {};
+};
+
 /// Continuous extension of an explicit RK step (its own dense output):
 ///   u(t0 + theta h) = u0 + h sum_i w_i(theta) k_i,  w_i(theta) = sum_{p=1..4} r[i][p-1] theta^p.
 /// w_i(1) = b[i] up to rounding, so the polynomial meets the step end; `order` is its order
@@ -74,6 +90,7 @@ Family family_of(MethodId id);
 const ErkTableau& erk_tableau(MethodId id);
 const RosenbrockTableau& rosenbrock_tableau(MethodId id);
 const SdirkTableau& sdirk_tableau(MethodId id);
+const ArkTableau& ark_tableau(MethodId id);  ///< KenCarp3, KenCarp4 (tableaus_imex.cpp)
 /// The method's own dense output, or null when it has none (the Integrator then uses cubic
 /// Hermite). Defined in dense_tableaus.cpp.
 const ErkDense* erk_dense(MethodId id);

@@ -63,6 +63,55 @@ struct SplitCos {
   }
 };
 
+/// Nonlinear split problem with exact solution x = cos t, y = sin t (u(0) = (1, 0)):
+///   x' = [y - 2 sin t + x^2 - cos^2 t] + [-lambda (x - cos t)],
+///   y' = [x y - cos t sin t + cos t]   + [-lambda (y - sin t)];
+/// the first bracket is the non-stiff explicit part (it reads both states), the second the
+/// linear, non-autonomous implicit part, stiff for large lambda (context: a double*, else 10).
+struct SplitNonlinear {
+  static double lambda(void* ctx) { return ctx ? *static_cast<double*>(ctx) : 10.0; }
+  static void explicit_part(double t, const double* u, double* fe) {
+    const double c = std::cos(t), s = std::sin(t);
+    fe[0] = u[1] - 2 * s + u[0] * u[0] - c * c;
+    fe[1] = u[0] * u[1] - c * s + c;
+  }
+  static void implicit_part(void* ctx, double t, const double* u, double* fi) {
+    fi[0] = -lambda(ctx) * (u[0] - std::cos(t));
+    fi[1] = -lambda(ctx) * (u[1] - std::sin(t));
+  }
+  static void rhs(void* ctx, double t, const double* u, double* du) {
+    double fi[2];
+    explicit_part(t, u, du);
+    implicit_part(ctx, t, u, fi);
+    du[0] += fi[0], du[1] += fi[1];
+  }
+  static void split(void* ctx, double t, const double* u, double* fe, double* fi) {
+    explicit_part(t, u, fe);
+    implicit_part(ctx, t, u, fi);
+  }
+  static void implicit_jac(void* ctx, double, const double*, double* v) {
+    v[0] = v[1] = -lambda(ctx);  // CSR: (0,0) (1,1)
+  }
+  static std::vector<double> exact(double t) { return {std::cos(t), std::sin(t)}; }
+  /// analytic: the CSR Jacobian of the implicit part and rhs_implicit; else both left out
+  /// (the method differences rhs_split).
+  static OdeProblem problem(double* lambda_value = nullptr, bool analytic = true) {
+    OdeProblem p;
+    p.size = 2;
+    p.context = lambda_value;
+    p.rhs = rhs;
+    p.rhs_split = split;
+    if (analytic) {
+      p.jac_row_ptr = {0, 1, 2};
+      p.jac_col = {0, 1};
+      p.implicit_jacobian = implicit_jac;
+      p.rhs_implicit = implicit_part;
+    }
+    p.names = {"x", "y"};
+    return p;
+  }
+};
+
 /// Van der Pol, x' = y, y' = mu ((1 - x^2) y - x), mu = 10 (mildly stiff).
 struct VanDerPol {
   static constexpr double kMu = 10;

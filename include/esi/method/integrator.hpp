@@ -28,8 +28,9 @@ enum class MethodId {
   Rosenbrock23, Rosenbrock32, ROS3P, Rodas3, Rodas4, Rodas5P, ROS34PW2,
   // SDIRK
   ImplicitEuler, Trapezoid, TRBDF2, Kvaerno3,
-  // IMEX
-  IMEXEuler,
+  // IMEX: f = f_explicit + f_implicit (OdeProblem::rhs_split); additive Runge-Kutta pairs of
+  // Kennedy & Carpenter (2003), explicit and ESDIRK tableaus sharing c and b
+  IMEXEuler, KenCarp3, KenCarp4,
   // SUNDIALS CVODE (variable-order BDF with its own step, order and Newton control; only in a
   // build that found libsundials-dev: see method_available)
   CVODE_BDF,
@@ -54,6 +55,8 @@ std::span<const MethodId> all_methods();  ///< every available id but Auto
 bool method_available(MethodId id);
 /// True for the Rosenbrock family (what lane pools run).
 bool is_rosenbrock(MethodId id);
+/// True for the IMEX family (IMEXEuler, KenCarp3, KenCarp4): they need OdeProblem::rhs_split.
+bool is_imex(MethodId id);
 
 enum class ControllerKind {
   Default,  ///< PI with OrdinaryDiffEq's defaults for the method (I for fixed-order pairs)

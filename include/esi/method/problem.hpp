@@ -33,6 +33,9 @@ struct OdeProblem {
   void (*rhs_split)(void* context, double t, const double* u, double* du_explicit,
                     double* du_implicit) = nullptr;
   void (*implicit_jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+  /// Optional f_implicit alone (the Newton iterations of IMEX methods evaluate only it); when
+  /// null they call rhs_split and drop the explicit part, which may cost far more (transport).
+  void (*rhs_implicit)(void* context, double t, const double* u, double* du_implicit) = nullptr;
 
   /// Optional state names (flattened names such as "SuperFast.O3") used in failure messages.
   std::vector<std::string> names;
