@@ -8,7 +8,8 @@ namespace esi::exec::detail {
 
 DiscreteEvents::DiscreteEvents(Model& model, double t0, double now) : m_(model), t0_(t0) {
   for (std::size_t e = 0; e < m_.events.events.size(); ++e)
-    if (m_.events.events[e].trigger == Trigger::Scheduled) next_.emplace_back(e, next_scheduled(e, now));
+    if (m_.events.events[e].trigger == Trigger::Scheduled)
+      next_.emplace_back(e, next_scheduled(e, now));
 }
 
 /// First periodic firing strictly after `t`: t0 + offset + k * interval, k >= 1 when the
@@ -16,8 +17,10 @@ DiscreteEvents::DiscreteEvents(Model& model, double t0, double now) : m_(model),
 double DiscreteEvents::periodic_after(const Event& ev, double t) const {
   const double base = t0_ + ev.offset;
   double k = std::floor((t - base) / ev.interval) + 1;
-  if (ev.offset == 0) k = std::max(k, 1.0);
-  else k = std::max(k, 0.0);
+  if (ev.offset == 0)
+    k = std::max(k, 1.0);
+  else
+    k = std::max(k, 0.0);
   double next = base + k * ev.interval;
   while (next <= t) next = base + (++k) * ev.interval;
   return next;
@@ -63,7 +66,8 @@ bool DiscreteEvents::fire_due(double t, std::vector<double>& u) {
   return fired;
 }
 
-bool DiscreteEvents::apply(const std::vector<Assignment>& affects, double t, std::vector<double>& u) {
+bool DiscreteEvents::apply(const std::vector<Assignment>& affects, double t,
+                           std::vector<double>& u) {
   if (affects.empty()) return false;
   const auto rhs = m_.affects->evaluate(t, u);
   std::vector<double> values;

@@ -34,13 +34,16 @@ struct CompiledExpression {
       if (!std::isfinite(v)) {
         std::string at;
         for (std::size_t d = 0; d < axes.size(); ++d)
-          at += (d ? ", " : "") + axes[d] + " = " + std::to_string(static_cast<std::int64_t>(position[d]));
+          at += (d ? ", " : "") + axes[d] + " = " +
+                std::to_string(static_cast<std::int64_t>(position[d]));
         throw Error("forcing_expression_invalid", file, pointer,
-                    "the forcing expression of '" + target + "' is " + (std::isnan(v) ? "NaN" : "infinite") +
-                        " at t = " + detail::number_text(t) + (at.empty() ? "" : " and " + at));
+                    "the forcing expression of '" + target + "' is " +
+                        (std::isnan(v) ? "NaN" : "infinite") + " at t = " + detail::number_text(t) +
+                        (at.empty() ? "" : " and " + at));
       }
       out[n] = v;
-      for (std::size_t d = 0; d < position.size() && ++position[d] > static_cast<double>(extents[d]); ++d)
+      for (std::size_t d = 0;
+           d < position.size() && ++position[d] > static_cast<double>(extents[d]); ++d)
         position[d] = 1.0;
     }
   }
@@ -48,7 +51,8 @@ struct CompiledExpression {
 
 }  // namespace
 
-ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& spec, const esm::System& system) {
+ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& spec,
+                                   const esm::System& system) {
   auto c = std::make_shared<CompiledExpression>();
   c->file = config.file;
   c->pointer = pointer_join(spec.pointer, "expression");
@@ -80,13 +84,15 @@ ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& s
       for (const auto& a : c->axes) allowed += ", " + a;
       throw Error("forcing_expression_invalid", config.file, c->pointer,
                   "the forcing expression of '" + spec.target + "' reads '" + n +
-                      "'; it may read only " + allowed + " (the target's axes give each cell's position)");
+                      "'; it may read only " + allowed +
+                      " (the target's axes give each cell's position)");
     }
   }
   if (reads_time && !(spec.every > 0))
-    throw Error("forcing_expression_invalid", config.file, c->pointer,
-                "the forcing expression of '" + spec.target +
-                    "' reads t, so it needs \"every\": the seconds between the records it is evaluated at");
+    throw Error(
+        "forcing_expression_invalid", config.file, c->pointer,
+        "the forcing expression of '" + spec.target +
+            "' reads t, so it needs \"every\": the seconds between the records it is evaluated at");
   for (const std::string& a : c->axes) {
     esm::FlatVariable v;
     v.name = a;
@@ -112,8 +118,10 @@ ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& s
   for (std::int64_t e : c->extents) p.record_values *= static_cast<std::size_t>(e);
   if (spec.every > 0) {
     // Enough records that the last bracketing pair still holds the stop time.
-    const auto last = static_cast<std::size_t>(std::floor((config.stop - config.start) / spec.every)) + 1;
-    for (std::size_t k = 0; k <= last; ++k) p.times.push_back(config.start + spec.every * static_cast<double>(k));
+    const auto last =
+        static_cast<std::size_t>(std::floor((config.stop - config.start) / spec.every)) + 1;
+    for (std::size_t k = 0; k <= last; ++k)
+      p.times.push_back(config.start + spec.every * static_cast<double>(k));
   } else {
     p.times = {config.start};
   }

@@ -74,9 +74,11 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split) : m_(rest),
     const auto [s, c] = owner[g];
     row.clear();
     if (s >= 0)
-      for (int j = jacobian_->row_ptr[std::size_t(s)]; j < jacobian_->row_ptr[std::size_t(s) + 1]; ++j) {
+      for (int j = jacobian_->row_ptr[std::size_t(s)]; j < jacobian_->row_ptr[std::size_t(s) + 1];
+           ++j) {
         const auto column_state = static_cast<std::size_t>(jacobian_->col[std::size_t(j)]);
-        row.emplace_back(int(first_[column_state] + std::size_t(c)), std::size_t(j) * count_ + std::size_t(c));
+        row.emplace_back(int(first_[column_state] + std::size_t(c)),
+                         std::size_t(j) * count_ + std::size_t(c));
       }
     std::sort(row.begin(), row.end());
     for (const auto& [column, source] : row) {
@@ -97,14 +99,16 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split) : m_(rest),
 }
 
 void ImexOperator::prepare() {
-  for (const auto& [cell_index, rest_index] : scalar_parameters_) p_[cell_index] = m_.p[std::size_t(rest_index)];
+  for (const auto& [cell_index, rest_index] : scalar_parameters_)
+    p_[cell_index] = m_.p[std::size_t(rest_index)];
   rhs_->prepare(*rhs_ws_, p_);
   jacobian_->values.prepare(*jacobian_ws_, p_);
 }
 
 void ImexOperator::gather(double t, const double* u) {
   const std::size_t n = first_.size();
-  for (std::size_t s = 0; s < n; ++s) std::copy_n(u + first_[s], count_, states_.data() + s * count_);
+  for (std::size_t s = 0; s < n; ++s)
+    std::copy_n(u + first_[s], count_, states_.data() + s * count_);
   const std::size_t r = split_.extents.size();
   std::vector<std::int64_t> x(r, 0);
   for (std::size_t q = 0; q < inputs_.size(); ++q) {
@@ -112,7 +116,8 @@ void ImexOperator::gather(double t, const double* u) {
     double* dst = inputs_values_.data() + q * count_;
     if (in.position_axis >= 0) {
       std::size_t inner = 1;
-      for (int d = 0; d < in.position_axis; ++d) inner *= static_cast<std::size_t>(split_.extents[std::size_t(d)]);
+      for (int d = 0; d < in.position_axis; ++d)
+        inner *= static_cast<std::size_t>(split_.extents[std::size_t(d)]);
       const auto extent = static_cast<std::size_t>(split_.extents[std::size_t(in.position_axis)]);
       for (std::size_t c = 0; c < count_; ++c) dst[c] = double((c / inner) % extent + 1);
       continue;
@@ -120,8 +125,8 @@ void ImexOperator::gather(double t, const double* u) {
     const double* src =
         in.state_first >= 0
             ? u + in.state_first
-            : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t, std::span<const double>(u, m_.problem.size),
-                                        in.grid_array)
+            : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t,
+                                        std::span<const double>(u, m_.problem.size), in.grid_array)
                   .data();
     std::fill(x.begin(), x.end(), 0);
     std::int64_t at = 0;

@@ -43,7 +43,8 @@ void ThreadTeam::serve(unsigned member) {
   while (true) {
     if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, kSpin)) {
       std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
+      start_.wait(lock,
+                  [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
       if (quit_) return;
     }
     Erased fn = nullptr;
