@@ -9,40 +9,19 @@
 
 namespace esi::exec::detail {
 
-ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split) : m_(rest), split_(split) {
-  count_ = 1;
-  for (std::int64_t e : split.extents) count_ *= static_cast<std::size_t>(e);
-  for (std::size_t a : split.cell_state_array)
-    first_.push_back(static_cast<std::size_t>(rest.system.arrays[a].first_state));
-  const std::size_t n = first_.size();
-  ESI_ASSERT(split.cell.states.size() == n);
-  // Cell inputs, read as CellOperator reads them, but at every evaluation (stage time and
+ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split)
+    : m_(rest), cells_at_(rest, split) {
+  // Cell inputs are read as CellOperator reads them, but at every evaluation (stage time and
   // stage state) instead of once per split step: a monolithic run holds nothing fixed.
-  for (std::size_t q = 0; q < split.cell_input_array.size(); ++q) {
-    Input in;
-    if (split.cell_input_array[q] == PointwiseSplit::kPosition) {
-      in.position_axis = split.cell_input_axes[q][0];
-      inputs_.push_back(std::move(in));
-      continue;
-    }
-    const auto& arr = rest.system.arrays[split.cell_input_array[q]];
-    in.state_first = arr.first_state >= 0 && !arr.parameter ? arr.first_state : -1;
-    if (in.state_first < 0)
-      for (std::size_t k = 0; k < rest.grid->arrays.size(); ++k)
-        if (rest.grid->arrays[k].name == arr.name) in.grid_array = k;
-    std::int64_t stride = 1;
-    in.stride.assign(split.extents.size(), 0);
-    for (std::size_t j = 0; j < split.cell_input_axes[q].size(); ++j) {
-      in.stride[static_cast<std::size_t>(split.cell_input_axes[q][j])] += stride;
-      stride *= arr.extents[j];
-    }
-    inputs_.push_back(std::move(in));
-  }
+  count_ = cells_at_.cells();
+  const std::vector<std::size_t>& first = cells_at_.first();
+  const std::size_t n = first.size();
+  ESI_ASSERT(split.cell.states.size() == n);
   kernel::CompileOptions co;
   co.forcing = split.cell_input_names;
   rhs_ = kernel::compile(split.cell, co);
   jacobian_ = kernel::compile_jacobian(split.cell, co);
-  ESI_ASSERT(rhs_->forcing_names().size() == inputs_.size());
+  ESI_ASSERT(rhs_->forcing_names().size() == cells_at_.input_count());
   const std::size_t width = std::min<std::size_t>(count_, 128);
   rhs_ws_ = rhs_->make_workspace(width);
   jacobian_ws_ = jacobian_->values.make_workspace(width);
@@ -57,17 +36,17 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split) : m_(rest),
   }
   states_.resize(n * count_);
   du_.resize(n * count_);
-  inputs_values_.resize(inputs_.size() * count_);
+  inputs_values_.resize(cells_at_.input_count() * count_);
   jac_out_.resize(jacobian_->col.size() * count_);
-  for (std::size_t q = 0; q < inputs_.size(); ++q)
+  for (std::size_t q = 0; q < cells_at_.input_count(); ++q)
     fields_.push_back(kernel::ForcingField<double>{inputs_values_.data() + q * count_, 1});
 
-  // Block-diagonal CSR over the whole state vector: row first_[s] + c holds cell c's block
-  // row s, columns first_[s'] + c sorted; rows of states outside the cells are empty.
+  // Block-diagonal CSR over the whole state vector: row first[s] + c holds cell c's block
+  // row s, columns first[s'] + c sorted; rows of states outside the cells are empty.
   const std::size_t size = rest.problem.size;
   std::vector<std::pair<int, int>> owner(size, {-1, -1});  // (cell state, cell)
   for (std::size_t s = 0; s < n; ++s)
-    for (std::size_t c = 0; c < count_; ++c) owner[first_[s] + c] = {int(s), int(c)};
+    for (std::size_t c = 0; c < count_; ++c) owner[first[s] + c] = {int(s), int(c)};
   problem_.jac_row_ptr.assign(1, 0);
   std::vector<std::pair<int, std::size_t>> row;
   for (std::size_t g = 0; g < size; ++g) {
@@ -77,7 +56,7 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split) : m_(rest),
       for (int j = jacobian_->row_ptr[std::size_t(s)]; j < jacobian_->row_ptr[std::size_t(s) + 1];
            ++j) {
         const auto column_state = static_cast<std::size_t>(jacobian_->col[std::size_t(j)]);
-        row.emplace_back(int(first_[column_state] + std::size_t(c)),
+        row.emplace_back(int(first[column_state] + std::size_t(c)),
                          std::size_t(j) * count_ + std::size_t(c));
       }
     std::sort(row.begin(), row.end());
@@ -106,45 +85,13 @@ void ImexOperator::prepare() {
 }
 
 void ImexOperator::gather(double t, const double* u) {
-  const std::size_t n = first_.size();
-  for (std::size_t s = 0; s < n; ++s)
-    std::copy_n(u + first_[s], count_, states_.data() + s * count_);
-  const std::size_t r = split_.extents.size();
-  std::vector<std::int64_t> x(r, 0);
-  for (std::size_t q = 0; q < inputs_.size(); ++q) {
-    const Input& in = inputs_[q];
-    double* dst = inputs_values_.data() + q * count_;
-    if (in.position_axis >= 0) {
-      std::size_t inner = 1;
-      for (int d = 0; d < in.position_axis; ++d)
-        inner *= static_cast<std::size_t>(split_.extents[std::size_t(d)]);
-      const auto extent = static_cast<std::size_t>(split_.extents[std::size_t(in.position_axis)]);
-      for (std::size_t c = 0; c < count_; ++c) dst[c] = double((c / inner) % extent + 1);
-      continue;
-    }
-    const double* src =
-        in.state_first >= 0
-            ? u + in.state_first
-            : kernel::grid_array_values(*m_.grid, *m_.grid_ws, t,
-                                        std::span<const double>(u, m_.problem.size), in.grid_array)
-                  .data();
-    std::fill(x.begin(), x.end(), 0);
-    std::int64_t at = 0;
-    for (std::size_t c = 0; c < count_; ++c) {  // odometer, first index fastest
-      dst[c] = src[at];
-      for (std::size_t d = 0; d < r; ++d) {
-        at += in.stride[d];
-        if (++x[d] < split_.extents[d]) break;
-        at -= in.stride[d] * x[d];
-        x[d] = 0;
-      }
-    }
-  }
+  cells_at_.gather(m_, t, std::span<const double>(u, m_.problem.size), states_.data(),
+                   inputs_values_.data());
 }
 
 void ImexOperator::implicit_part(double t, const double* u, double* du) {
   gather(t, u);
-  const std::size_t n = first_.size();
+  const std::size_t n = cells_at_.first().size();
   kernel::RunArgs<double> args;
   args.u = kernel::LaneView<const double>{states_.data(), n, count_, count_};
   args.t = std::span<const double>(&t, 1);
@@ -152,12 +99,12 @@ void ImexOperator::implicit_part(double t, const double* u, double* du) {
   args.du = kernel::LaneView<double>{du_.data(), n, count_, count_};
   kernel::run(*rhs_, *rhs_ws_, args);
   std::fill(du, du + m_.problem.size, 0.0);
-  for (std::size_t s = 0; s < n; ++s) std::copy_n(du_.data() + s * count_, count_, du + first_[s]);
+  cells_at_.scatter(du_.data(), std::span<double>(du, m_.problem.size));
 }
 
 void ImexOperator::jacobian_values(double t, const double* u, double* values) {
   gather(t, u);
-  const std::size_t n = first_.size(), nnz = jacobian_->col.size();
+  const std::size_t n = cells_at_.first().size(), nnz = jacobian_->col.size();
   kernel::RunArgs<double> args;
   args.u = kernel::LaneView<const double>{states_.data(), n, count_, count_};
   args.t = std::span<const double>(&t, 1);

@@ -14,6 +14,7 @@
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/program.hpp"
 #include "esi/method/problem.hpp"
+#include "exec/cell_operator.hpp"
 #include "exec/model.hpp"
 
 namespace esi::exec::detail {
@@ -33,15 +34,9 @@ class ImexOperator {
   /// follow them by name.
   void prepare();
   std::size_t cells() const { return count_; }
-  std::size_t cell_states() const { return first_.size(); }
+  std::size_t cell_states() const { return cells_at_.first().size(); }
 
  private:
-  struct Input {
-    int position_axis = -1;
-    std::int64_t state_first = -1;
-    std::size_t grid_array = 0;
-    std::vector<std::int64_t> stride;
-  };
   void gather(double t, const double* u);
   void implicit_part(double t, const double* u, double* du);
   void jacobian_values(double t, const double* u, double* values);
@@ -51,10 +46,8 @@ class ImexOperator {
   static void jacobian_cb(void* c, double t, const double* u, double* values);
 
   Model& m_;
-  const PointwiseSplit& split_;
+  CellGather cells_at_;
   std::size_t count_ = 0;
-  std::vector<std::size_t> first_;  // first state index of each cell state's array
-  std::vector<Input> inputs_;
   std::vector<std::pair<std::size_t, int>> scalar_parameters_;  // (cell p index, rest p index)
   std::vector<double> p_;
   std::optional<kernel::Program> rhs_;
