@@ -19,6 +19,7 @@
 #include "esi/exec/pointwise.hpp"
 #include "esi/exec/simulate.hpp"
 #include "support/reseact_docs.hpp"
+#include "support/grid_and_cells.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -59,18 +60,7 @@ std::string equations(bool diffusion) {
          diff + ", " + decay + "]}}]";
 }
 
-struct Loaded {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System grid, cells;
-  explicit Loaded(const std::string& text) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    esi::esm::FlattenOptions fo;
-    cells = esi::esm::flatten(doc, fo);
-    fo.grid = true;
-    grid = esi::esm::flatten(doc, fo);
-  }
-};
+using Loaded = esi::testing::GridAndCells;
 
 esi::exec::SimulateOptions split_options(double t1, double step, int threads = 1) {
   esi::exec::SimulateOptions o;

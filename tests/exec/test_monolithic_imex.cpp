@@ -24,6 +24,7 @@
 #include "esi/exec/schedule.hpp"
 #include "esi/exec/simulate.hpp"
 #include "support/decay_diffusion.hpp"
+#include "support/grid_and_cells.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -36,18 +37,7 @@ using nlohmann::json;
 // same time scale over the 200 s runs, so the splitting error is well above the references'.
 const std::string kModel = esi::testing::decay_diffusion_model("0.01");
 
-struct Loaded {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System grid, cells;
-  explicit Loaded(const std::string& text) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    esi::esm::FlattenOptions fo;
-    cells = esi::esm::flatten(doc, fo);
-    fo.grid = true;
-    grid = esi::esm::flatten(doc, fo);
-  }
-};
+using Loaded = esi::testing::GridAndCells;
 
 json leaf(const char* op, const char* alg, double rtol, double atol) {
   return {{"leaf", op}, {"alg", alg}, {"control", {{"reltol", rtol}, {"abstol", atol}}}};

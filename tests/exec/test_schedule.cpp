@@ -26,6 +26,7 @@
 #include "esi/exec/schedule.hpp"
 #include "esi/exec/simulate.hpp"
 #include "support/decay_diffusion.hpp"
+#include "support/grid_and_cells.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -39,18 +40,7 @@ using nlohmann::json;
 // stencil diffusion, six cells.
 const std::string kModel = esi::testing::decay_diffusion_model("0.01");
 
-struct Loaded {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System grid, cells;
-  explicit Loaded(const std::string& text) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    esi::esm::FlattenOptions fo;
-    cells = esi::esm::flatten(doc, fo);
-    fo.grid = true;
-    grid = esi::esm::flatten(doc, fo);
-  }
-};
+using Loaded = esi::testing::GridAndCells;
 
 json leaf(const char* op, const char* alg, double rtol = 1e-10, double atol = 1e-12) {
   return {{"leaf", op}, {"alg", alg}, {"control", {{"reltol", rtol}, {"abstol", atol}}}};
