@@ -181,7 +181,7 @@ int run_plan(Args args) {
     nlohmann::json out = plan::to_json(p);
     if (config) {
       nlohmann::json strategy = nlohmann::json::array();
-      for (const exec::LeafChoice& c : exec::run_strategy(unplanned, *config))
+      for (const exec::LeafChoice& c : exec::run_strategy(unplanned, *config, &p))
         strategy.push_back({{"leaf", c.leaf},
                             {"pointer", c.pointer},
                             {"auto", c.automatic},

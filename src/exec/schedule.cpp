@@ -120,7 +120,9 @@ LeafChoice choose_leaf(const ScheduleNode& n, Target target, const Binding& b, d
   return c;
 }
 
-Binding bind(const esm::System& system, const RunConfig& config) {
+/// `planned`: the system's plan when the caller has made one (with its validation, for the
+/// strategy rule's bounds); otherwise it is made here.
+Binding bind(const esm::System& system, const RunConfig& config, const plan::Plan* planned = nullptr) {
   Binding b;
   std::vector<const ScheduleNode*> leaves;
   collect_leaves(config.schedule, leaves);
@@ -140,10 +142,14 @@ Binding bind(const esm::System& system, const RunConfig& config) {
     throw Error("unsupported_operator_split", config.file, "/operators",
                 "esi splits the tendencies of gridded models (per-region programs) into operators; this "
                 "model has no arrays on a grid, so run it with one leaf \"all\"");
-  esm::System copy = system;
-  plan::PlanOptions po;
-  po.validate = any_auto_leaf(config);  // the sampled Gershgorin bounds of the strategy rule
-  const plan::Plan p = plan::make_plan(copy, po);
+  std::optional<plan::Plan> made;
+  if (!planned) {
+    esm::System copy = system;
+    plan::PlanOptions po;
+    po.validate = any_auto_leaf(config);  // the sampled Gershgorin bounds of the strategy rule
+    made = plan::make_plan(copy, po);
+  }
+  const plan::Plan& p = planned ? *planned : *made;
   std::vector<int> owner(p.operators.size(), -1);
   for (std::size_t s = 0; s < config.operators.size(); ++s) {
     const OperatorSpec& spec = config.operators[s];
@@ -905,8 +911,8 @@ bool whole_implicit(const RunConfig& config) {
   return implicit;
 }
 
-std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config) {
-  const Binding b = bind(system, config);
+std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config, const plan::Plan* planned) {
+  const Binding b = bind(system, config, planned);
   std::vector<const ScheduleNode*> leaves;
   collect_leaves(config.schedule, leaves);
   std::vector<LeafChoice> out;

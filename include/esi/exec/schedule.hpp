@@ -44,6 +44,7 @@
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/method/integrator.hpp"
+#include "esi/plan/plan.hpp"
 
 namespace esi::exec {
 
@@ -98,8 +99,11 @@ struct LeafChoice {
 };
 
 /// Each leaf's choice, in schedule order, without running (binds the operators like a run:
-/// the same refusals). `esi plan --config` writes it into plan.json as "strategy".
-std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config);
+/// the same refusals). `planned`: the system's plan if the caller made one (validated, for
+/// the sampled bounds), else one is made. `esi plan --config` writes it into plan.json as
+/// "strategy".
+std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config,
+                                     const plan::Plan* planned = nullptr);
 
 struct LeafReport {
   std::string what;  ///< "transport: SSPRK43 (global dt)", "chemistry: Rodas3 (cell dt)"
