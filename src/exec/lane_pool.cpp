@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -56,12 +56,22 @@ struct CellModel::Impl {
 CellModel::CellModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CellModel::~CellModel() = default;
 
-std::size_t CellModel::state_count() const { return impl_->n; }
-std::size_t CellModel::cell_parameter_count() const { return impl_->cell_parameter_index.size(); }
-std::size_t CellModel::jacobian_nonzeros() const { return impl_->jacobian->col.size(); }
-std::size_t CellModel::lu_nonzeros() const { return impl_->lu.nonzeros(); }
+std::size_t CellModel::state_count() const {
+  return impl_->n;
+}
+std::size_t CellModel::cell_parameter_count() const {
+  return impl_->cell_parameter_index.size();
+}
+std::size_t CellModel::jacobian_nonzeros() const {
+  return impl_->jacobian->col.size();
+}
+std::size_t CellModel::lu_nonzeros() const {
+  return impl_->lu.nonzeros();
+}
 
-const std::string& CellModel::native_status() const { return impl_->rhs->native_status(); }
+const std::string& CellModel::native_status() const {
+  return impl_->rhs->native_status();
+}
 
 std::string CellModel::describe() const {
   return std::to_string(impl_->n) + " states, " + std::to_string(jacobian_nonzeros()) +
@@ -71,7 +81,9 @@ std::string CellModel::describe() const {
 
 namespace {
 
-std::string hoisted_name(std::size_t k) { return "$cell" + std::to_string(k); }
+std::string hoisted_name(std::size_t k) {
+  return "$cell" + std::to_string(k);
+}
 
 /// Rewrites the state equations of `sys` so that every largest subexpression reading cell
 /// parameters but no state, no t and no observed becomes a symbol "$cell<k>"; returns those
@@ -96,9 +108,12 @@ std::vector<expr::NodeId> hoist_cell_constants(esm::System& sys,
     std::uint8_t f = 0;
     if (n.op == expr::Op::Symbol) {
       const std::string name(pool.str(n.name));
-      if (varying.count(name)) f = kVarying;
-      else if (cell.count(name)) f = kCell;
-      else if (sys.parameter_index(name) < 0) f = kVarying;  // unknown: never hoisted
+      if (varying.count(name))
+        f = kVarying;
+      else if (cell.count(name))
+        f = kCell;
+      else if (sys.parameter_index(name) < 0)
+        f = kVarying;  // unknown: never hoisted
     } else if (n.op == expr::Op::D || n.op == expr::Op::Pre) {
       f = kVarying;
     } else {
@@ -158,14 +173,14 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
                   "'" + name + "' is not a parameter of the model, so it cannot vary per cell");
     // A per-cell value needs no default; give it one so the defaults of the others resolve.
     if (!it->default_value && it->initial == expr::kNoNode) it->default_value = 0.0;
-    m->cell_parameter_index.push_back(
-        static_cast<std::size_t>(it - m->system.parameters.begin()));
+    m->cell_parameter_index.push_back(static_cast<std::size_t>(it - m->system.parameters.begin()));
   }
   m->p = detail::default_parameter_values(m->system);
   m->n = m->system.states.size();
   kernel::CompileOptions co;
   co.forcing = options.cell_parameters;
-  const std::vector<expr::NodeId> hoisted = hoist_cell_constants(m->system, options.cell_parameters);
+  const std::vector<expr::NodeId> hoisted =
+      hoist_cell_constants(m->system, options.cell_parameters);
   m->hoisted = hoisted.size();
   if (!hoisted.empty()) {
     m->cell_setup = kernel::compile_outputs(m->system, hoisted, co);
@@ -174,8 +189,9 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
   m->rhs = kernel::compile(m->system, co);
   m->jacobian = kernel::compile_jacobian(m->system, co);
   if (options.native) {
-    m->rhs = kernel::with_native(*m->rhs);
-    m->jacobian->values = kernel::with_native(m->jacobian->values);
+    const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
+    m->rhs = kernel::with_native(*m->rhs, toolchain);
+    m->jacobian->values = kernel::with_native(m->jacobian->values, toolchain);
   }
   linalg::Pattern pattern{static_cast<int>(m->n), m->jacobian->row_ptr, m->jacobian->col};
   m->lu = linalg::plan_sparse_lu(pattern);
@@ -247,7 +263,8 @@ class Block {
     order_ = info.order;
     control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
     fsal_ = is_fsal();
-    for (std::size_t i = 0; i < n_; ++i) atol_.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
+    for (std::size_t i = 0; i < n_; ++i)
+      atol_.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
     enorm_.assign(L_, 0);
     nonfinite_.assign(L_, 0);
     coef_.assign(std::size_t(tab_.stages) * L_, 0);
@@ -370,8 +387,8 @@ void Block::starting_steps() {
     const double d1 = norm(f0_.data(), nullptr, l);
     const double d2 = norm(fs_.data(), nullptr, l) / h0;
     const double dmax = std::max(d1, d2);
-    const double h1 = dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3)
-                                    : std::pow(0.01 / dmax, 1.0 / (order_ + 1));
+    const double h1 =
+        dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3) : std::pow(0.01 / dmax, 1.0 / (order_ + 1));
     const double h = std::min(100 * h0, h1);
     h_[l] = std::isfinite(h) ? h : 1e-6;
     lanes_[l].fresh = false;
@@ -383,8 +400,7 @@ void Block::starting_steps() {
 void Block::time_derivative() {
   const double cbrt_eps = std::cbrt(std::numeric_limits<double>::epsilon());
   for (std::size_t l = 0; l < L_; ++l) {
-    const double d =
-        std::min(cbrt_eps * std::max(std::abs(t_[l]), std::abs(hh_[l])), 0.5 * hh_[l]);
+    const double d = std::min(cbrt_eps * std::max(std::abs(t_[l]), std::abs(hh_[l])), 0.5 * hh_[l]);
     tt_[l] = t_[l] + d;
     shift_[l] = t_[l] + 2 * d;  // borrowed as the second time
   }
@@ -472,8 +488,8 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
           r.first_failed = lane.cell;
           r.code = code;
           r.message = "cell " + std::to_string(c) + ": " +
-                      std::string(method::return_code_name(code)) + " at t = " +
-                      std::to_string(t_[l]) + ": " + why;
+                      std::string(method::return_code_name(code)) +
+                      " at t = " + std::to_string(t_[l]) + ": " + why;
         }
       }
       --live;
@@ -618,7 +634,8 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   if (!(options.rtol > 0) || options.threads < 1 || options.shard_cells < 1 ||
       options.max_steps < 1)
     invalid("rtol must be > 0 and threads, shard_cells, max_steps >= 1");
-  if (data.states.size() != m.n * C || data.cell_parameters.size() != m.cell_parameter_index.size() * C ||
+  if (data.states.size() != m.n * C ||
+      data.cell_parameters.size() != m.cell_parameter_index.size() * C ||
       (!data.step_size.empty() && data.step_size.size() != C) ||
       (!cell_steps.empty() && cell_steps.size() != C) ||
       (!data.parameters.empty() && data.parameters.size() != m.system.parameters.size()))
@@ -627,8 +644,8 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   LanePoolStats stats;
   stats.cells = C;
   if (C == 0) return stats;
-  const std::span<const double> p = data.parameters.empty() ? std::span<const double>(m.p)
-                                                            : data.parameters;
+  const std::span<const double> p =
+      data.parameters.empty() ? std::span<const double>(m.p) : data.parameters;
   // Fewer cells than lanes: a narrower block (the bits do not depend on the width).
   LanePoolOptions narrowed = options;
   const std::size_t most = std::min(C, options.shard_cells);

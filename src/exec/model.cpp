@@ -23,7 +23,8 @@ kernel::LaneView<T> column_view(T* data, std::size_t rows) {
   return kernel::LaneView<T>{data, rows, 1, 1};
 }
 
-expr::NodeId replace_symbol(expr::Pool& pool, expr::NodeId root, expr::StrId name, expr::NodeId with,
+expr::NodeId replace_symbol(expr::Pool& pool, expr::NodeId root, expr::StrId name,
+                            expr::NodeId with,
                             std::unordered_map<expr::NodeId, expr::NodeId>& memo) {
   if (auto m = memo.find(root); m != memo.end()) return m->second;
   const expr::Node n = pool.node(root);
@@ -68,10 +69,11 @@ class AlgebraicEliminator {
       }
     }
     if (!remaining.empty())
-      throw Error("unsupported_algebraic", remaining[0].file, remaining[0].pointer,
-                  "this implicit equation cannot be solved for an algebraic unknown by substitution "
-                  "(it is nonlinear in its unknown or couples several); algebraic constraints (DAEs) "
-                  "are not supported yet");
+      throw Error(
+          "unsupported_algebraic", remaining[0].file, remaining[0].pointer,
+          "this implicit equation cannot be solved for an algebraic unknown by substitution "
+          "(it is nonlinear in its unknown or couples several); algebraic constraints (DAEs) "
+          "are not supported yet");
     sys_.algebraic.clear();
     sys_.algebraic_equations.clear();
   }
@@ -114,7 +116,8 @@ class AlgebraicEliminator {
       for (const std::string& n : names) {
         if (!seen.insert(n).second) continue;
         if (pending_.count(n) && !(through_observeds_only && direct)) out.push_back(n);
-        if (const int o = sys_.observed_index(n); o >= 0) collect_symbols(sys_.pool, sys_.observed_rhs[o], next);
+        if (const int o = sys_.observed_index(n); o >= 0)
+          collect_symbols(sys_.pool, sys_.observed_rhs[o], next);
       }
       names = std::move(next);
       direct = false;
@@ -157,7 +160,8 @@ std::set<std::string> parameters_read(const esm::System& sys, const EventSet& ev
   roots.insert(roots.end(), events.conditions.begin(), events.conditions.end());
   roots.insert(roots.end(), events.affects.begin(), events.affects.end());
   std::unordered_map<std::string, std::size_t> observed_at;  // linear in the system's size
-  for (std::size_t o = 0; o < sys.observed.size(); ++o) observed_at.emplace(sys.observed[o].name, o);
+  for (std::size_t o = 0; o < sys.observed.size(); ++o)
+    observed_at.emplace(sys.observed[o].name, o);
   std::set<std::string> seen;
   std::vector<std::string> names;
   for (expr::NodeId r : roots) collect_symbols(sys.pool, r, names);
@@ -180,7 +184,8 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
   std::vector<std::size_t> where;
   for (std::size_t i = 0; i < p.size(); ++i) {
     const esm::FlatVariable& v = sys.parameters[i];
-    if (v.default_value) p[i] = *v.default_value;
+    if (v.default_value)
+      p[i] = *v.default_value;
     else if (v.initial != expr::kNoNode) {
       exprs.push_back(v.initial);
       where.push_back(i);
@@ -198,13 +203,14 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
   const std::set<std::string> read = parameters_read(sys, events, with_observeds);
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
-      throw Error("missing_parameter_value", sys.parameters[i].file, sys.parameters[i].pointer,
-                  "parameter '" + sys.parameters[i].name +
-                      (events.held_data.count(sys.parameters[i].array.empty() ? sys.parameters[i].name
-                                                                               : sys.parameters[i].array)
-                           ? "' is read from a data source, which esi cannot read yet: give its value "
-                             "with --set or --inputs"
-                           : "' has no value: give it a default or an override"));
+      throw Error(
+          "missing_parameter_value", sys.parameters[i].file, sys.parameters[i].pointer,
+          "parameter '" + sys.parameters[i].name +
+              (events.held_data.count(sys.parameters[i].array.empty() ? sys.parameters[i].name
+                                                                      : sys.parameters[i].array)
+                   ? "' is read from a data source, which esi cannot read yet: give its value "
+                     "with --set or --inputs"
+                   : "' has no value: give it a default or an override"));
   return p;
 }
 
@@ -256,10 +262,11 @@ void attach_jacobian(Model& m) {
 /// The RHS and Jacobian as native code; without a compiler they stay tapes (results are the
 /// same bits either way, only slower).
 void use_native(Model& m) {
-  m.rhs = kernel::with_native(*m.rhs);
+  const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
+  m.rhs = kernel::with_native(*m.rhs, toolchain);
   m.rhs_ws = m.rhs->make_workspace(1);
   if (m.jacobian) {
-    m.jacobian->values = kernel::with_native(m.jacobian->values);
+    m.jacobian->values = kernel::with_native(m.jacobian->values, toolchain);
     m.jacobian_ws = m.jacobian->values.make_workspace(1);
   }
 }
@@ -346,7 +353,9 @@ std::vector<double> Model::initial_state() {
   return u;
 }
 
-void eliminate_algebraics(esm::System& system) { AlgebraicEliminator(system).run(); }
+void eliminate_algebraics(esm::System& system) {
+  AlgebraicEliminator(system).run();
+}
 
 std::vector<double> default_parameter_values(const esm::System& system) {
   return parameter_values(system, EventSet{}, false);

@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
-#include <set>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -126,6 +126,7 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
   std::unordered_map<std::string, std::size_t> array_index;
   std::unordered_map<std::string, std::size_t> observed_stage_of;
   std::size_t buffers = 0;
+  std::vector<Program*> to_native;  // into the stages' block buffers, which moving a stage keeps
   for (std::size_t k = 0; k < sys.arrays.size(); ++k) {
     const auto& a = sys.arrays[k];
     GridArray g{a.name, GridArray::Kind::State, a.extents, strides_of(a.extents), a.first_state, 0};
@@ -182,8 +183,9 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
           } else {
             auto a = array_index.find(base);
             if (a == array_index.end() || in.axis.size() != gp.arrays[a->second].extents.size())
-              throw Error("grid_input_unknown", eq.file, eq.pointer,
-                          "'" + name + "' is read by an array equation but is not an array of the system");
+              throw Error(
+                  "grid_input_unknown", eq.file, eq.pointer,
+                  "'" + name + "' is read by an array equation but is not an array of the system");
             in.array = a->second;
             const GridArray& ga = gp.arrays[a->second];
             if (ga.kind == GridArray::Kind::State) state_direct = true;
@@ -197,16 +199,18 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
       }
       Program program = compile_outputs(sys, region.rhs, co);
       if (program.reads_time()) state_direct = true;  // recomputed every call
-      stage.blocks.push_back(GridBlock{std::move(program), std::move(inputs), {GridBox{region.lo, region.hi}}});
+      stage.blocks.push_back(
+          GridBlock{std::move(program), std::move(inputs), {GridBox{region.lo, region.hi}}});
     }
     if (options.native) {
       // Native code where the cells are: a compiler run per program costs about a second,
       // and most programs are boundary cases of a few cells each.
-      const std::int64_t all = cells_of(std::vector<std::int64_t>(eq.extents.size(), 1), eq.extents);
+      const std::int64_t all =
+          cells_of(std::vector<std::int64_t>(eq.extents.size(), 1), eq.extents);
       for (auto& b : stage.blocks) {
         std::int64_t cells = 0;
         for (const auto& box : b.boxes) cells += cells_of(box.lo, box.hi);
-        if (cells * options.native_share >= all) b.program = with_native(b.program);
+        if (cells * options.native_share >= all) to_native.push_back(&b.program);
       }
     }
     if (eq.kind == Kind::Observed) observed_stage_of.emplace(eq.targets[0], stages.size());
@@ -243,9 +247,11 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
   for (std::size_t s = 0; s < stages.size(); ++s)
     if (stages[s].kind != Kind::Observed) {
       for (std::size_t a : reads_observed[s])
-        if (auto o = observed_stage_of.find(gp.arrays[a].name); o != observed_stage_of.end()) place(o->second);
+        if (auto o = observed_stage_of.find(gp.arrays[a].name); o != observed_stage_of.end())
+          place(o->second);
       order.push_back(s);
     }
+  if (!to_native.empty()) make_native(to_native, resolve_native_toolchain());
   for (std::size_t s : order) gp.stages.push_back(std::move(stages[s]));
   return gp;
 }
@@ -264,7 +270,7 @@ struct GridScratch {
   std::vector<std::vector<Workspace>> ws;  // [stage][block]
   std::vector<ForcingField<double>> fields;
   std::vector<double> staging;
-  std::vector<std::int64_t> lo, hi, x;     // run_block's box and row (reused)
+  std::vector<std::int64_t> lo, hi, x;  // run_block's box and row (reused)
 };
 
 /// Where the inputs of one block read, as an affine function of the row's first cell x when
@@ -276,15 +282,15 @@ struct FieldPlan {
 };
 
 struct GridWorkspace::Impl {
-  std::vector<GridScratch> scratch;                // [member of the team]
-  std::unique_ptr<detail::ThreadTeam> team;        // none with one thread
-  std::vector<std::vector<FieldPlan>> plans;       // [stage][block]
+  std::vector<GridScratch> scratch;           // [member of the team]
+  std::unique_ptr<detail::ThreadTeam> team;   // none with one thread
+  std::vector<std::vector<FieldPlan>> plans;  // [stage][block]
   /// grid_rhs's stages (observed arrays that read states, then tendencies) in groups that
   /// read nothing another stage of the group writes: one dispatch to the team per group.
   std::vector<std::vector<std::size_t>> rhs_groups;
-  std::vector<std::vector<double>> observed;       // observed array buffers (whole grid)
-  std::vector<std::vector<double>> parameters;     // by GridArray index (Parameter kind)
-  std::vector<double> iota;                        // iota[k] = k + iota_first
+  std::vector<std::vector<double>> observed;    // observed array buffers (whole grid)
+  std::vector<std::vector<double>> parameters;  // by GridArray index (Parameter kind)
+  std::vector<double> iota;                     // iota[k] = k + iota_first
   std::int64_t iota_first = 0;
   std::vector<View> views;                         // by GridArray index, for the current call
   std::vector<View> outputs;                       // by GridArray index
@@ -315,7 +321,8 @@ FieldPlan plan_fields(const GridProgram& gp, const GridBlock& block, std::size_t
   for (std::size_t k = 0; k < block.inputs.size(); ++k) {
     const GridInput& in = block.inputs[k];
     std::int64_t* coef = plan.coef.data() + k * dims;
-    if (in.kind == GridInput::Kind::Index) {  // iota[x + offset - iota_first]: base iota - iota_first
+    if (in.kind ==
+        GridInput::Kind::Index) {  // iota[x + offset - iota_first]: base iota - iota_first
       plan.offset[k] = in.offset[0];
       coef[in.axis[0]] = 1;
     } else if (in.kind == GridInput::Kind::Array) {
@@ -394,7 +401,8 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
             const View& v = im.views[in.array];
             std::int64_t at = 0, step = 0;
             for (std::size_t a = 0; a < in.axis.size(); ++a) {
-              const std::int64_t pos = in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
+              const std::int64_t pos =
+                  in.axis[a] >= 0 ? x[in.axis[a]] + in.offset[a] : in.offset[a];
               at += (pos - v.origin[a]) * v.stride[a];
               if (in.axis[a] == static_cast<int>(r)) step += v.stride[a];
             }
@@ -412,7 +420,8 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
       double* dst = o.data + at;
       const double* src = sc.staging.data() + k * n;
       const std::int64_t step = o.stride[r];
-      if (step == 1) std::copy(src, src + n, dst);
+      if (step == 1)
+        std::copy(src, src + n, dst);
       else
         for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * step] = src[l];
     }
@@ -428,8 +437,8 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
 }
 
 /// Stage s over box ∩ within on one member's scratch.
-void run_stage(const GridStage& stage, std::size_t s, GridScratch& sc, const GridWorkspace::Impl& im, double t,
-               const GridBox& within) {
+void run_stage(const GridStage& stage, std::size_t s, GridScratch& sc,
+               const GridWorkspace::Impl& im, double t, const GridBox& within) {
   for (std::size_t b = 0; b < stage.blocks.size(); ++b)
     for (const GridBox& box : stage.blocks[b].boxes)
       run_block(stage, stage.blocks[b], im.plans[s][b], sc.ws[s][b], sc, im, t, box, within);
@@ -460,16 +469,20 @@ bool slab_of(const GridStage& stage, unsigned member, unsigned members, GridBox&
 /// Every cell is computed by the same program from the same inputs whichever slab holds it,
 /// so the bits do not depend on the team's size. Returns after every slab is done: the next
 /// group reads this one's outputs at neighbouring cells.
-void run_group(const GridProgram& gp, std::span<const std::size_t> group, GridWorkspace::Impl& im, double t) {
+void run_group(const GridProgram& gp, std::span<const std::size_t> group, GridWorkspace::Impl& im,
+               double t) {
   const unsigned members = im.team ? im.team->size() : 1;
   const GridWorkspace::Impl& shared = im;
   auto work = [&](unsigned member) {
     GridBox slab;
     for (std::size_t s : group)
-      if (slab_of(gp.stages[s], member, members, slab)) run_stage(gp.stages[s], s, im.scratch[member], shared, t, slab);
+      if (slab_of(gp.stages[s], member, members, slab))
+        run_stage(gp.stages[s], s, im.scratch[member], shared, t, slab);
   };
-  if (members == 1) work(0);
-  else im.team->run(work);
+  if (members == 1)
+    work(0);
+  else
+    im.team->run(work);
 }
 
 void run_stage_whole(const GridProgram& gp, std::size_t s, GridWorkspace::Impl& im, double t) {
@@ -484,7 +497,8 @@ std::vector<std::vector<std::size_t>> group_rhs_stages(const GridProgram& gp) {
   std::vector<std::vector<std::size_t>> groups;
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    const bool per_call = (st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency;
+    const bool per_call =
+        (st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Tendency;
     if (!per_call) continue;
     int level = 0;
     for (const auto& b : st.blocks)
@@ -493,17 +507,17 @@ std::vector<std::vector<std::size_t>> group_rhs_stages(const GridProgram& gp) {
           level = std::max(level, producer_level[in.array] + 1);
     if (st.kind == Kind::Observed)
       for (std::size_t a : st.targets) producer_level[a] = level;
-    if (groups.size() <= static_cast<std::size_t>(level)) groups.resize(static_cast<std::size_t>(level) + 1);
+    if (groups.size() <= static_cast<std::size_t>(level))
+      groups.resize(static_cast<std::size_t>(level) + 1);
     groups[static_cast<std::size_t>(level)].push_back(s);
   }
   return groups;
 }
 
-
 }  // namespace
 
-GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std::span<const double> p,
-                                  unsigned threads) {
+GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys,
+                                  std::span<const double> p, unsigned threads) {
   ESI_ASSERT(p.size() == gp.parameter_count);
   GridWorkspace out;
   out.impl = std::make_unique<GridWorkspace::Impl>();
@@ -513,7 +527,8 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
     for (auto e : a.extents) longest = std::max(longest, e);
     if (a.kind == GridArray::Kind::Observed) {
       if (im.observed.size() <= a.slot) im.observed.resize(a.slot + 1);
-      im.observed[a.slot].assign(static_cast<std::size_t>(cells_of(std::vector<std::int64_t>(a.extents.size(), 1), a.extents)),
+      im.observed[a.slot].assign(static_cast<std::size_t>(cells_of(
+                                     std::vector<std::int64_t>(a.extents.size(), 1), a.extents)),
                                  std::numeric_limits<double>::quiet_NaN());
     }
   }
@@ -534,11 +549,13 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
     for (double v : im.parameters[k])
       if (std::isnan(v))
         throw Error("grid_parameter_missing", "", "",
-                    "parameter array '" + a.name + "' has cells without a value; give it a default or "
-                    "set it with --inputs");
+                    "parameter array '" + a.name +
+                        "' has cells without a value; give it a default or "
+                        "set it with --inputs");
   }
   im.iota_first = -kIotaMargin;
-  for (std::int64_t v = -kIotaMargin; v <= longest + kIotaMargin; ++v) im.iota.push_back(static_cast<double>(v));
+  for (std::int64_t v = -kIotaMargin; v <= longest + kIotaMargin; ++v)
+    im.iota.push_back(static_cast<double>(v));
   // A member of the team per slab of the longest axis; more members than cells along it
   // would have nothing to do.
   std::int64_t most = 1;
@@ -557,7 +574,8 @@ GridWorkspace make_grid_workspace(const GridProgram& gp, const System& sys, std:
   if (members > 1) im.team = std::make_unique<detail::ThreadTeam>(members);
   im.plans.resize(gp.stages.size());
   for (std::size_t s = 0; s < gp.stages.size(); ++s)
-    for (const auto& b : gp.stages[s].blocks) im.plans[s].push_back(plan_fields(gp, b, gp.stages[s].extents.size()));
+    for (const auto& b : gp.stages[s].blocks)
+      im.plans[s].push_back(plan_fields(gp, b, gp.stages[s].extents.size()));
   im.whole = true;
   im.rhs_groups = group_rhs_stages(gp);
   // Observed arrays that read no state: once, now.
@@ -601,7 +619,8 @@ void grid_initial(const GridProgram& gp, GridWorkspace& ws, std::span<double> y)
   bind_whole(gp, im, y.data(), y.data());
   for (std::size_t s = 0; s < gp.stages.size(); ++s) {
     const GridStage& st = gp.stages[s];
-    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Initial) run_stage_whole(gp, s, im, 0.0);
+    if ((st.kind == Kind::Observed && st.reads_state) || st.kind == Kind::Initial)
+      run_stage_whole(gp, s, im, 0.0);
   }
 }
 
@@ -616,12 +635,14 @@ void grid_rhs(const GridProgram& gp, GridWorkspace& ws, double t, std::span<cons
 std::span<const double> grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
                                           std::span<const double> y, std::size_t array) {
   std::span<const double> out;
-  grid_array_values(gp, ws, t, y, std::span<const std::size_t>(&array, 1), std::span<std::span<const double>>(&out, 1));
+  grid_array_values(gp, ws, t, y, std::span<const std::size_t>(&array, 1),
+                    std::span<std::span<const double>>(&out, 1));
   return out;
 }
 
-void grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t, std::span<const double> y,
-                       std::span<const std::size_t> arrays, std::span<std::span<const double>> out) {
+void grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t,
+                       std::span<const double> y, std::span<const std::size_t> arrays,
+                       std::span<std::span<const double>> out) {
   auto& im = *ws.impl;
   ESI_ASSERT(y.size() == gp.state_count && out.size() == arrays.size());
   bool observed = false;
@@ -639,8 +660,9 @@ void grid_array_values(const GridProgram& gp, GridWorkspace& ws, double t, std::
   }
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const GridArray& a = gp.arrays[arrays[k]];
-    out[k] = a.kind == GridArray::Kind::Parameter ? std::span<const double>(im.parameters[arrays[k]])
-                                                  : std::span<const double>(im.observed[a.slot]);
+    out[k] = a.kind == GridArray::Kind::Parameter
+                 ? std::span<const double>(im.parameters[arrays[k]])
+                 : std::span<const double>(im.observed[a.slot]);
   }
 }
 
@@ -698,7 +720,8 @@ std::vector<std::int64_t> grid_tile_halo(const GridProgram& gp) {
 namespace {
 
 /// The box `tile` widened by `halo` and clipped to `extents`.
-GridBox widen(const GridBox& tile, const std::vector<std::int64_t>& halo, const std::vector<std::int64_t>& extents) {
+GridBox widen(const GridBox& tile, const std::vector<std::int64_t>& halo,
+              const std::vector<std::int64_t>& extents) {
   GridBox b = tile;
   for (std::size_t d = 0; d < b.lo.size(); ++d) {
     const std::int64_t h = d < halo.size() ? halo[d] : 0;
@@ -710,7 +733,8 @@ GridBox widen(const GridBox& tile, const std::vector<std::int64_t>& halo, const 
 
 View box_view(double* data, const GridBox& b) {
   View v{data, b.lo, std::vector<std::int64_t>(b.lo.size(), 1)};
-  for (std::size_t d = 1; d < b.lo.size(); ++d) v.stride[d] = v.stride[d - 1] * (b.hi[d - 1] - b.lo[d - 1] + 1);
+  for (std::size_t d = 1; d < b.lo.size(); ++d)
+    v.stride[d] = v.stride[d - 1] * (b.hi[d - 1] - b.lo[d - 1] + 1);
   return v;
 }
 
@@ -730,7 +754,8 @@ void for_cells(const GridBox& b, F&& f) {
 
 }  // namespace
 
-std::vector<double> grid_tile_states(const GridProgram& gp, const GridBox& tile, std::span<const double> y) {
+std::vector<double> grid_tile_states(const GridProgram& gp, const GridBox& tile,
+                                     std::span<const double> y) {
   const auto halo = grid_tile_halo(gp);
   std::vector<double> out;
   for (const auto& a : gp.arrays) {
@@ -757,8 +782,9 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
     for (const auto& b : st.blocks)
       for (const auto& in : b.inputs)
         if (in.kind == GridInput::Kind::ScalarState)
-          throw Error("grid_tile_scalar_state", "", "",
-                      "an array equation reads a scalar state; the Tile target does not hold scalars yet");
+          throw Error(
+              "grid_tile_scalar_state", "", "",
+              "an array equation reads a scalar state; the Tile target does not hold scalars yet");
   im.y = nullptr;
   im.whole = false;  // box views: the plans (whole-grid views) do not apply
   // States: the tile plus halo; outputs: the tile.
@@ -790,7 +816,8 @@ void grid_rhs_tile(const GridProgram& gp, GridWorkspace& ws, double t, const Gri
       const GridBox b = widen(tile, grow, st.extents);
       const std::size_t target = st.targets[0];
       auto& buf = im.tile_observed[target];
-      buf.assign(static_cast<std::size_t>(cells_of(b.lo, b.hi)), std::numeric_limits<double>::quiet_NaN());
+      buf.assign(static_cast<std::size_t>(cells_of(b.lo, b.hi)),
+                 std::numeric_limits<double>::quiet_NaN());
       im.views[target] = box_view(buf.data(), b);
       im.outputs[target] = im.views[target];
       run_stage(st, s, im.scratch[0], im, t, b);

@@ -8,12 +8,17 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "esi/kernel/native.hpp"
 #include "kernel/native_abi.hpp"
@@ -80,8 +85,8 @@ std::string compiler_version(const std::string& compiler) {
 /// the compiler rejects it.
 std::string resolve_native_flags(const std::string& compiler, std::string& flags) {
   if (flags.find("=native") == std::string::npos) return {};
-  FILE* f = popen((compiler + " " + flags + " -### -x c++ -c /dev/null -o /dev/null 2>&1").c_str(),
-                  "r");
+  FILE* f =
+      popen((compiler + " " + flags + " -### -x c++ -c /dev/null -o /dev/null 2>&1").c_str(), "r");
   std::string out;
   if (f) {
     std::array<char, 4096> buf{};
@@ -161,9 +166,9 @@ std::string compile_to(const std::string& compiler, const std::string& flags,
   } else {
     return "cannot write " + src.string();
   }
-  const std::string cmd = compiler + " " + flags + " -std=c++17 -ffp-contract=off -fPIC -shared -o " +
-                          quoted(tmp.string()) + " " + quoted(src.string()) + " 2> " +
-                          quoted(log.string());
+  const std::string cmd = compiler + " " + flags +
+                          " -std=c++17 -ffp-contract=off -fPIC -shared -o " + quoted(tmp.string()) +
+                          " " + quoted(src.string()) + " 2> " + quoted(log.string());
   const int rc = std::system(cmd.c_str());
   std::error_code ec;
   fs::remove(src, ec);
@@ -183,32 +188,84 @@ std::string native_source(const Program& program) {
   return detail::emit_native_source(program.tape());
 }
 
-Program with_native(const Program& program, const NativeOptions& options) {
+NativeToolchain resolve_native_toolchain(const NativeOptions& options) {
+  NativeToolchain tc;
+  tc.compiler = compiler_of(options);
+  tc.version = compiler_version(tc.compiler);
+  if (tc.version.empty()) {
+    tc.unavailable = "no working C++ compiler '" + tc.compiler + "'";
+    return tc;
+  }
+  tc.flags = options.flags;
+  tc.target = resolve_native_flags(tc.compiler, tc.flags);
+  tc.cache_dir = cache_folder(options).string();
+  std::error_code ec;
+  fs::create_directories(tc.cache_dir, ec);
+  if (ec) tc.unavailable = "cannot create the cache folder " + tc.cache_dir + ": " + ec.message();
+  return tc;
+}
+
+namespace {
+
+std::string object_key(const std::string& source, const NativeToolchain& toolchain) {
+  return content_hash(source + "\n" + std::to_string(detail::kNativeAbiVersion) + "\n" +
+                      toolchain.compiler + "\n" + toolchain.flags + "\n" + toolchain.version +
+                      "\n" + toolchain.target);
+}
+
+fs::path object_path(const std::string& source, const NativeToolchain& toolchain) {
+  return fs::path(toolchain.cache_dir) / ("esi-" + object_key(source, toolchain) + ".so");
+}
+
+}  // namespace
+
+Program with_native(const Program& program, const NativeToolchain& toolchain) {
   auto keep = [&](std::string why) {
     return Program(program.tape_ptr(), nullptr, "tape (native code unavailable: " + why + ")");
   };
-  const std::string compiler = compiler_of(options);
-  const std::string version = compiler_version(compiler);
-  if (version.empty()) return keep("no working C++ compiler '" + compiler + "'");
-  std::string flags = options.flags;
-  const std::string target = resolve_native_flags(compiler, flags);
+  if (!toolchain.unavailable.empty()) return keep(toolchain.unavailable);
   const std::string source = native_source(program);
-  const std::string key = content_hash(source + "\n" + std::to_string(detail::kNativeAbiVersion) +
-                                       "\n" + compiler + "\n" + flags + "\n" + version + "\n" +
-                                       target);
-  const fs::path dir = cache_folder(options);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return keep("cannot create the cache folder " + dir.string() + ": " + ec.message());
-  const fs::path so = dir / ("esi-" + key + ".so");
+  const fs::path so = object_path(source, toolchain);
   if (!fs::exists(so)) {
-    if (std::string why = compile_to(compiler, flags, source, so); !why.empty())
+    if (std::string why = compile_to(toolchain.compiler, toolchain.flags, source, so); !why.empty())
       return keep(why);
   }
   std::string why;
   auto code = load(so, why);
   if (!code) return keep(why);
   return Program(program.tape_ptr(), std::move(code), "native " + so.string());
+}
+
+void make_native(std::span<Program* const> programs, const NativeToolchain& toolchain,
+                 unsigned jobs) {
+  if (toolchain.unavailable.empty()) {
+    // The distinct sources whose objects are missing; a failed compile is left to with_native
+    // below, which compiles it again and records why on the program.
+    std::map<fs::path, std::string> missing;
+    for (const Program* p : programs) {
+      std::string source = native_source(*p);
+      fs::path so = object_path(source, toolchain);
+      if (!fs::exists(so)) missing.emplace(std::move(so), std::move(source));
+    }
+    std::vector<const std::pair<const fs::path, std::string>*> work;
+    for (const auto& m : missing) work.push_back(&m);
+    if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+    jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, work.size()));
+    std::atomic<std::size_t> next{0};
+    auto compile_some = [&] {
+      for (std::size_t k = next++; k < work.size(); k = next++)
+        compile_to(toolchain.compiler, toolchain.flags, work[k]->second, work[k]->first);
+    };
+    std::vector<std::thread> threads;
+    for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(compile_some);
+    compile_some();
+    for (auto& t : threads) t.join();
+  }
+  for (Program* p : programs) *p = with_native(*p, toolchain);
+}
+
+Program with_native(const Program& program, const NativeOptions& options) {
+  return with_native(program, resolve_native_toolchain(options));
 }
 
 }  // namespace esi::kernel

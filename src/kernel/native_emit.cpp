@@ -248,7 +248,7 @@ std::string emit_native_source(const Tape& tape) {
   // else gather into the scratch past the spill area and scatter the real lanes back.
   const std::size_t spill_values = lane.registers - lane.pinned;
   os << "template <class T> void lane_body(const Block<T>* b) {\n"
-     << "  constexpr std::size_t states = " << tape.states << "u, forcings = " << tape.forcing.size()
+     << "  constexpr std::size_t states = " << gathered_states(tape) << "u, forcings = " << tape.forcing.size()
      << "u, outputs = " << tape.outputs << "u;\n"
      << "  (void)states; (void)forcings; (void)outputs;\n"
      << "  std::size_t spacing = 0;\n"

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <new>
 #include <type_traits>
@@ -99,70 +99,159 @@ void load(const Instr& ins, T* __restrict d, const BlockInputs<T>& in) {
 template <int L, class T>
 bool elementary(Opcode op, T* __restrict d, const T* a) {
   switch (op) {
-    case Opcode::Copy: map1<L>(d, a, [](T x) { return x; }); return true;
-    case Opcode::Neg: map1<L>(d, a, [](T x) { return -x; }); return true;
-    case Opcode::Exp: map1<L>(d, a, [](T x) { return std::exp(x); }); return true;
-    case Opcode::Log: map1<L>(d, a, [](T x) { return std::log(x); }); return true;
-    case Opcode::Log10: map1<L>(d, a, [](T x) { return std::log10(x); }); return true;
-    case Opcode::Sqrt: map1<L>(d, a, [](T x) { return std::sqrt(x); }); return true;
-    case Opcode::Abs: map1<L>(d, a, [](T x) { return std::fabs(x); }); return true;
-    case Opcode::Sign: map1<L>(d, a, [](T x) { return op_sign(x); }); return true;
-    case Opcode::Sin: map1<L>(d, a, [](T x) { return std::sin(x); }); return true;
-    case Opcode::Cos: map1<L>(d, a, [](T x) { return std::cos(x); }); return true;
-    case Opcode::Tan: map1<L>(d, a, [](T x) { return std::tan(x); }); return true;
-    case Opcode::Asin: map1<L>(d, a, [](T x) { return std::asin(x); }); return true;
-    case Opcode::Acos: map1<L>(d, a, [](T x) { return std::acos(x); }); return true;
-    case Opcode::Atan: map1<L>(d, a, [](T x) { return std::atan(x); }); return true;
-    case Opcode::Sinh: map1<L>(d, a, [](T x) { return std::sinh(x); }); return true;
-    case Opcode::Cosh: map1<L>(d, a, [](T x) { return std::cosh(x); }); return true;
-    case Opcode::Tanh: map1<L>(d, a, [](T x) { return std::tanh(x); }); return true;
-    case Opcode::Asinh: map1<L>(d, a, [](T x) { return std::asinh(x); }); return true;
-    case Opcode::Acosh: map1<L>(d, a, [](T x) { return std::acosh(x); }); return true;
-    case Opcode::Atanh: map1<L>(d, a, [](T x) { return std::atanh(x); }); return true;
-    case Opcode::Floor: map1<L>(d, a, [](T x) { return std::floor(x); }); return true;
-    case Opcode::Ceil: map1<L>(d, a, [](T x) { return std::ceil(x); }); return true;
-    case Opcode::Not: map1<L>(d, a, [](T x) { return truth<T>(x == T(0)); }); return true;
-    default: return false;
+    case Opcode::Copy:
+      map1<L>(d, a, [](T x) { return x; });
+      return true;
+    case Opcode::Neg:
+      map1<L>(d, a, [](T x) { return -x; });
+      return true;
+    case Opcode::Exp:
+      map1<L>(d, a, [](T x) { return std::exp(x); });
+      return true;
+    case Opcode::Log:
+      map1<L>(d, a, [](T x) { return std::log(x); });
+      return true;
+    case Opcode::Log10:
+      map1<L>(d, a, [](T x) { return std::log10(x); });
+      return true;
+    case Opcode::Sqrt:
+      map1<L>(d, a, [](T x) { return std::sqrt(x); });
+      return true;
+    case Opcode::Abs:
+      map1<L>(d, a, [](T x) { return std::fabs(x); });
+      return true;
+    case Opcode::Sign:
+      map1<L>(d, a, [](T x) { return op_sign(x); });
+      return true;
+    case Opcode::Sin:
+      map1<L>(d, a, [](T x) { return std::sin(x); });
+      return true;
+    case Opcode::Cos:
+      map1<L>(d, a, [](T x) { return std::cos(x); });
+      return true;
+    case Opcode::Tan:
+      map1<L>(d, a, [](T x) { return std::tan(x); });
+      return true;
+    case Opcode::Asin:
+      map1<L>(d, a, [](T x) { return std::asin(x); });
+      return true;
+    case Opcode::Acos:
+      map1<L>(d, a, [](T x) { return std::acos(x); });
+      return true;
+    case Opcode::Atan:
+      map1<L>(d, a, [](T x) { return std::atan(x); });
+      return true;
+    case Opcode::Sinh:
+      map1<L>(d, a, [](T x) { return std::sinh(x); });
+      return true;
+    case Opcode::Cosh:
+      map1<L>(d, a, [](T x) { return std::cosh(x); });
+      return true;
+    case Opcode::Tanh:
+      map1<L>(d, a, [](T x) { return std::tanh(x); });
+      return true;
+    case Opcode::Asinh:
+      map1<L>(d, a, [](T x) { return std::asinh(x); });
+      return true;
+    case Opcode::Acosh:
+      map1<L>(d, a, [](T x) { return std::acosh(x); });
+      return true;
+    case Opcode::Atanh:
+      map1<L>(d, a, [](T x) { return std::atanh(x); });
+      return true;
+    case Opcode::Floor:
+      map1<L>(d, a, [](T x) { return std::floor(x); });
+      return true;
+    case Opcode::Ceil:
+      map1<L>(d, a, [](T x) { return std::ceil(x); });
+      return true;
+    case Opcode::Not:
+      map1<L>(d, a, [](T x) { return truth<T>(x == T(0)); });
+      return true;
+    default:
+      return false;
   }
 }
 
 template <int L, class T>
 void binary(Opcode op, T* __restrict d, const T* a, const T* b) {
   switch (op) {
-    case Opcode::Add: map2<L>(d, a, b, [](T x, T y) { return x + y; }); break;
-    case Opcode::Sub: map2<L>(d, a, b, [](T x, T y) { return x - y; }); break;
-    case Opcode::Mul: map2<L>(d, a, b, [](T x, T y) { return x * y; }); break;
-    case Opcode::Div: map2<L>(d, a, b, [](T x, T y) { return x / y; }); break;
-    case Opcode::Pow: map2<L>(d, a, b, [](T x, T y) { return std::pow(x, y); }); break;
-    case Opcode::Atan2: map2<L>(d, a, b, [](T x, T y) { return std::atan2(x, y); }); break;
-    case Opcode::Min: map2<L>(d, a, b, [](T x, T y) { return op_min(x, y); }); break;
-    case Opcode::Max: map2<L>(d, a, b, [](T x, T y) { return op_max(x, y); }); break;
-    case Opcode::Lt: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x < y); }); break;
-    case Opcode::Le: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x <= y); }); break;
-    case Opcode::Gt: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x > y); }); break;
-    case Opcode::Ge: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x >= y); }); break;
-    case Opcode::Eq: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x == y); }); break;
-    case Opcode::Ne: map2<L>(d, a, b, [](T x, T y) { return truth<T>(x != y); }); break;
+    case Opcode::Add:
+      map2<L>(d, a, b, [](T x, T y) { return x + y; });
+      break;
+    case Opcode::Sub:
+      map2<L>(d, a, b, [](T x, T y) { return x - y; });
+      break;
+    case Opcode::Mul:
+      map2<L>(d, a, b, [](T x, T y) { return x * y; });
+      break;
+    case Opcode::Div:
+      map2<L>(d, a, b, [](T x, T y) { return x / y; });
+      break;
+    case Opcode::Pow:
+      map2<L>(d, a, b, [](T x, T y) { return std::pow(x, y); });
+      break;
+    case Opcode::Atan2:
+      map2<L>(d, a, b, [](T x, T y) { return std::atan2(x, y); });
+      break;
+    case Opcode::Min:
+      map2<L>(d, a, b, [](T x, T y) { return op_min(x, y); });
+      break;
+    case Opcode::Max:
+      map2<L>(d, a, b, [](T x, T y) { return op_max(x, y); });
+      break;
+    case Opcode::Lt:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x < y); });
+      break;
+    case Opcode::Le:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x <= y); });
+      break;
+    case Opcode::Gt:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x > y); });
+      break;
+    case Opcode::Ge:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x >= y); });
+      break;
+    case Opcode::Eq:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x == y); });
+      break;
+    case Opcode::Ne:
+      map2<L>(d, a, b, [](T x, T y) { return truth<T>(x != y); });
+      break;
     case Opcode::And:
       map2<L>(d, a, b, [](T x, T y) { return truth<T>(x != T(0) && y != T(0)); });
       break;
     case Opcode::Or:
       map2<L>(d, a, b, [](T x, T y) { return truth<T>(x != T(0) || y != T(0)); });
       break;
-    default: ESI_ASSERT(false && "not a binary opcode");
+    default:
+      ESI_ASSERT(false && "not a binary opcode");
   }
 }
 
 template <int L, class T>
 void with_scalar(Opcode op, T* __restrict d, const T* a, const T s) {
   switch (op) {
-    case Opcode::AddS: map1<L>(d, a, [s](T x) { return x + s; }); break;
-    case Opcode::SubS: map1<L>(d, a, [s](T x) { return x - s; }); break;
-    case Opcode::SSub: map1<L>(d, a, [s](T x) { return s - x; }); break;
-    case Opcode::MulS: map1<L>(d, a, [s](T x) { return x * s; }); break;
-    case Opcode::DivS: map1<L>(d, a, [s](T x) { return x / s; }); break;
-    case Opcode::SDiv: map1<L>(d, a, [s](T x) { return s / x; }); break;
-    default: ESI_ASSERT(false && "not a scalar-operand opcode");
+    case Opcode::AddS:
+      map1<L>(d, a, [s](T x) { return x + s; });
+      break;
+    case Opcode::SubS:
+      map1<L>(d, a, [s](T x) { return x - s; });
+      break;
+    case Opcode::SSub:
+      map1<L>(d, a, [s](T x) { return s - x; });
+      break;
+    case Opcode::MulS:
+      map1<L>(d, a, [s](T x) { return x * s; });
+      break;
+    case Opcode::DivS:
+      map1<L>(d, a, [s](T x) { return x / s; });
+      break;
+    case Opcode::SDiv:
+      map1<L>(d, a, [s](T x) { return s / x; });
+      break;
+    default:
+      ESI_ASSERT(false && "not a scalar-operand opcode");
   }
 }
 
@@ -236,8 +325,10 @@ template <class T>
 detail::NativeLaneFn<T> native_lane(const Program& program) {
   const detail::NativeCode* code = program.native();
   if (!code) return nullptr;
-  if constexpr (std::is_same_v<T, double>) return code->f64;
-  else return code->f32;
+  if constexpr (std::is_same_v<T, double>)
+    return code->f64;
+  else
+    return code->f32;
 }
 
 template <class T>
@@ -253,6 +344,7 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   ESI_ASSERT(args.du.columns >= n && args.forcing.size() == tape.forcing.size());
   ESI_ASSERT(args.t.size() == 1 || args.t.size() == n);
   ESI_ASSERT(lanes_target || args.cells.empty());
+  ESI_ASSERT(lanes_target || n <= args.u.columns);
   const std::size_t W = static_cast<std::size_t>(ws.width());
   T* R = WorkspaceAccess::registers<T>(ws);
   double* Q = WorkspaceAccess::time_registers(ws);
@@ -271,8 +363,20 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   in.scalars = WorkspaceAccess::scalars<T>(ws);
   in.du_stride = args.du.stride;
   in.tables = tape.tables.data();
-  detail::NativeBlock<T> nb{in.u, in.u_stride, col, time, Q, W, in.forcing, nullptr,
-                            in.du_stride, 0, in.scalars, R, in.tables, &detail::native_closed,
+  detail::NativeBlock<T> nb{in.u,
+                            in.u_stride,
+                            col,
+                            time,
+                            Q,
+                            W,
+                            in.forcing,
+                            nullptr,
+                            in.du_stride,
+                            0,
+                            in.scalars,
+                            R,
+                            in.tables,
+                            &detail::native_closed,
                             R + static_cast<std::size_t>(tape.lane.pinned) * W};
   // Lane l of the time registers always holds the time code's values at time[l], and
   // time[W] is the t every one of the W lanes holds (NaN when they differ, or after prepare,
@@ -281,7 +385,8 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
   // once per block. The values are the same scalar operations on the same inputs.
   const bool one_time = args.t.size() == 1;
   if (one_time && n > 0 &&
-      (std::isnan(args.t[0]) || std::bit_cast<std::uint64_t>(time[W]) != std::bit_cast<std::uint64_t>(args.t[0]))) {
+      (std::isnan(args.t[0]) ||
+       std::bit_cast<std::uint64_t>(time[W]) != std::bit_cast<std::uint64_t>(args.t[0]))) {
     std::fill_n(time, W + 1, args.t[0]);  // a NaN t leaves time[W] NaN: never taken as current
     detail::kExec<double>[detail::width_index(W)](tape.time.code, Q, W, tin);
   }
@@ -290,10 +395,14 @@ void run_blocks(const Program& program, Workspace& ws, const RunArgs<T>& args) {
     const std::size_t wi = detail::width_index(real);
     const auto L = static_cast<std::size_t>(kLaneWidths[wi]);
     // Padding lanes repeat the block's last real lane: same inputs, finite values, dropped.
-    for (std::size_t l = 0; l < L; ++l) {
-      const std::size_t lane = b0 + std::min(l, real - 1);
-      col[l] = lanes_target ? args.cells[lane] : static_cast<std::int64_t>(lane);
-      ESI_ASSERT(col[l] >= 0 && static_cast<std::size_t>(col[l]) < args.u.columns);
+    if (lanes_target) {
+      for (std::size_t l = 0; l < L; ++l) {
+        col[l] = args.cells[b0 + std::min(l, real - 1)];
+        ESI_ASSERT(col[l] >= 0 && static_cast<std::size_t>(col[l]) < args.u.columns);
+      }
+    } else {  // columns b0.. (n <= u.columns, checked above): a plain ramp the compiler vectorizes
+      for (std::size_t l = 0; l < L; ++l)
+        col[l] = static_cast<std::int64_t>(b0 + std::min(l, real - 1));
     }
     in.du = args.du.data + b0;
     in.real_lanes = real;
@@ -335,7 +444,8 @@ std::byte* poisoned(std::size_t count) {
 }
 
 template <class T>
-void import_setup(const detail::Code& c, T* regs, std::size_t width, const std::vector<double>& setup) {
+void import_setup(const detail::Code& c, T* regs, std::size_t width,
+                  const std::vector<double>& setup) {
   for (const auto& [s, r] : c.imports)
     std::fill_n(regs + static_cast<std::size_t>(r) * width, width, static_cast<T>(setup[s]));
 }
@@ -359,9 +469,11 @@ Workspace Program::make_workspace(std::size_t lanes, DType dtype) const {
   // state, forcing and output for chunks it gathers (native_abi.hpp).
   const std::size_t vector = detail::kNativeVectorBytes / (dtype == DType::F64 ? 8 : 4);
   const std::size_t count =
-      native_ ? tape_->lane.pinned * W + (tape_->lane.registers - tape_->lane.pinned) * std::max(W, vector) +
-                    (tape_->states + tape_->forcing.size() + tape_->outputs) * vector
-              : tape_->lane.registers * W;
+      native_
+          ? tape_->lane.pinned * W +
+                (tape_->lane.registers - tape_->lane.pinned) * std::max(W, vector) +
+                (detail::gathered_states(*tape_) + tape_->forcing.size() + tape_->outputs) * vector
+          : tape_->lane.registers * W;
   ws.regs_.reset(dtype == DType::F64 ? poisoned<double>(count) : poisoned<float>(count));
   ws.time_.reset(poisoned<double>(static_cast<std::size_t>(tape_->time.registers) * W));
   const std::size_t ns = tape_->lane_scalars.size();

@@ -4,6 +4,7 @@
 // Without a compiler the program falls back to the tape and says why. Compiled objects are
 // cached across runs in $ESI_CACHE_DIR or <tmp>/esi-test-native-cache.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -123,6 +124,38 @@ TEST(Native, CompilerFailureFallsBackAndNamesTheLog) {
   EXPECT_NE(p.native_status().find("the compiler failed"), std::string::npos) << p.native_status();
 }
 
+TEST(Native, MakeNativeCompilesEachDistinctSourceOnce) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const Program tape = compile(s);
+  const Program jacobian_tape = compile_jacobian(s).values;
+  // A fresh cache folder: every object is compiled here, two compiler runs at a time.
+  NativeOptions o = test_options();
+  o.cache_dir = (fs::path(o.cache_dir) / ("make-native-" + std::to_string(::getpid()))).string();
+  fs::remove_all(o.cache_dir);
+  std::vector<Program> programs{tape, jacobian_tape, tape};
+  std::vector<Program*> pointers{&programs[0], &programs[1], &programs[2]};
+  make_native(pointers, resolve_native_toolchain(o), 2);
+  std::size_t objects = 0;
+  for (const auto& e : fs::directory_iterator(o.cache_dir))
+    objects += e.path().extension() == ".so";
+  EXPECT_EQ(objects, 2u);  // the two copies of the RHS share one object
+  for (const Program& p : programs) ASSERT_TRUE(p.is_native()) << p.native_status();
+  EXPECT_EQ(programs[0].native_status(), programs[2].native_status());
+  EXPECT_NE(programs[0].native_status(), programs[1].native_status());
+  EXPECT_EQ(compare_whole<double>(tape, programs[0], s, 13, 4, 3), "");
+  EXPECT_EQ(compare_whole<double>(jacobian_tape, programs[1], s, 13, 4, 5), "");
+  fs::remove_all(o.cache_dir);
+
+  // Without a compiler every program stays a tape and says why.
+  o.compiler = "/nonexistent/c++";
+  std::vector<Program> kept{tape};
+  std::vector<Program*> kept_pointers{&kept[0]};
+  make_native(kept_pointers, resolve_native_toolchain(o));
+  EXPECT_FALSE(kept[0].is_native());
+  EXPECT_NE(kept[0].native_status().find("no working C++ compiler"), std::string::npos)
+      << kept[0].native_status();
+}
+
 TEST(Native, LanesTargetGathersTheSameCells) {
   const auto s = esi::testing::system_from(esi::testing::all_ops_model());
   CompileOptions co;
@@ -168,8 +201,9 @@ TEST(Native, CorpusSampleEqualsTheTapeBitwise) {
   if (corpus.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const std::vector<fs::path> files = esi::testing::corpus_documents(corpus);
   const fs::path pollu = fs::path(ESI_SOURCE_DIR) / "tests/problems/pollu.esm";
-  std::vector<fs::path> required{corpus / "EarthSciModels/components/gaschem/superfast.esm",
-                                 corpus / "EarthSciModels/components/gaschem/geoschem_fullchem.esm"};
+  std::vector<fs::path> required{
+      corpus / "EarthSciModels/components/gaschem/superfast.esm",
+      corpus / "EarthSciModels/components/gaschem/geoschem_fullchem.esm"};
   if (fs::exists(pollu)) required.push_back(pollu);
   int compiled = 0, others = 0;
   std::vector<std::string> checked;
@@ -210,9 +244,20 @@ namespace {
 /// Lane l's state i: cycles through values that exercise every IEEE corner the operators
 /// branch on (signed zeros, infinities, NaN, negatives under log and sqrt, ties in min and max).
 double corner_value(std::size_t i, std::size_t l) {
-  static const double values[] = {0.7,  -0.0, 0.0,  1.3,  -2.5, std::numeric_limits<double>::infinity(),
-                                  0.4,  std::numeric_limits<double>::quiet_NaN(), 2.0, -1.0,
-                                  -std::numeric_limits<double>::infinity(), 0.5, 1e-300, 3.0};
+  static const double values[] = {0.7,
+                                  -0.0,
+                                  0.0,
+                                  1.3,
+                                  -2.5,
+                                  std::numeric_limits<double>::infinity(),
+                                  0.4,
+                                  std::numeric_limits<double>::quiet_NaN(),
+                                  2.0,
+                                  -1.0,
+                                  -std::numeric_limits<double>::infinity(),
+                                  0.5,
+                                  1e-300,
+                                  3.0};
   constexpr std::size_t count = sizeof values / sizeof values[0];
   return values[(i * 5 + l * 3 + (l / count)) % count];
 }
@@ -309,7 +354,7 @@ TEST(Native, LanesTargetContiguousAndScatteredChunks) {
     for (std::size_t i = 0; i < x.size(); ++i) u[i * columns + c] = x[i];
   }
   std::vector<std::int32_t> cells;
-  for (int c = 8; c < 24; ++c) cells.push_back(c);               // two contiguous chunks
+  for (int c = 8; c < 24; ++c) cells.push_back(c);                     // two contiguous chunks
   for (int c : {40, 3, 3, 17, 9, 10, 11, 12, 13}) cells.push_back(c);  // scattered, then partial
   const auto p = esi::testing::defaults(s.parameters);
   const std::vector<double> t{7200.0};
