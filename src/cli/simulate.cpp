@@ -809,8 +809,8 @@ void print_simulate_help(std::FILE* out) {
       "  --cells      arrays as one equation per cell (the reference form) also for explicit\n"
       "               methods; without it an explicit method runs them as per-region programs,\n"
       "               whose size does not grow with the grid (implicit methods always use cells)\n"
-      "  --threads T  gridded models: cells of the lane pools, and the grid part split from\n"
-      "               them, on T threads (same bits for any T)\n"
+      "  --threads T  gridded models: cells of the lane pools and the grid right-hand side\n"
+      "               (split from them or not) on T threads (same bits for any T)\n"
       "  --lanes L    cells integrated side by side per block (1, 2, 4, 8, 16 default, 32, 64)\n"
       "  --split-step S  gridded models with lane pools: Lie-split the grid part and the cells\n"
       "               every S seconds (default: at every output time)\n"
@@ -924,6 +924,7 @@ int run_simulate(Args args) {
     }
     const esm::System system = s.sets.empty() ? probe : esm::flatten(doc, fo);
     s.options.document = &doc;
+    s.options.threads = s.threads;
     if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);
     if (s.default_saveat) s.options.sample_times = preset_event_times(system, s.options.t0, s.options.t1);
     if ((s.ensemble > 0 || s.members || s.sde_method) && !s.quiet)

@@ -297,7 +297,7 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
   const bool implicit_possible =
       requested == method::MethodId::Auto || method::method_info(requested).needs_jacobian;
   const auto model = detail::build_model(system, options.document, implicit_possible,
-                                         options.require_observed_values, options.native);
+                                         options.require_observed_values, options.native, options.threads);
   return detail::simulate_model(*model, options);
 }
 

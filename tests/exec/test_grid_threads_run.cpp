@@ -30,12 +30,17 @@ using nlohmann::json;
 
 json reseact_config(double stop, int threads) {
   return {{"time", {{"start", 0}, {"stop", stop}}},
-          {"operators", {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
-                         {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
+          {"operators",
+           {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
+            {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
           {"schedule",
            {{"lie",
-             {{{"leaf", "transport"}, {"alg", "SSPRK43"}, {"control", {{"reltol", 1e-4}, {"abstol", 1e-9}}}},
-              {{"leaf", "chemistry"}, {"alg", "Rodas3"}, {"control", {{"reltol", 1e-4}, {"abstol", 1e-9}}}}}}}},
+             {{{"leaf", "transport"},
+               {"alg", "SSPRK43"},
+               {"control", {{"reltol", 1e-4}, {"abstol", 1e-9}}}},
+              {{"leaf", "chemistry"},
+               {"alg", "Rodas3"},
+               {"control", {{"reltol", 1e-4}, {"abstol", 1e-9}}}}}}}},
           {"step", {{"dt", 300}}},
           {"partition", {{"threads", threads}, {"lanes", 16}}},
           {"output", {{"every", 300}}}};
@@ -51,7 +56,8 @@ TEST(GridThreadsRun, ReseactLieScheduleIsTheSameOnAnyThreadCount) {
   o.document = &doc;
   std::vector<esi::exec::ScheduleResult> runs;
   for (int threads : {1, 2, 3}) {
-    runs.push_back(esi::exec::run_schedule(sys, esi::exec::parse_run_config(reseact_config(600, threads), "run.json", ""), o));
+    runs.push_back(esi::exec::run_schedule(
+        sys, esi::exec::parse_run_config(reseact_config(600, threads), "run.json", ""), o));
     ASSERT_EQ(runs.back().trajectory.code, ReturnCode::Success) << runs.back().trajectory.message;
   }
   ASSERT_EQ(runs[0].trajectory.times, (std::vector<double>{0, 300, 600}));
@@ -97,8 +103,10 @@ TEST(GridThreadsRun, SimulateSplitIsTheSameOnAnyThreadCount) {
 TEST(GridThreadsRun, Transport3dAsOneLeafIsTheSameOnAnyThreadCount) {
   const std::filesystem::path corpus = esi::testing::corpus_dir();
   const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const std::filesystem::path inputs = std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !std::filesystem::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const std::filesystem::path inputs =
+      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !std::filesystem::exists(file))
+    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const auto doc = esi::esm::load_resolved(file.string());
   esi::esm::FlattenOptions fo;
   std::ifstream(inputs) >> fo.inputs;
@@ -108,36 +116,78 @@ TEST(GridThreadsRun, Transport3dAsOneLeafIsTheSameOnAnyThreadCount) {
   o.document = &doc;
   std::vector<esi::exec::Trajectory> runs;
   for (int threads : {1, 2, 3}) {
-    const json c = {{"time", {{"stop", 1200}}},
-                    {"schedule", {{"leaf", "all"}, {"alg", "SSPRK43"}, {"control", {{"reltol", 1e-6}, {"abstol", 1e-8}}}}},
-                    {"step", {{"dt", 600}}},
-                    {"partition", {{"threads", threads}}},
-                    {"output", {{"every", 600}}}};
-    runs.push_back(esi::exec::run_schedule(sys, esi::exec::parse_run_config(c, "run.json", ""), o).trajectory);
+    const json c = {
+        {"time", {{"stop", 1200}}},
+        {"schedule",
+         {{"leaf", "all"}, {"alg", "SSPRK43"}, {"control", {{"reltol", 1e-6}, {"abstol", 1e-8}}}}},
+        {"step", {{"dt", 600}}},
+        {"partition", {{"threads", threads}}},
+        {"output", {{"every", 600}}}};
+    runs.push_back(
+        esi::exec::run_schedule(sys, esi::exec::parse_run_config(c, "run.json", ""), o).trajectory);
     ASSERT_EQ(runs.back().code, ReturnCode::Success) << runs.back().message;
   }
-  for (std::size_t k = 1; k < runs.size(); ++k) EXPECT_EQ(runs[k].values, runs[0].values) << k + 1 << " threads";
+  for (std::size_t k = 1; k < runs.size(); ++k)
+    EXPECT_EQ(runs[k].values, runs[0].values) << k + 1 << " threads";
+}
+
+// esi simulate with an explicit method on a gridded model: no split, the whole grid
+// right-hand side on SimulateOptions::threads.
+TEST(GridThreadsRun, SimulateWithoutSplitIsTheSameOnAnyThreadCount) {
+  const std::filesystem::path corpus = esi::testing::corpus_dir();
+  const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
+  const std::filesystem::path inputs =
+      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !std::filesystem::exists(file))
+    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto doc = esi::esm::load_resolved(file.string());
+  esi::esm::FlattenOptions fo;
+  std::ifstream(inputs) >> fo.inputs;
+  fo.grid = true;
+  const esi::esm::System sys = esi::esm::flatten(doc, fo);
+  std::vector<esi::exec::Trajectory> runs;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    esi::exec::SimulateOptions o;
+    o.t1 = 1200;
+    o.saveat = 600;
+    o.document = &doc;
+    o.integrator.method = MethodId::SSPRK43;
+    o.integrator.rtol = 1e-6;
+    o.integrator.atol = 1e-8;
+    o.threads = threads;
+    runs.push_back(esi::exec::simulate(sys, o));
+    ASSERT_EQ(runs.back().code, ReturnCode::Success) << runs.back().message;
+  }
+  ASSERT_EQ(runs[0].times, (std::vector<double>{0, 600, 1200}));
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    EXPECT_EQ(runs[k].values, runs[0].values) << k + 1 << " threads";
+    EXPECT_EQ(runs[k].stats.accepted, runs[0].stats.accepted);
+  }
 }
 
 // The shipped example as a user runs it (7 x 7 x 72, 3,528 cells), 300 s instead of an hour.
 TEST(GridThreadsRun, EsiRunOfTheReseactExampleWritesTheSameValuesOnOneAndTwoThreads) {
   const std::filesystem::path corpus = esi::testing::corpus_dir();
-  const std::filesystem::path model = corpus / "reseact/prototypes/reseact_3d_chem/reseact_3d_chem.esm";
+  const std::filesystem::path model =
+      corpus / "reseact/prototypes/reseact_3d_chem/reseact_3d_chem.esm";
   const std::filesystem::path examples = std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact";
-  if (corpus.empty() || !std::filesystem::exists(model)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  if (corpus.empty() || !std::filesystem::exists(model))
+    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   esi::testing::TempDir dir;
   json config;
   std::ifstream(examples / "reseact_3d_chem.run.json") >> config;
   config["time"]["stop"] = 300;
   config["output"]["every"] = 300;
-  std::filesystem::copy_file(examples / "reseact_3d_chem_inputs.json", dir.path() / "reseact_3d_chem_inputs.json");
+  std::filesystem::copy_file(examples / "reseact_3d_chem_inputs.json",
+                             dir.path() / "reseact_3d_chem_inputs.json");
   const auto cfg = dir.path() / "run.json";
   std::ofstream(cfg) << config.dump();
   std::vector<std::string> csv;
   for (const char* threads : {"1", "2"}) {
     const auto out = dir.path() / (std::string("out") + threads + ".csv");
-    const auto r = esi::testing::run_esi(ESI_BINARY, {"run", model.string(), "--config", cfg.string(), "--output",
-                                                      out.string(), "--threads", threads},
+    const auto r = esi::testing::run_esi(ESI_BINARY,
+                                         {"run", model.string(), "--config", cfg.string(),
+                                          "--output", out.string(), "--threads", threads},
                                          dir.path() / "err.txt");
     ASSERT_EQ(r.status, 0) << r.err;
     csv.push_back(esi::testing::read_all(out));

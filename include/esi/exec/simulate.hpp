@@ -48,8 +48,8 @@ inline constexpr double kMaxOutputRows = 1e7;
 struct SimulateOptions {
   double t0 = 0;
   double t1 = 0;
-  double saveat = 0;                ///< 0 = no regular grid (only t0, t1 and sample_times)
-  std::vector<double> sample_times; ///< extra output times in [t0, t1] (e.g. assertion times)
+  double saveat = 0;                 ///< 0 = no regular grid (only t0, t1 and sample_times)
+  std::vector<double> sample_times;  ///< extra output times in [t0, t1] (e.g. assertion times)
   /// Step exactly to each sample time (a tstop) instead of reading it from the dense output.
   bool stop_at_sample_times = false;
   method::IntegratorOptions integrator;  ///< method Auto is resolved with method::choose_method
@@ -63,6 +63,10 @@ struct SimulateOptions {
   /// Run the RHS and Jacobian as native code (kernel::with_native, cached on disk): the same
   /// bits as the tape, faster per call, a compile of seconds on first use of a model.
   bool native = false;
+  /// Gridded systems run as per-region programs (FlattenOptions::grid): the grid right-hand
+  /// side in slabs on this many threads (kernel::make_grid_workspace; the same bits for any
+  /// count). With `cell_split`, its lane pools' thread count is used instead.
+  unsigned threads = 1;
   /// When set, each output row (states then observeds, Trajectory::names order) is handed to
   /// `on_row` as the run reaches it and Trajectory::times / values stay empty (a long run
   /// needs no memory per row). `on_columns` is called once with the names before any row. A
@@ -96,15 +100,15 @@ double planned_output_rows(const SimulateOptions& options);
 struct Trajectory {
   std::vector<std::string> names;  ///< states (System order), then observeds
   std::size_t state_count = 0;
-  std::vector<double> times;       ///< increasing output times actually reached
-  std::vector<double> values;      ///< row-major: values[k * names.size() + j]
+  std::vector<double> times;   ///< increasing output times actually reached
+  std::vector<double> values;  ///< row-major: values[k * names.size() + j]
   method::ReturnCode code = method::ReturnCode::Success;
-  std::string message;             ///< why the solve stopped early ("" on success)
+  std::string message;  ///< why the solve stopped early ("" on success)
   method::MethodId method = method::MethodId::Auto;  ///< the method that ran
   method::IntegratorStats stats;
   long events_fired = 0;
-  std::size_t rows = 0;            ///< output rows produced (also when streamed to on_row)
-  double last_time = 0;            ///< time of the last row (when rows > 0)
+  std::size_t rows = 0;  ///< output rows produced (also when streamed to on_row)
+  double last_time = 0;  ///< time of the last row (when rows > 0)
   /// Only when native code was requested: "native <file>" or "tape (native code unavailable:
   /// <why>)" for the RHS program, so callers can say the run fell back to the tape.
   std::string native_status;
