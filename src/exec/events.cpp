@@ -36,7 +36,7 @@ struct Site {
   std::string scope;  ///< component path; "" for coupling-level events (scoped names only)
   std::string file;
   std::string pointer;
-  std::string name;   ///< for messages
+  std::string name;  ///< for messages
 };
 
 class EventReader {
@@ -54,8 +54,9 @@ class EventReader {
       for (const auto& p : sys_.parameters)
         if (p.cadence == esm::Cadence::Discrete || p.cadence == esm::Cadence::Brownian)
           fail({"", p.file, p.pointer, p.name},
-               "parameter '" + p.name + "' has an update block, but the run was given no document "
-               "to read it from");
+               "parameter '" + p.name +
+                   "' has an update block, but the run was given no document "
+                   "to read it from");
     return std::move(out_);
   }
 
@@ -73,11 +74,13 @@ class EventReader {
 
   std::string resolve(const std::string& name, const Site& site) const {
     if (name == "t") return name;
-    if (!site.scope.empty() && known_.count(site.scope + "." + name)) return site.scope + "." + name;
+    if (!site.scope.empty() && known_.count(site.scope + "." + name))
+      return site.scope + "." + name;
     if (known_.count(name)) return name;
-    throw Error("undefined_variable", site.file, site.pointer,
-                "'" + name + "' in " + site.name + " is not a variable of " +
-                    (site.scope.empty() ? std::string("the system") : "component '" + site.scope + "'"));
+    throw Error(
+        "undefined_variable", site.file, site.pointer,
+        "'" + name + "' in " + site.name + " is not a variable of " +
+            (site.scope.empty() ? std::string("the system") : "component '" + site.scope + "'"));
   }
 
   expr::NodeId qualify(expr::NodeId id, const Site& site,
@@ -116,24 +119,28 @@ class EventReader {
                         const std::string& pointer) {
     Assignment a;
     const std::string name = resolve(lhs, {site.scope, site.file, pointer, site.name});
-    if (const int s = sys_.state_index(name); s >= 0) a.index = s;
+    if (const int s = sys_.state_index(name); s >= 0)
+      a.index = s;
     else if (const int p = sys_.parameter_index(name); p >= 0) {
       a.parameter = true;
       a.index = p;
     } else {
       fail({site.scope, site.file, pointer, site.name},
-           site.name + " writes '" + name + "', which is defined by an equation (only states and "
-           "parameters can be changed by an event)");
+           site.name + " writes '" + name +
+               "', which is defined by an equation (only states and "
+               "parameters can be changed by an event)");
     }
     out_.affects.push_back(expression(rhs, site, pointer_join(pointer, "rhs")));
     a.row = static_cast<int>(out_.affects.size() - 1);
     return a;
   }
 
-  std::vector<Assignment> affect_list(const json& list, const Site& site, const std::string& pointer) {
+  std::vector<Assignment> affect_list(const json& list, const Site& site,
+                                      const std::string& pointer) {
     std::vector<Assignment> out;
     if (list.is_null()) return out;
-    if (!list.is_array()) fail({site.scope, site.file, pointer, site.name}, "affects must be an array");
+    if (!list.is_array())
+      fail({site.scope, site.file, pointer, site.name}, "affects must be an array");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string p = pointer_join(pointer, i);
       const json& eq = list[i];
@@ -153,11 +160,14 @@ class EventReader {
     if (!conds.is_array() || conds.empty())
       fail(site, site.name + " has no 'conditions' to locate a crossing of");
     for (std::size_t i = 0; i < conds.size(); ++i)
-      ev.condition_rows.push_back(condition_row(conds[i], site, pointer_join(pointer_join(site.pointer, "conditions"), i)));
-    ev.affects = affect_list(e.value("affects", json::array()), site, pointer_join(site.pointer, "affects"));
+      ev.condition_rows.push_back(
+          condition_row(conds[i], site, pointer_join(pointer_join(site.pointer, "conditions"), i)));
+    ev.affects =
+        affect_list(e.value("affects", json::array()), site, pointer_join(site.pointer, "affects"));
     const json neg = e.value("affect_neg", json());
-    ev.affects_down = neg.is_null() ? ev.affects
-                                    : affect_list(neg, site, pointer_join(site.pointer, "affect_neg"));
+    ev.affects_down = neg.is_null()
+                          ? ev.affects
+                          : affect_list(neg, site, pointer_join(site.pointer, "affect_neg"));
     out_.events.push_back(std::move(ev));
   }
 
@@ -172,30 +182,37 @@ class EventReader {
       ev.trigger = Trigger::Scheduled;
       ev.interval = trigger.value("interval", 0.0);
       ev.offset = trigger.value("initial_offset", 0.0);
-      if (!(ev.interval > 0)) fail({site.scope, site.file, ptr, site.name}, site.name + ": a periodic trigger needs an interval > 0");
+      if (!(ev.interval > 0))
+        fail({site.scope, site.file, ptr, site.name},
+             site.name + ": a periodic trigger needs an interval > 0");
     } else if (type == "preset_times") {
       ev.trigger = Trigger::Scheduled;
       for (const json& t : trigger.value("times", json::array()))
         if (t.is_number()) ev.times.push_back(t.get<double>());
     } else {
-      fail({site.scope, site.file, ptr, site.name}, site.name + ": trigger type '" + type + "' is not supported");
+      fail({site.scope, site.file, ptr, site.name},
+           site.name + ": trigger type '" + type + "' is not supported");
     }
   }
 
   void read_discrete(const json& e, const Site& site) {
     if (e.contains("functional_affect"))
-      fail(site, site.name + " has a functional_affect (a registered handler), which is not supported");
+      fail(site,
+           site.name + " has a functional_affect (a registered handler), which is not supported");
     Event ev;
     ev.name = site.name;
     if (e.contains("trigger")) {
       read_trigger(ev, e["trigger"], site);
-    } else if (e.contains("conditions") && e["conditions"].is_array() && e["conditions"].size() == 1) {
+    } else if (e.contains("conditions") && e["conditions"].is_array() &&
+               e["conditions"].size() == 1) {
       ev.trigger = Trigger::Condition;  // coupling-level discrete event with a boolean condition
-      ev.condition_rows.push_back(condition_row(e["conditions"][0], site, pointer_join(site.pointer, "conditions/0")));
+      ev.condition_rows.push_back(
+          condition_row(e["conditions"][0], site, pointer_join(site.pointer, "conditions/0")));
     } else {
       fail(site, site.name + " has no trigger");
     }
-    ev.affects = affect_list(e.value("affects", json::array()), site, pointer_join(site.pointer, "affects"));
+    ev.affects =
+        affect_list(e.value("affects", json::array()), site, pointer_join(site.pointer, "affects"));
     out_.events.push_back(std::move(ev));
   }
 
@@ -208,11 +225,15 @@ class EventReader {
     std::string kind = e.value("$kind", std::string());
     if (kind.empty()) {  // a coupling entry
       if (e.value("type", std::string()) != "event")
-        fail(site, "coupling entry of type '" + e.value("type", std::string()) + "' (registered callbacks) is not supported");
-      kind = e.value("event_type", std::string()) == "continuous" ? "continuous_events" : "discrete_events";
+        fail(site, "coupling entry of type '" + e.value("type", std::string()) +
+                       "' (registered callbacks) is not supported");
+      kind = e.value("event_type", std::string()) == "continuous" ? "continuous_events"
+                                                                  : "discrete_events";
     }
-    if (kind == "continuous_events") read_crossing(e, site);
-    else read_discrete(e, site);
+    if (kind == "continuous_events")
+      read_crossing(e, site);
+    else
+      read_discrete(e, site);
   }
 
   void read_update_rule(const esm::FlatVariable& p, const json& rule, const Site& site) {
@@ -222,10 +243,12 @@ class EventReader {
       return;
     }
     if (kind == "wiener" || kind == "remesh")
-      fail(site, "parameter '" + p.name + "' has an update of kind '" + kind + "', which is not supported");
+      fail(site, "parameter '" + p.name + "' has an update of kind '" + kind +
+                     "', which is not supported");
     if (rule.contains("from") || rule.contains("handler") || !rule.contains("expression"))
-      fail(site, "parameter '" + p.name + "' is updated from a data source or a registered handler, "
-                 "which is not supported");
+      fail(site, "parameter '" + p.name +
+                     "' is updated from a data source or a registered handler, "
+                     "which is not supported");
     const std::string local = p.name.substr(p.name.rfind('.') + 1);
     const json affect = json::array({{{"lhs", local}, {"rhs", rule["expression"]}}});
     Event ev;
@@ -238,15 +261,18 @@ class EventReader {
       ev.offset = rule.value("initial_offset", 0.0);
     } else if (kind == "condition" || kind == "crossing") {
       ev.trigger = kind == "condition" ? Trigger::Condition : Trigger::Crossing;
-      ev.condition_rows.push_back(condition_row(rule.value("when", json()), site, pointer_join(site.pointer, "when")));
+      ev.condition_rows.push_back(
+          condition_row(rule.value("when", json()), site, pointer_join(site.pointer, "when")));
     } else {
       fail(site, "parameter '" + p.name + "' has an update of unknown kind '" + kind + "'");
     }
     ev.affects = affect_list(affect, site, site.pointer);
     const std::string direction = rule.value("direction", std::string("any"));
     if (kind == "crossing") {
-      if (direction == "up") ev.affects_down.clear();
-      else ev.affects_down = ev.affects;
+      if (direction == "up")
+        ev.affects_down.clear();
+      else
+        ev.affects_down = ev.affects;
       if (direction == "down") ev.affects.clear();
     }
     out_.events.push_back(std::move(ev));
@@ -260,7 +286,8 @@ class EventReader {
     const std::string base = pointer_join(p.pointer, "update");
     if (update.is_array()) {
       for (std::size_t i = 0; i < update.size(); ++i)
-        read_update_rule(p, update[i], {scope, p.file, pointer_join(base, i), "update of '" + p.name + "'"});
+        read_update_rule(p, update[i],
+                         {scope, p.file, pointer_join(base, i), "update of '" + p.name + "'"});
     } else {
       read_update_rule(p, update, {scope, p.file, base, "update of '" + p.name + "'"});
     }

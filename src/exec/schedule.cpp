@@ -41,15 +41,18 @@ std::string planner_list(const plan::Plan& p) {
 bool selects(const OperatorSpec& s, const plan::Operator& op) {
   if (!s.locality.empty()) {
     const std::string l = plan::locality_name(op.locality);
-    if (std::none_of(s.locality.begin(), s.locality.end(), [&](const std::string& x) { return x == l || x == "all"; }))
+    if (std::none_of(s.locality.begin(), s.locality.end(),
+                     [&](const std::string& x) { return x == l || x == "all"; }))
       return false;
   }
   if (!s.component.empty()) {
     auto under = [](const std::string& name, const std::string& c) {
-      return name == c || (name.size() > c.size() && name.compare(0, c.size(), c) == 0 && name[c.size()] == '.');
+      return name == c ||
+             (name.size() > c.size() && name.compare(0, c.size(), c) == 0 && name[c.size()] == '.');
     };
-    if (std::none_of(s.component.begin(), s.component.end(),
-                     [&](const std::string& c) { return under(op.component, c) || under(op.name, c); }))
+    if (std::none_of(s.component.begin(), s.component.end(), [&](const std::string& c) {
+          return under(op.component, c) || under(op.name, c);
+        }))
       return false;
   }
   return true;
@@ -62,7 +65,7 @@ void collect_leaves(const ScheduleNode& n, std::vector<const ScheduleNode*>& out
 
 /// The configuration's operators bound to what esi runs.
 struct Binding {
-  bool whole = false;                  ///< every leaf is "all"
+  bool whole = false;                    ///< every leaf is "all"
   std::map<std::string, Target> target;  ///< operator name -> Rest / Cells
   std::string summary;
   /// Leaves with "auto" methods only: per operator, the planner's Gershgorin bound at sampled
@@ -74,7 +77,8 @@ struct Binding {
 bool any_auto_leaf(const RunConfig& config) {
   std::vector<const ScheduleNode*> leaves;
   collect_leaves(config.schedule, leaves);
-  return std::any_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.method == method::MethodId::Auto; });
+  return std::any_of(leaves.begin(), leaves.end(),
+                     [](auto* l) { return l->leaf.method == method::MethodId::Auto; });
 }
 
 /// The strategy rule for an "auto" leaf (seed 002 §3.5): stiffness from structure first (a
@@ -82,7 +86,8 @@ bool any_auto_leaf(const RunConfig& config) {
 /// without a Jacobian, so explicitly), then the planner's Gershgorin bound at sampled
 /// non-default states times the macro step, against the same threshold choose_method uses.
 LeafChoice choose_leaf(const ScheduleNode& n, Target target, const Binding& b, double macro_dt) {
-  constexpr double kStiff = 500;  // as choose_method: hundreds of explicit steps for stability alone
+  constexpr double kStiff =
+      500;  // as choose_method: hundreds of explicit steps for stability alone
   LeafChoice c;
   c.leaf = n.leaf.op;
   c.pointer = n.pointer;
@@ -92,26 +97,35 @@ LeafChoice choose_leaf(const ScheduleNode& n, Target target, const Binding& b, d
   char buf[160];
   std::string measured = "no sampled bound";
   if (rho >= 0) {
-    std::snprintf(buf, sizeof buf, "Gershgorin bound %.3g /s at sampled states (%s)", rho, b.planner_ops.at(n.leaf.op).c_str());
+    std::snprintf(buf, sizeof buf, "Gershgorin bound %.3g /s at sampled states (%s)", rho,
+                  b.planner_ops.at(n.leaf.op).c_str());
     measured = buf;
     if (macro_dt > 0) {
-      std::snprintf(buf, sizeof buf, "; times the %g s macro step: %.3g, %s %g", macro_dt, rho * macro_dt,
-                    rho * macro_dt > kStiff ? "stiff, above" : "not stiff, at most", kStiff);
+      std::snprintf(buf, sizeof buf, "; times the %g s macro step: %.3g, %s %g", macro_dt,
+                    rho * macro_dt, rho * macro_dt > kStiff ? "stiff, above" : "not stiff, at most",
+                    kStiff);
       measured += buf;
     }
   }
   if (target == Target::Cells) {
     c.method = method::MethodId::Rodas3;
-    c.why = "pointwise operator on lane pools, which take Rosenbrock methods: Rodas3 (order 3, stiffly "
-            "accurate, 4 stages); " + measured;
+    c.why =
+        "pointwise operator on lane pools, which take Rosenbrock methods: Rodas3 (order 3, stiffly "
+        "accurate, 4 stages); " +
+        measured;
   } else if (target == Target::Rest) {
     c.method = method::MethodId::SSPRK43;
-    c.why = "grid operator run without a Jacobian, so explicit: SSPRK43 (strong-stability preserving for "
-            "the limiters, embedded error estimate); " + measured;
+    c.why =
+        "grid operator run without a Jacobian, so explicit: SSPRK43 (strong-stability preserving "
+        "for "
+        "the limiters, embedded error estimate); " +
+        measured;
   } else {
     c.method = method::MethodId::Auto;
-    c.why = "the whole right-hand side: chosen at the start by a spectral-radius estimate at the initial "
-            "state (Rodas5P when stiff over the span, else Tsit5)";
+    c.why =
+        "the whole right-hand side: chosen at the start by a spectral-radius estimate at the "
+        "initial "
+        "state (Rodas5P when stiff over the span, else Tsit5)";
   }
   if (!c.automatic) {
     c.method = n.leaf.method;
@@ -122,16 +136,21 @@ LeafChoice choose_leaf(const ScheduleNode& n, Target target, const Binding& b, d
 
 /// `planned`: the system's plan when the caller has made one (with its validation, for the
 /// strategy rule's bounds); otherwise it is made here.
-Binding bind(const esm::System& system, const RunConfig& config, const plan::Plan* planned = nullptr) {
+Binding bind(const esm::System& system, const RunConfig& config,
+             const plan::Plan* planned = nullptr) {
   Binding b;
   std::vector<const ScheduleNode*> leaves;
   collect_leaves(config.schedule, leaves);
-  const bool any_all = std::any_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.op == "all"; });
-  const bool all_all = std::all_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.op == "all"; });
+  const bool any_all =
+      std::any_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.op == "all"; });
+  const bool all_all =
+      std::all_of(leaves.begin(), leaves.end(), [](auto* l) { return l->leaf.op == "all"; });
   if (any_all && !all_all) {
-    const auto* l = *std::find_if(leaves.begin(), leaves.end(), [](auto* x) { return x->leaf.op == "all"; });
-    throw Error("unsupported_operator_split", config.file, pointer_join(l->pointer, "leaf"),
-                "a schedule either runs the whole right-hand side (\"all\") or its operators, not both");
+    const auto* l =
+        *std::find_if(leaves.begin(), leaves.end(), [](auto* x) { return x->leaf.op == "all"; });
+    throw Error(
+        "unsupported_operator_split", config.file, pointer_join(l->pointer, "leaf"),
+        "a schedule either runs the whole right-hand side (\"all\") or its operators, not both");
   }
   if (all_all) {
     b.whole = true;
@@ -139,9 +158,10 @@ Binding bind(const esm::System& system, const RunConfig& config, const plan::Pla
     return b;
   }
   if (system.grid.empty())
-    throw Error("unsupported_operator_split", config.file, "/operators",
-                "esi splits the tendencies of gridded models (per-region programs) into operators; this "
-                "model has no arrays on a grid, so run it with one leaf \"all\"");
+    throw Error(
+        "unsupported_operator_split", config.file, "/operators",
+        "esi splits the tendencies of gridded models (per-region programs) into operators; this "
+        "model has no arrays on a grid, so run it with one leaf \"all\"");
   std::optional<plan::Plan> made;
   if (!planned) {
     esm::System copy = system;
@@ -167,25 +187,31 @@ Binding bind(const esm::System& system, const RunConfig& config, const plan::Pla
     }
     if (!any)
       throw Error("selector_matches_nothing", config.file, pointer_join(spec.pointer, "select"),
-                  "operator '" + spec.name + "' selects none of the model's operators (the planner found: " +
+                  "operator '" + spec.name +
+                      "' selects none of the model's operators (the planner found: " +
                       planner_list(p) + ")");
     if (pointwise && other)
       throw Error("unsupported_operator_split", config.file, pointer_join(spec.pointer, "select"),
-                  "operator '" + spec.name + "' mixes pointwise terms with column, stencil or global ones; esi "
-                  "runs the pointwise terms on lane pools and the rest on the grid, so select them separately "
-                  "(the planner found: " + planner_list(p) + ")");
+                  "operator '" + spec.name +
+                      "' mixes pointwise terms with column, stencil or global ones; esi "
+                      "runs the pointwise terms on lane pools and the rest on the grid, so select "
+                      "them separately "
+                      "(the planner found: " +
+                      planner_list(p) + ")");
     const Target t = pointwise ? Target::Cells : Target::Rest;
     for (const auto& [name, other_t] : b.target)
       if (other_t == t)
-        throw Error("unsupported_operator_split", config.file, pointer_join(spec.pointer, "select"),
-                    "operators '" + name + "' and '" + spec.name + "' are both " +
-                        (t == Target::Cells ? "pointwise" : "non-pointwise") +
-                        "; esi runs all pointwise terms as one operator and all other terms as another, so "
-                        "select them in one operator");
+        throw Error(
+            "unsupported_operator_split", config.file, pointer_join(spec.pointer, "select"),
+            "operators '" + name + "' and '" + spec.name + "' are both " +
+                (t == Target::Cells ? "pointwise" : "non-pointwise") +
+                "; esi runs all pointwise terms as one operator and all other terms as another, so "
+                "select them in one operator");
     b.target[spec.name] = t;
     for (std::size_t k = 0; k < p.operators.size(); ++k)
       if (owner[k] == static_cast<int>(s) && p.operators[k].sampled_gershgorin >= 0) {
-        b.bound[spec.name] = std::max(b.bound.count(spec.name) ? b.bound[spec.name] : 0.0, p.operators[k].sampled_gershgorin);
+        b.bound[spec.name] = std::max(b.bound.count(spec.name) ? b.bound[spec.name] : 0.0,
+                                      p.operators[k].sampled_gershgorin);
         std::string& names = b.planner_ops[spec.name];
         names += (names.empty() ? "" : ", ") + p.operators[k].name;
       }
@@ -194,11 +220,13 @@ Binding bind(const esm::System& system, const RunConfig& config, const plan::Pla
     if (owner[k] < 0)
       throw Error("operator_terms_unassigned", config.file, "/operators",
                   "no operator selects the planner's operator " + p.operators[k].name + " (" +
-                      plan::locality_name(p.operators[k].locality) + ", component " + p.operators[k].component +
+                      plan::locality_name(p.operators[k].locality) + ", component " +
+                      p.operators[k].component +
                       "); every term of the right-hand side must be run by some operator");
   for (const auto& [name, t] : b.target)
-    b.summary += (b.summary.empty() ? "" : "; ") + name + ": " +
-                 (t == Target::Cells ? "pointwise terms on lane pools" : "the other terms on the grid");
+    b.summary +=
+        (b.summary.empty() ? "" : "; ") + name + ": " +
+        (t == Target::Cells ? "pointwise terms on lane pools" : "the other terms on the grid");
   return b;
 }
 
@@ -213,7 +241,8 @@ struct ForcingSlot {
   std::vector<int> cell_parameters;
 };
 
-ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, const ForcingProvider& f) {
+ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config,
+                           const ForcingProvider& f) {
   ForcingSlot slot;
   for (std::size_t a = 0; a < system.arrays.size(); ++a)
     if (system.arrays[a].name == f.target) slot.array = static_cast<int>(a);
@@ -232,8 +261,9 @@ ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, c
   const auto& arr = system.arrays[static_cast<std::size_t>(slot.array)];
   if (!arr.parameter)
     throw Error("forcing_target_unknown", config.file, f.pointer,
-                "'" + f.target + "' is an array the model computes or integrates, not a parameter array; "
-                "forcing sets parameters");
+                "'" + f.target +
+                    "' is an array the model computes or integrates, not a parameter array; "
+                    "forcing sets parameters");
   if (arr.values.empty()) {  // cell form: one parameter per cell that some equation reads
     std::vector<std::int64_t> x(arr.extents.size(), 1);
     std::size_t cells = 1;
@@ -252,8 +282,9 @@ ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, c
       slot.bracket_axis = static_cast<int>(d);
       if (arr.extents[d] != 2)
         throw Error("forcing_shape_mismatch", config.file, pointer_join(f.pointer, "bracket"),
-                    "the bracket index set '" + f.bracket + "' has " + std::to_string(arr.extents[d]) +
-                        " entries along '" + f.target + "'; it must hold two records");
+                    "the bracket index set '" + f.bracket + "' has " +
+                        std::to_string(arr.extents[d]) + " entries along '" + f.target +
+                        "'; it must hold two records");
       continue;
     }
     n *= static_cast<std::size_t>(arr.extents[d]);
@@ -263,8 +294,8 @@ ForcingSlot locate_forcing(const esm::System& system, const RunConfig& config, c
                 "'" + f.target + "' has no axis '" + f.bracket + "'");
   if (n != f.record_values)
     throw Error("forcing_shape_mismatch", config.file, f.pointer,
-                "'" + f.target + "' holds " + std::to_string(n) + " values per record, the provider gives " +
-                    std::to_string(f.record_values));
+                "'" + f.target + "' holds " + std::to_string(n) +
+                    " values per record, the provider gives " + std::to_string(f.record_values));
   slot.values = n;
   return slot;
 }
@@ -292,8 +323,9 @@ std::uint64_t fingerprint(const esm::System& system, const RunConfig& config, st
 class Runner {
  public:
   /// `bound` and `split`: a binding and a split the caller already has (simulate's split).
-  Runner(const esm::System& given, const RunConfig& config, const ScheduleOptions& options, ScheduleResult& out,
-         const Binding* bound = nullptr, std::optional<PointwiseSplit> split = std::nullopt)
+  Runner(const esm::System& given, const RunConfig& config, const ScheduleOptions& options,
+         ScheduleResult& out, const Binding* bound = nullptr,
+         std::optional<PointwiseSplit> split = std::nullopt)
       : c_(config), o_(options), out_(out), traj_(out.trajectory), split_(std::move(split)) {
     // Forcing targets get their values from the providers before anything is evaluated; until
     // then they hold 0 where nothing else gave a value (compiling refuses NaN parameter cells).
@@ -312,7 +344,8 @@ class Runner {
     bool implicit = false;
     const ScheduleNode* imex_leaf = nullptr;
     for (const ScheduleNode* n : nodes) {
-      implicit = implicit || n->leaf.method == method::MethodId::Auto || method::method_info(n->leaf.method).needs_jacobian;
+      implicit = implicit || n->leaf.method == method::MethodId::Auto ||
+                 method::method_info(n->leaf.method).needs_jacobian;
       if (method::is_imex(n->leaf.method) && !imex_leaf) imex_leaf = n;
     }
     if (binding_.whole && imex_leaf) {
@@ -321,26 +354,35 @@ class Runner {
       const std::string name(method::method_info(imex_leaf->leaf.method).name);
       const std::string where = pointer_join(imex_leaf->pointer, "alg");
       if (system.grid.empty())
-        throw Error("unsupported_method_for_operator", config.file, where,
-                    name + " integrates a gridded model's grid terms explicitly and its pointwise terms "
-                    "implicitly, and this model is not in the per-region grid form (it has no arrays on a "
-                    "grid, or another leaf runs an implicit method on the cell form): give it an implicit "
-                    "method such as Rodas5P");
+        throw Error(
+            "unsupported_method_for_operator", config.file, where,
+            name +
+                " integrates a gridded model's grid terms explicitly and its pointwise terms "
+                "implicitly, and this model is not in the per-region grid form (it has no arrays "
+                "on a "
+                "grid, or another leaf runs an implicit method on the cell form): give it an "
+                "implicit "
+                "method such as Rodas5P");
       std::string why;
       if (!split_) split_ = split_pointwise(system, why);
       if (!split_)
-        throw Error("unsupported_method_for_operator", config.file, where,
-                    name + " integrates the pointwise terms (chemistry) implicitly and the rest explicitly, "
-                    "and this model has no pointwise part that can be separated: " + why);
+        throw Error(
+            "unsupported_method_for_operator", config.file, where,
+            name +
+                " integrates the pointwise terms (chemistry) implicitly and the rest explicitly, "
+                "and this model has no pointwise part that can be separated: " +
+                why);
       model_ = detail::build_model(split_->rest, o_.document, false, true, o_.native,
                                    static_cast<unsigned>(c_.threads));
       imex_.emplace(*model_, *split_);
-      binding_.summary = "the whole right-hand side as one IMEX problem: the grid terms explicit, the pointwise "
-                         "terms of " + std::to_string(imex_->cells()) + " cells x " +
-                         std::to_string(imex_->cell_states()) + " states implicit (block-diagonal Jacobian)";
+      binding_.summary =
+          "the whole right-hand side as one IMEX problem: the grid terms explicit, the pointwise "
+          "terms of " +
+          std::to_string(imex_->cells()) + " cells x " + std::to_string(imex_->cell_states()) +
+          " states implicit (block-diagonal Jacobian)";
     } else if (binding_.whole) {
-      model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true, o_.native,
-                                   static_cast<unsigned>(c_.threads));
+      model_ = detail::build_model(system, o_.document, implicit && system.grid.empty(), true,
+                                   o_.native, static_cast<unsigned>(c_.threads));
     } else {
       std::string why;
       if (!split_) split_ = split_pointwise(system, why);
@@ -357,7 +399,8 @@ class Runner {
     }
     check_events();
     for (const ScheduleNode* n : nodes) leaves_.push_back(make_leaf(*n));
-    for (const ForcingProvider& f : o_.forcing) slots_.push_back(locate_forcing(model_->system, c_, f));
+    for (const ForcingProvider& f : o_.forcing)
+      slots_.push_back(locate_forcing(model_->system, c_, f));
     loaded_.assign(o_.forcing.size(), -1);
     cache_.resize(o_.forcing.size());
     // The leaves' integrators see the model through this problem, which picks the forcing
@@ -369,24 +412,28 @@ class Runner {
     if (problem_.jacobian) problem_.jacobian = &Runner::jacobian_at_stage;
     if (problem_.rhs_split) problem_.rhs_split = &Runner::rhs_split_at_stage;
     if (problem_.rhs_implicit) problem_.rhs_implicit = &Runner::rhs_implicit_at_stage;
-    if (problem_.implicit_jacobian) problem_.implicit_jacobian = &Runner::implicit_jacobian_at_stage;
+    if (problem_.implicit_jacobian)
+      problem_.implicit_jacobian = &Runner::implicit_jacobian_at_stage;
     for (const auto& s : model_->system.states) traj_.names.push_back(s.name);
     for (const auto& s : model_->system.observed) traj_.names.push_back(s.name);
     traj_.state_count = model_->system.states.size();
     if (model_->grid) {
       const auto gs = model_->grid->stats();
-      traj_.grid_summary = std::to_string(gs.programs) + " programs over " + std::to_string(gs.boxes) + " boxes, " +
+      traj_.grid_summary = std::to_string(gs.programs) + " programs over " +
+                           std::to_string(gs.boxes) + " boxes, " +
                            std::to_string(gs.lane_instructions) + " lane instructions";
     }
     traj_.held_data.assign(model_->events.held_data.begin(), model_->events.held_data.end());
     if (cells_) {
-      const auto first = std::find_if(leaves_.begin(), leaves_.end(), [](const Leaf& l) { return l.target == Target::Cells; });
+      const auto first = std::find_if(leaves_.begin(), leaves_.end(),
+                                      [](const Leaf& l) { return l.target == Target::Cells; });
       const LanePoolOptions& lp = first->lanes;
-      traj_.cell_summary = std::to_string(cell_op_->cells()) + " cells x " + std::to_string(cells_->state_count()) +
-                           " states, " + std::string(method::method_info(lp.method).name) +
-                           " with one controller per cell on " + std::to_string(lp.lanes) + " lanes, " +
-                           std::to_string(lp.threads) + (lp.threads == 1 ? " thread" : " threads") + "; " +
-                           cells_->describe();
+      traj_.cell_summary = std::to_string(cell_op_->cells()) + " cells x " +
+                           std::to_string(cells_->state_count()) + " states, " +
+                           std::string(method::method_info(lp.method).name) +
+                           " with one controller per cell on " + std::to_string(lp.lanes) +
+                           " lanes, " + std::to_string(lp.threads) +
+                           (lp.threads == 1 ? " thread" : " threads") + "; " + cells_->describe();
       if (o_.native) traj_.native_status = cells_->native_status();
     } else if (o_.native && model_->rhs) {
       traj_.native_status = model_->rhs->native_status();
@@ -408,18 +455,21 @@ class Runner {
     if (o_.resume) {
       const RestartState& r = *o_.resume;
       if (r.fingerprint != print_)
-        throw Error("restart_mismatch", "", "",
-                    "the restart file was written by a run of another model or configuration (operators, "
-                    "schedule, step, forcing and inputs must be the same to resume)");
+        throw Error(
+            "restart_mismatch", "", "",
+            "the restart file was written by a run of another model or configuration (operators, "
+            "schedule, step, forcing and inputs must be the same to resume)");
       if (r.u.size() != model_->system.states.size() || r.leaves.size() != leaves_.size() ||
           !(r.t >= c_.start && r.t < c_.stop))
         throw Error("restart_mismatch", "", "",
-                    "the restart file's state or time (t = " + number_text(r.t) + ") does not fit this run");
+                    "the restart file's state or time (t = " + number_text(r.t) +
+                        ") does not fit this run");
       t = r.t;
       u = r.u;
       macro_steps_ = r.macro_steps;
       if (r.p.size() != model_->p.size())
-        throw Error("restart_mismatch", "", "", "the restart file's parameters do not fit this model");
+        throw Error("restart_mismatch", "", "",
+                    "the restart file's parameters do not fit this model");
       model_->p = r.p;
       model_->prepare_all();
       events_.emplace(*model_, c_.start, t);
@@ -487,17 +537,20 @@ class Runner {
         s.cells = l.cells.cells;
         s.failed_cells += l.cells.failed_cells;
         s.accepted += l.cells.accepted, s.rejected += l.cells.rejected;
-        s.rhs_evaluations += l.cells.rhs_evaluations, s.jacobian_evaluations += l.cells.jacobian_evaluations;
+        s.rhs_evaluations += l.cells.rhs_evaluations,
+            s.jacobian_evaluations += l.cells.jacobian_evaluations;
         s.factorizations += l.cells.factorizations, s.linear_solves += l.cells.linear_solves;
         s.lane_slots += l.cells.lane_slots;
         s.max_cell_steps = std::max(s.max_cell_steps, l.cells.max_cell_steps);
-        if (traj_.method == method::MethodId::Auto) traj_.method = l.lanes.method;  // no grid leaf ran
+        if (traj_.method == method::MethodId::Auto)
+          traj_.method = l.lanes.method;  // no grid leaf ran
       } else if (l.integrator) {
         traj_.method = l.integrator->method();
         const auto& st = l.integrator->stats();
         method::IntegratorStats& sum = traj_.stats;
         sum.accepted += st.accepted, sum.rejected += st.rejected;
-        sum.rhs_evaluations += st.rhs_evaluations, sum.jacobian_evaluations += st.jacobian_evaluations;
+        sum.rhs_evaluations += st.rhs_evaluations,
+            sum.jacobian_evaluations += st.jacobian_evaluations;
         sum.factorizations += st.factorizations, sum.linear_solves += st.linear_solves;
       }
   }
@@ -522,20 +575,25 @@ class Runner {
     const std::string where = pointer_join(n.pointer, "alg");
     if (l.target == Target::Cells) {
       if (!s.dt_scope.empty() && s.dt_scope != "cell")
-        throw Error("unsupported_dt_scope", c_.file, pointer_join(pointer_join(n.pointer, "control"), "dt_scope"),
-                    "operator '" + s.op + "' runs on lane pools, where every cell takes its own step (dt_scope "
-                    "\"cell\"); one global step over all cells is not offered");
+        throw Error("unsupported_dt_scope", c_.file,
+                    pointer_join(pointer_join(n.pointer, "control"), "dt_scope"),
+                    "operator '" + s.op +
+                        "' runs on lane pools, where every cell takes its own step (dt_scope "
+                        "\"cell\"); one global step over all cells is not offered");
       if (s.nonnegative != method::DomainPolicy::None)
-        throw Error("unsupported_domain_policy", c_.file, pointer_join(n.pointer, "domain"),
-                    "lane pools do not enforce a domain yet; remove \"domain\" from this leaf (the cells' "
-                    "Rosenbrock steps are not clipped or rejected for negative values)");
+        throw Error(
+            "unsupported_domain_policy", c_.file, pointer_join(n.pointer, "domain"),
+            "lane pools do not enforce a domain yet; remove \"domain\" from this leaf (the cells' "
+            "Rosenbrock steps are not clipped or rejected for negative values)");
       const LeafChoice choice = choose_leaf(n, l.target, binding_, c_.macro_dt);
       l.lanes.method = choice.method;
       if (choice.automatic) l.report.why = choice.why;
       if (!method::is_rosenbrock(l.lanes.method))
         throw Error("unsupported_method_for_operator", c_.file, where,
-                    "operator '" + s.op + "' runs on lane pools, which take Rosenbrock methods (Rodas3, "
-                    "Rosenbrock23, ROS34PW2, ...), not " + std::string(method::method_info(l.lanes.method).name));
+                    "operator '" + s.op +
+                        "' runs on lane pools, which take Rosenbrock methods (Rodas3, "
+                        "Rosenbrock23, ROS34PW2, ...), not " +
+                        std::string(method::method_info(l.lanes.method).name));
       if (s.rtol) l.lanes.rtol = *s.rtol;
       if (s.atol) l.lanes.atol = {*s.atol};
       l.lanes.dt_initial = s.dt0;
@@ -546,22 +604,27 @@ class Runner {
       l.lanes.lanes = c_.lanes;
       if (s.lanes) l.lanes = *s.lanes;
       l.step_size.assign(cell_op_->cells(), 0.0);
-      l.report.what = s.op + ": " + std::string(method::method_info(l.lanes.method).name) + ", one step per cell";
+      l.report.what = s.op + ": " + std::string(method::method_info(l.lanes.method).name) +
+                      ", one step per cell";
       return l;
     }
     if (!s.dt_scope.empty() && s.dt_scope != "global")
-      throw Error("unsupported_dt_scope", c_.file, pointer_join(pointer_join(n.pointer, "control"), "dt_scope"),
-                  "operator '" + s.op + "' runs as one system with one step (dt_scope \"global\"); per-cell "
-                  "steps are for the pointwise operator");
+      throw Error("unsupported_dt_scope", c_.file,
+                  pointer_join(pointer_join(n.pointer, "control"), "dt_scope"),
+                  "operator '" + s.op +
+                      "' runs as one system with one step (dt_scope \"global\"); per-cell "
+                      "steps are for the pointwise operator");
     const LeafChoice choice = choose_leaf(n, l.target, binding_, c_.macro_dt);
     l.io.method = choice.method;
     if (choice.automatic) l.report.why = choice.why;
     const bool monolithic_imex = imex_ && method::is_imex(l.io.method);
     if (model_->grid && !monolithic_imex &&
         (l.io.method == method::MethodId::Auto || method::method_info(l.io.method).needs_jacobian))
-      throw Error("unsupported_method_for_operator", c_.file, where,
-                  "operator '" + s.op + "' runs over the grid without a Jacobian; give it an explicit method "
-                  "(SSPRK43, Tsit5, ...) and put stiff pointwise terms in an operator of their own");
+      throw Error(
+          "unsupported_method_for_operator", c_.file, where,
+          "operator '" + s.op +
+              "' runs over the grid without a Jacobian; give it an explicit method "
+              "(SSPRK43, Tsit5, ...) and put stiff pointwise terms in an operator of their own");
     if (s.rtol) l.io.rtol = *s.rtol;
     if (s.atol) l.io.atol = *s.atol;
     l.io.dt_initial = s.dt0;
@@ -575,8 +638,9 @@ class Runner {
       l.io.method = m;
     }
     l.report.what = s.op + ": " +
-                    (l.io.method == method::MethodId::Auto ? std::string("automatic method")
-                                                           : std::string(method::method_info(l.io.method).name)) +
+                    (l.io.method == method::MethodId::Auto
+                         ? std::string("automatic method")
+                         : std::string(method::method_info(l.io.method).name)) +
                     ", one step for the operator";
     return l;
   }
@@ -590,7 +654,8 @@ class Runner {
 
   bool execute(const ScheduleNode& n, double a, double b, std::vector<double>& u) {
     switch (n.kind) {
-      case ScheduleNode::Kind::Leaf: return run_leaf(leaf_of(n), a, b, u);
+      case ScheduleNode::Kind::Leaf:
+        return run_leaf(leaf_of(n), a, b, u);
       case ScheduleNode::Kind::Sequence:
         for (const auto& c : n.children)
           if (!execute(c, a, b, u)) return false;
@@ -634,7 +699,8 @@ class Runner {
       l.report.rejected = l.cells.rejected;
       if (!ok) {
         traj_.code = code;
-        if (!c_.file.empty()) traj_.message = l.node->leaf.op + " (" + l.node->pointer + "): " + traj_.message;
+        if (!c_.file.empty())
+          traj_.message = l.node->leaf.op + " (" + l.node->pointer + "): " + traj_.message;
       }
       return ok;
     }
@@ -647,8 +713,9 @@ class Runner {
       const method::ReturnCode rc = l.integrator->step(b);
       if (rc != method::ReturnCode::Success) {
         traj_.code = rc;
-        traj_.message = l.node->leaf.op + " (" + std::string(method::method_info(l.integrator->method()).name) +
-                        (c_.file.empty() ? "" : ", " + l.node->pointer) + "): " + l.integrator->message();
+        traj_.message =
+            l.node->leaf.op + " (" + std::string(method::method_info(l.integrator->method()).name) +
+            (c_.file.empty() ? "" : ", " + l.node->pointer) + "): " + l.integrator->message();
         return false;
       }
     }
@@ -702,20 +769,24 @@ class Runner {
     if (next) refresh_forcing(epoch_start_);
   }
   static void rhs_implicit_at_stage(void* c, double t, const double* u, double* di) {
-    static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.rhs_implicit(p.context, t, u, di); });
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.rhs_implicit(p.context, t, u, di); });
   }
   static void rhs_at_stage(void* c, double t, const double* u, double* du) {
-    static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.rhs(p.context, t, u, du); });
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.rhs(p.context, t, u, du); });
   }
   static void jacobian_at_stage(void* c, double t, const double* u, double* v) {
-    static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.jacobian(p.context, t, u, v); });
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.jacobian(p.context, t, u, v); });
   }
   static void rhs_split_at_stage(void* c, double t, const double* u, double* de, double* di) {
-    static_cast<Runner*>(c)->at_stage(t, [&](const method::OdeProblem& p) { p.rhs_split(p.context, t, u, de, di); });
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.rhs_split(p.context, t, u, de, di); });
   }
   static void implicit_jacobian_at_stage(void* c, double t, const double* u, double* v) {
-    static_cast<Runner*>(c)->at_stage(t,
-                                      [&](const method::OdeProblem& p) { p.implicit_jacobian(p.context, t, u, v); });
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.implicit_jacobian(p.context, t, u, v); });
   }
 
   /// Whether every provider has the record(s) a macro step starting at t needs.
@@ -723,7 +794,8 @@ class Runner {
     for (const ForcingProvider& f : o_.forcing) {
       if (f.times.size() <= 1 && f.bracket.empty()) continue;
       const auto k = std::upper_bound(f.times.begin(), f.times.end(), t) - f.times.begin() - 1;
-      if (k < 0 || (!f.bracket.empty() && static_cast<std::size_t>(k + 1) >= f.times.size() && t != f.times.back()))
+      if (k < 0 || (!f.bracket.empty() && static_cast<std::size_t>(k + 1) >= f.times.size() &&
+                    t != f.times.back()))
         return false;
     }
     return true;
@@ -764,7 +836,8 @@ class Runner {
       const std::size_t next = static_cast<std::size_t>(loaded_[q]) + (f.bracket.empty() ? 1 : 2);
       if (next >= f.times.size()) continue;
       const auto& cache = cache_[q];
-      if (std::any_of(cache.begin(), cache.end(), [&](const auto& e) { return e.first == next; })) continue;
+      if (std::any_of(cache.begin(), cache.end(), [&](const auto& e) { return e.first == next; }))
+        continue;
       prefetch_q_ = q;
       prefetch_k_ = next;
       prefetch_ = std::async(std::launch::async, [&f, next] {
@@ -788,18 +861,21 @@ class Runner {
       if (f.times.size() > 1 || !f.bracket.empty()) {
         k = std::upper_bound(f.times.begin(), f.times.end(), t) - f.times.begin() - 1;
         const bool on_last = stage && t == f.times.back();
-        const bool beyond = !f.bracket.empty() && static_cast<std::size_t>(k + 1) >= f.times.size() && !on_last;
+        const bool beyond =
+            !f.bracket.empty() && static_cast<std::size_t>(k + 1) >= f.times.size() && !on_last;
         if (k < 0 || beyond)
           throw Error("forcing_out_of_range", c_.file, f.pointer,
-                      "'" + f.target + "' has records from t = " + number_text(f.times.front()) + " to " +
-                          number_text(f.times.back()) + " s; the run needs " +
-                          (f.bracket.empty() ? "one at or before" : "a pair around") + " t = " + number_text(t));
+                      "'" + f.target + "' has records from t = " + number_text(f.times.front()) +
+                          " to " + number_text(f.times.back()) + " s; the run needs " +
+                          (f.bracket.empty() ? "one at or before" : "a pair around") +
+                          " t = " + number_text(t));
       }
       if (loaded_[q] == k) continue;
       loaded_[q] = k;
       changed = true;
       if (slot.parameter >= 0) {
-        model_->p[static_cast<std::size_t>(slot.parameter)] = record(q, static_cast<std::size_t>(k))[0];
+        model_->p[static_cast<std::size_t>(slot.parameter)] =
+            record(q, static_cast<std::size_t>(k))[0];
         continue;
       }
       auto& arr = model_->system.arrays[static_cast<std::size_t>(slot.array)];
@@ -811,10 +887,12 @@ class Runner {
       } else {
         // Cells first index fastest: inner = cells per step of the bracket axis.
         std::size_t inner = 1;
-        for (int d = 0; d < slot.bracket_axis; ++d) inner *= static_cast<std::size_t>(arr.extents[static_cast<std::size_t>(d)]);
+        for (int d = 0; d < slot.bracket_axis; ++d)
+          inner *= static_cast<std::size_t>(arr.extents[static_cast<std::size_t>(d)]);
         const auto last = static_cast<std::ptrdiff_t>(f.times.size()) - 1;
         for (int side = 0; side < 2; ++side) {
-          const auto& values = record(q, static_cast<std::size_t>(std::min<std::ptrdiff_t>(k + side, last)));
+          const auto& values =
+              record(q, static_cast<std::size_t>(std::min<std::ptrdiff_t>(k + side, last)));
           for (std::size_t v = 0; v < f.record_values; ++v) {
             const std::size_t lo = v % inner, hi = v / inner;
             full[hi * inner * 2 + static_cast<std::size_t>(side) * inner + lo] = values[v];
@@ -822,7 +900,8 @@ class Runner {
         }
       }
       for (std::size_t c = 0; c < slot.cell_parameters.size(); ++c)
-        if (slot.cell_parameters[c] >= 0) model_->p[static_cast<std::size_t>(slot.cell_parameters[c])] = full[c];
+        if (slot.cell_parameters[c] >= 0)
+          model_->p[static_cast<std::size_t>(slot.cell_parameters[c])] = full[c];
     }
     if (changed) model_->prepare_all();
     if (changed && imex_) imex_->prepare();
@@ -836,19 +915,24 @@ class Runner {
   void check_events() const {
     for (const detail::Event& ev : model_->events.events) {
       if (ev.trigger == detail::Trigger::Crossing)
-        throw Error("unsupported_event", c_.file, "",
-                    "event '" + ev.name + "' fires when a condition crosses zero, which needs root finding inside "
-                    "an integrator's step: esi run fires discrete events (preset times, periodic, conditions "
-                    "checked at the end of each macro step); esi simulate runs crossing events");
+        throw Error(
+            "unsupported_event", c_.file, "",
+            "event '" + ev.name +
+                "' fires when a condition crosses zero, which needs root finding inside "
+                "an integrator's step: esi run fires discrete events (preset times, periodic, "
+                "conditions "
+                "checked at the end of each macro step); esi simulate runs crossing events");
       if (binding_.whole && !imex_) continue;  // the IMEX operator's cells hold parameters too
       for (const auto* list : {&ev.affects, &ev.affects_down})
         for (const detail::Assignment& a : *list)
           if (a.parameter)
-            throw Error("unsupported_event", c_.file, "",
-                        "event '" + ev.name + "' sets parameter '" +
-                            model_->system.parameters[static_cast<std::size_t>(a.index)].name +
-                            "'; in a split run the cells hold their own parameter values, so events there may "
-                            "set states only (run the model with one leaf \"all\" to change parameters)");
+            throw Error(
+                "unsupported_event", c_.file, "",
+                "event '" + ev.name + "' sets parameter '" +
+                    model_->system.parameters[static_cast<std::size_t>(a.index)].name +
+                    "'; in a split run the cells hold their own parameter values, so events there "
+                    "may "
+                    "set states only (run the model with one leaf \"all\" to change parameters)");
     }
   }
 
@@ -905,23 +989,27 @@ bool whole_implicit(const RunConfig& config) {
   for (const ScheduleNode* l : leaves) {
     if (l->leaf.op != "all") return false;
     // IMEX methods run the per-region form (grid terms explicit, cells implicit).
-    implicit = implicit || l->leaf.method == method::MethodId::Auto ||
-               (method::method_info(l->leaf.method).needs_jacobian && !method::is_imex(l->leaf.method));
+    implicit =
+        implicit || l->leaf.method == method::MethodId::Auto ||
+        (method::method_info(l->leaf.method).needs_jacobian && !method::is_imex(l->leaf.method));
   }
   return implicit;
 }
 
-std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config, const plan::Plan* planned) {
+std::vector<LeafChoice> run_strategy(const esm::System& system, const RunConfig& config,
+                                     const plan::Plan* planned) {
   const Binding b = bind(system, config, planned);
   std::vector<const ScheduleNode*> leaves;
   collect_leaves(config.schedule, leaves);
   std::vector<LeafChoice> out;
   for (const ScheduleNode* n : leaves)
-    out.push_back(choose_leaf(*n, b.whole ? Target::Whole : b.target.at(n->leaf.op), b, config.macro_dt));
+    out.push_back(
+        choose_leaf(*n, b.whole ? Target::Whole : b.target.at(n->leaf.op), b, config.macro_dt));
   return out;
 }
 
-void check_schedule(const esm::System& system, const RunConfig& config, const std::vector<ForcingProvider>& forcing) {
+void check_schedule(const esm::System& system, const RunConfig& config,
+                    const std::vector<ForcingProvider>& forcing) {
   const Binding b = bind(system, config);
   (void)b;
   for (const ForcingProvider& f : forcing) (void)locate_forcing(system, config, f);
@@ -935,7 +1023,8 @@ Trajectory run_cell_split(const esm::System& system, const SimulateOptions& opti
   if (!split)
     throw Error("no_pointwise_part", "", "",
                 "lane pools run the pointwise part of a gridded system's tendencies, and this "
-                "system has none that can be separated: " + why);
+                "system has none that can be separated: " +
+                    why);
   // Lie splitting, the grid part (if any) then the cells, as a two-leaf schedule bound
   // without the planner (the split is pointwise_split's own).
   const bool has_rest = split->has_rest;
@@ -972,7 +1061,8 @@ Trajectory run_cell_split(const esm::System& system, const SimulateOptions& opti
   so.on_row = options.on_row;
   so.stop = options.stop;
   so.sample_times = options.sample_times;
-  if (options.on_step) so.on_step = [&](double t, const std::vector<LeafReport>&) { options.on_step(t); };
+  if (options.on_step)
+    so.on_step = [&](double t, const std::vector<LeafReport>&) { options.on_step(t); };
   ScheduleResult out;
   Runner runner(system, config, so, out, &bound, std::move(split));
   runner.run();
@@ -981,7 +1071,8 @@ Trajectory run_cell_split(const esm::System& system, const SimulateOptions& opti
 
 }  // namespace detail
 
-ScheduleResult run_schedule(const esm::System& system, const RunConfig& config, const ScheduleOptions& options) {
+ScheduleResult run_schedule(const esm::System& system, const RunConfig& config,
+                            const ScheduleOptions& options) {
   ScheduleResult out;
   Runner runner(system, config, options, out);
   runner.run();

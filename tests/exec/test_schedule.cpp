@@ -48,17 +48,21 @@ json leaf(const char* op, const char* alg, double rtol = 1e-10, double atol = 1e
 
 json split_config(const json& schedule, double stop, double dt) {
   json c = {{"time", {{"start", 0}, {"stop", stop}}},
-            {"operators", {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
-                           {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
+            {"operators",
+             {{"transport", {{"select", {{"locality", {"stencil", "column"}}}}}},
+              {"chemistry", {{"select", {{"locality", "pointwise"}}}}}}},
             {"schedule", schedule},
             {"partition", {{"lanes", 4}}}};
   if (dt > 0) c["step"] = {{"dt", dt}};
   return c;
 }
 
-RunConfig parse(const json& c) { return esi::exec::parse_run_config(c, "run.json", ""); }
+RunConfig parse(const json& c) {
+  return esi::exec::parse_run_config(c, "run.json", "");
+}
 
-esi::exec::ScheduleResult run(const esi::esm::System& s, const json& c, const esi::exec::ScheduleOptions& o = {}) {
+esi::exec::ScheduleResult run(const esi::esm::System& s, const json& c,
+                              const esi::exec::ScheduleOptions& o = {}) {
   return esi::exec::run_schedule(s, parse(c), o);
 }
 
@@ -78,7 +82,8 @@ std::string code_of(const std::function<void()>& f, std::string* pointer = nullp
 }
 
 TEST(RunConfig, ParsesTheSeedsReseactExampleShape) {
-  const json c = split_config({{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 3600, 300);
+  const json c = split_config(
+      {{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 3600, 300);
   const RunConfig r = parse(c);
   ASSERT_EQ(r.operators.size(), 2u);
   EXPECT_EQ(r.stop, 3600);
@@ -138,10 +143,12 @@ TEST(Schedule, SelectorsAreCheckedAgainstThePlannersOperators) {
   EXPECT_EQ(code_of([&] { run(m.grid, c); }), "unsupported_operator_split");
   // A stiff method on the grid operator, a non-Rosenbrock one on the cells, a cell dt scope on
   // the grid: each refused at its leaf.
-  c = split_config({{"sequence", {leaf("transport", "Rodas3"), leaf("chemistry", "Rodas3")}}}, 10, 0);
+  c = split_config({{"sequence", {leaf("transport", "Rodas3"), leaf("chemistry", "Rodas3")}}}, 10,
+                   0);
   EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "unsupported_method_for_operator");
   EXPECT_EQ(ptr, "/schedule/sequence/0/alg");
-  c = split_config({{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Tsit5")}}}, 10, 0);
+  c = split_config({{"sequence", {leaf("transport", "SSPRK43"), leaf("chemistry", "Tsit5")}}}, 10,
+                   0);
   EXPECT_EQ(code_of([&] { run(m.grid, c); }, &ptr), "unsupported_method_for_operator");
   EXPECT_EQ(ptr, "/schedule/sequence/1/alg");
   c["schedule"]["sequence"][1] = leaf("chemistry", "Rodas3");
@@ -151,7 +158,8 @@ TEST(Schedule, SelectorsAreCheckedAgainstThePlannersOperators) {
 
 TEST(Schedule, LieEqualsTheSimulateSplitDriverBitForBit) {
   Loaded m(kModel);
-  const json c = split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
+  const json c =
+      split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
   const auto a = run(m.grid, c);
   ASSERT_EQ(a.trajectory.code, ReturnCode::Success) << a.trajectory.message;
   EXPECT_EQ(a.macro_steps, 10u);
@@ -186,7 +194,9 @@ TEST(Schedule, StrangIsSecondOrderAndLieFirstInTheMacroStep) {
   ASSERT_EQ(ref.code, ReturnCode::Success) << ref.message;
   const auto ref_last = final_row(ref);
   auto error = [&](const char* kind, double dt) {
-    const json sched = {{kind, {leaf("transport", "SSPRK43", 1e-13, 1e-15), leaf("chemistry", "Rodas5P", 1e-13, 1e-15)}}};
+    const json sched = {
+        {kind,
+         {leaf("transport", "SSPRK43", 1e-13, 1e-15), leaf("chemistry", "Rodas5P", 1e-13, 1e-15)}}};
     const auto tr = run(m.grid, split_config(sched, 200, dt)).trajectory;
     EXPECT_EQ(tr.code, ReturnCode::Success) << tr.message;
     const auto last = final_row(tr);
@@ -208,13 +218,16 @@ TEST(Schedule, SubcycleAndEveryEqualTheirPlainSchedules) {
   Loaded m(kModel);
   const json T = leaf("transport", "SSPRK43"), C = leaf("chemistry", "Rodas3");
   // subcycle n of [T, C] over 4h == [T, C] over h.
-  const auto sub = run(m.grid, split_config({{"subcycle", {{"sequence", {T, C}}}}, {"substeps", 4}}, 200, 40));
+  const auto sub =
+      run(m.grid, split_config({{"subcycle", {{"sequence", {T, C}}}}, {"substeps", 4}}, 200, 40));
   const auto plain = run(m.grid, split_config({{"sequence", {T, C}}}, 200, 10));
   ASSERT_EQ(sub.trajectory.code, ReturnCode::Success) << sub.trajectory.message;
   EXPECT_EQ(sub.trajectory.values, plain.trajectory.values);
   // [T, every 2h: C] at h == [subcycle 2: T, C] at 2h.
-  const auto every = run(m.grid, split_config({{"sequence", {T, {{"every", C}, {"period", 20}}}}}, 200, 10));
-  const auto twice = run(m.grid, split_config({{"sequence", {{{"subcycle", T}, {"substeps", 2}}, C}}}, 200, 20));
+  const auto every =
+      run(m.grid, split_config({{"sequence", {T, {{"every", C}, {"period", 20}}}}}, 200, 10));
+  const auto twice =
+      run(m.grid, split_config({{"sequence", {{{"subcycle", T}, {"substeps", 2}}, C}}}, 200, 20));
   ASSERT_EQ(every.trajectory.code, ReturnCode::Success) << every.trajectory.message;
   EXPECT_EQ(every.trajectory.values, twice.trajectory.values);
   EXPECT_EQ(every.leaves[1].calls, 10);
@@ -223,8 +236,10 @@ TEST(Schedule, SubcycleAndEveryEqualTheirPlainSchedules) {
 
 TEST(Schedule, ResumingFromARestartStateContinuesBitForBit) {
   Loaded m(kModel);
-  json c = split_config({{"lie", {leaf("transport", "SSPRK43", 1e-8, 1e-10), leaf("chemistry", "Rodas3", 1e-8, 1e-10)}}},
-                        300, 7);
+  json c = split_config(
+      {{"lie",
+        {leaf("transport", "SSPRK43", 1e-8, 1e-10), leaf("chemistry", "Rodas3", 1e-8, 1e-10)}}},
+      300, 7);
   c["output"] = {{"every", 25}};
   std::vector<esi::exec::RestartState> saved;
   esi::exec::ScheduleOptions o;
@@ -247,10 +262,13 @@ TEST(Schedule, ResumingFromARestartStateContinuesBitForBit) {
   const auto& ft = full.trajectory;
   const auto& rt = resumed.trajectory;
   ASSERT_EQ(rt.times.front(), 100);
-  const std::size_t skip = static_cast<std::size_t>(std::find(ft.times.begin(), ft.times.end(), 100.0) - ft.times.begin());
+  const std::size_t skip = static_cast<std::size_t>(
+      std::find(ft.times.begin(), ft.times.end(), 100.0) - ft.times.begin());
   ASSERT_EQ(ft.times.size() - skip, rt.times.size());
-  EXPECT_EQ(std::vector<double>(ft.values.begin() + static_cast<std::ptrdiff_t>(skip * ft.names.size()), ft.values.end()),
-            rt.values);
+  EXPECT_EQ(
+      std::vector<double>(ft.values.begin() + static_cast<std::ptrdiff_t>(skip * ft.names.size()),
+                          ft.values.end()),
+      rt.values);
   EXPECT_EQ(resumed.leaves[0].accepted, full.leaves[0].accepted);
   EXPECT_EQ(resumed.leaves[1].accepted, full.leaves[1].accepted);
   // Another configuration, a damaged file: refused.
@@ -276,7 +294,9 @@ const char* kForced = R"({"esm": "1.0.0", "metadata": {"name": "f"},
        {"op": "*", "args": [{"op": "-", "args": [1, "w"]}, {"op": "index", "args": ["F", 1, "i"]}]},
        {"op": "*", "args": ["w", {"op": "index", "args": ["F", 2, "i"]}]}]}}}]}}})";
 
-double record_value(std::size_t k, std::size_t i) { return double(k + 1) * double(i + 1) + double(k * k); }
+double record_value(std::size_t k, std::size_t i) {
+  return double(k + 1) * double(i + 1) + double(k * k);
+}
 
 esi::exec::ForcingProvider bracket_provider(std::size_t records) {
   esi::exec::ForcingProvider p;
@@ -293,7 +313,8 @@ esi::exec::ForcingProvider bracket_provider(std::size_t records) {
 
 TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   Loaded m(kForced);
-  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}},
+            {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
             {"step", {{"dt", 1000}}}};
   esi::exec::ScheduleOptions o;
   o.forcing = {bracket_provider(4)};
@@ -304,7 +325,8 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   const auto last = final_row(r.trajectory);
   for (std::size_t i = 0; i < 3; ++i) {
     double exact = 0;  // the blend is linear in t within each hour: the trapezoid is exact
-    for (std::size_t k = 0; k < 3; ++k) exact += 3600 * 0.5 * (record_value(k, i) + record_value(k + 1, i));
+    for (std::size_t k = 0; k < 3; ++k)
+      exact += 3600 * 0.5 * (record_value(k, i) + record_value(k + 1, i));
     const int col = r.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
     ASSERT_GE(col, 0);
     EXPECT_NEAR(last[std::size_t(col)], exact, 1e-9 * exact) << "cell " << i + 1;
@@ -319,7 +341,8 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
     const int col = rc.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
     ASSERT_GE(col, 0);
     const int grid_col = r.trajectory.column(esi::esm::cell_name("F.u", {int(i) + 1}));
-    EXPECT_NEAR(last_cells[std::size_t(col)], last[std::size_t(grid_col)], 1e-9 * last[std::size_t(grid_col)]);
+    EXPECT_NEAR(last_cells[std::size_t(col)], last[std::size_t(grid_col)],
+                1e-9 * last[std::size_t(grid_col)]);
   }
   EXPECT_TRUE(esi::exec::whole_implicit(parse(implicit)));
   EXPECT_FALSE(esi::exec::whole_implicit(parse(c)));
@@ -331,13 +354,16 @@ TEST(Schedule, ForcingRecordsBracketTheStageTimeHalfOpen) {
   // Targets and shapes are checked before a run.
   auto bad = bracket_provider(4);
   bad.record_values = 4;
-  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_shape_mismatch");
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }),
+            "forcing_shape_mismatch");
   bad = bracket_provider(4);
   bad.target = "F.G";
-  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }),
+            "forcing_target_unknown");
   bad = bracket_provider(4);
   bad.target = "F.u";
-  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }), "forcing_target_unknown");
+  EXPECT_EQ(code_of([&] { esi::exec::check_schedule(m.grid, parse(c), {bad}); }),
+            "forcing_target_unknown");
 }
 
 // Discrete events in a schedule fire at macro-step ends: dx/dt = -k x, x(0) = 1, k = 0.1;
@@ -352,8 +378,10 @@ TEST(Schedule, DiscreteEventsFireAtMacroStepEndsAndSurviveARestart) {
       {"trigger": {"type": "preset_times", "times": [30]}, "affects": [{"lhs": "x", "rhs": 2}]},
       {"trigger": {"type": "periodic", "interval": 40}, "affects": [{"lhs": "k", "rhs": {"op": "/", "args": ["k", 2]}}]}]}}})";
   Loaded m(doc);
-  json c = {{"time", {{"start", 0}, {"stop", 60}}}, {"schedule", leaf("all", "Rodas5P", 1e-10, 1e-14)},
-            {"step", {{"dt", 25}}}, {"output", {{"every", 25}}}};
+  json c = {{"time", {{"start", 0}, {"stop", 60}}},
+            {"schedule", leaf("all", "Rodas5P", 1e-10, 1e-14)},
+            {"step", {{"dt", 25}}},
+            {"output", {{"every", 25}}}};
   const auto r = run(m.cells, c);
   ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
   EXPECT_NEAR(final_row(r.trajectory)[0], 2 * std::exp(-2.0), 1e-8);
@@ -373,12 +401,14 @@ TEST(Schedule, DiscreteEventsFireAtMacroStepEndsAndSurviveARestart) {
     resume.resume = &saved.front();
     const auto rest = run(m.cells, cut, resume);
     ASSERT_EQ(rest.trajectory.code, ReturnCode::Success) << rest.trajectory.message;
-    EXPECT_EQ(final_row(rest.trajectory), final_row(full.trajectory)) << "resumed at " << saved.front().t;
+    EXPECT_EQ(final_row(rest.trajectory), final_row(full.trajectory))
+        << "resumed at " << saved.front().t;
   }
   // A crossing event is refused, by name.
   std::string crossing = doc;
-  crossing.replace(crossing.find(R"("discrete_events")"), 0,
-                   R"("continuous_events": [{"conditions": [{"op": "-", "args": ["x", 0.5]}], "affects": [{"lhs": "x", "rhs": 1}]}], )");
+  crossing.replace(
+      crossing.find(R"("discrete_events")"), 0,
+      R"("continuous_events": [{"conditions": [{"op": "-", "args": ["x", 0.5]}], "affects": [{"lhs": "x", "rhs": 1}]}], )");
   Loaded mc(crossing);
   EXPECT_EQ(code_of([&] { run(mc.cells, c); }), "unsupported_event");
 }
@@ -387,7 +417,8 @@ TEST(Schedule, DiscreteEventsFireAtMacroStepEndsAndSurviveARestart) {
 // time, and the run is the same as with every record read when it is needed.
 TEST(Schedule, TheNextForcingRecordIsReadAheadOnAnotherThread) {
   Loaded m(kForced);
-  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}},
+            {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
             {"step", {{"dt", 1000}}}};
   std::mutex mutex;
   std::vector<std::pair<std::size_t, std::thread::id>> reads;
@@ -464,15 +495,22 @@ TEST(Schedule, AutoLeavesAreChosenByStructureAndTheSampledGershgorinBound) {
 TEST(Schedule, ExpressionForcingGivesTheRecordsItsFormulaStates) {
   Loaded m(kForced);
   const json hours = {{"op", "/"}, {"args", {"t", 3600}}};
-  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}}, {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
+  json c = {{"time", {{"start", 0}, {"stop", 3 * 3600}}},
+            {"schedule", leaf("all", "SSPRK43", 1e-6, 1e-8)},
             {"step", {{"dt", 1000}}},
-            {"forcing", {{"F.F", {{"expression", {{"op", "+"}, {"args", {
-                                      {{"op", "*"}, {"args", {{{"op", "+"}, {"args", {hours, 1}}}, "x"}}},
-                                      {{"op", "^"}, {"args", {hours, 2}}}}}}},
-                                  {"every", 3600}, {"bracket", "tt"}}}}}};
+            {"forcing",
+             {{"F.F",
+               {{"expression",
+                 {{"op", "+"},
+                  {"args",
+                   {{{"op", "*"}, {"args", {{{"op", "+"}, {"args", {hours, 1}}}, "x"}}},
+                    {{"op", "^"}, {"args", {hours, 2}}}}}}},
+                {"every", 3600},
+                {"bracket", "tt"}}}}}};
   const RunConfig config = parse(c);
   ASSERT_EQ(config.forcing.size(), 1u);
-  const esi::exec::ForcingProvider p = esi::exec::expression_forcing(config, config.forcing[0], m.grid);
+  const esi::exec::ForcingProvider p =
+      esi::exec::expression_forcing(config, config.forcing[0], m.grid);
   EXPECT_EQ(p.times, (std::vector<double>{0, 3600, 7200, 10800, 14400}));
   ASSERT_EQ(p.record_values, 3u);
   for (std::size_t k = 0; k < 4; ++k) {
@@ -491,15 +529,19 @@ TEST(Schedule, ExpressionForcingGivesTheRecordsItsFormulaStates) {
   auto refusal = [&](const json& expression, double every, std::string* ptr) {
     json bad = c;
     bad["forcing"]["F.F"]["expression"] = expression;
-    if (every > 0) bad["forcing"]["F.F"]["every"] = every;
-    else bad["forcing"]["F.F"].erase("every");
+    if (every > 0)
+      bad["forcing"]["F.F"]["every"] = every;
+    else
+      bad["forcing"]["F.F"].erase("every");
     const RunConfig rc = parse(bad);
     return code_of([&] { esi::exec::expression_forcing(rc, rc.forcing[0], m.grid); }, ptr);
   };
   std::string ptr;
-  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"y", "x"}}}, 3600, &ptr), "forcing_expression_invalid");  // not an axis
+  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"y", "x"}}}, 3600, &ptr),
+            "forcing_expression_invalid");  // not an axis
   EXPECT_EQ(ptr, "/forcing/F.F/expression");
-  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"t", "x"}}}, 0, &ptr), "forcing_expression_invalid");  // t, no every
+  EXPECT_EQ(refusal({{"op", "*"}, {"args", {"t", "x"}}}, 0, &ptr),
+            "forcing_expression_invalid");  // t, no every
   EXPECT_EQ(refusal({{"op", "log"}, {"args", {{{"op", "-"}, {"args", {"x", 1}}}}}}, 3600, &ptr),
             "forcing_expression_invalid");  // -inf at x = 1, found before the run
   EXPECT_EQ(refusal({{"op", "nonsense"}, {"args", {1}}}, 3600, &ptr), "unsupported_operator");
@@ -507,7 +549,8 @@ TEST(Schedule, ExpressionForcingGivesTheRecordsItsFormulaStates) {
   json unknown = c;
   unknown["forcing"] = {{"F.G", c["forcing"]["F.F"]}};
   const RunConfig uc = parse(unknown);
-  EXPECT_EQ(code_of([&] { esi::exec::expression_forcing(uc, uc.forcing[0], m.grid); }, &ptr), "forcing_target_unknown");
+  EXPECT_EQ(code_of([&] { esi::exec::expression_forcing(uc, uc.forcing[0], m.grid); }, &ptr),
+            "forcing_target_unknown");
   EXPECT_EQ(ptr, "/forcing/F.G");
   json zero = c;
   zero["forcing"]["F.F"]["every"] = 0;
@@ -523,8 +566,10 @@ namespace {
 TEST(Schedule, Transport3dKeepsItsGateExactlyUnderASchedule) {
   const std::filesystem::path corpus = esi::testing::corpus_dir();
   const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const std::filesystem::path inputs = std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !std::filesystem::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const std::filesystem::path inputs =
+      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !std::filesystem::exists(file))
+    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const auto doc = esi::esm::load_resolved(file.string());
   esi::esm::FlattenOptions fo;
   std::ifstream(inputs) >> fo.inputs;
@@ -568,7 +613,8 @@ namespace {
 // no state array) and for the cells gives the tape's bits.
 TEST(Schedule, NativeGridAndCellProgramsGiveTheTapesBits) {
   Loaded m(kModel);
-  const json c = split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
+  const json c =
+      split_config({{"lie", {leaf("transport", "SSPRK43"), leaf("chemistry", "Rodas3")}}}, 200, 20);
   esi::exec::ScheduleOptions native;
   native.native = true;
   const auto a = run(m.grid, c);
