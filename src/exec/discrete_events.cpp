@@ -6,9 +6,11 @@
 
 namespace esi::exec::detail {
 
-DiscreteEvents::DiscreteEvents(Model& model, double t0, double now) : m_(model), t0_(t0) {
+DiscreteEvents::DiscreteEvents(Model& model, double t0, double now, std::vector<bool> owned)
+    : m_(model), t0_(t0), owned_(std::move(owned)) {
+  owned_.resize(m_.events.events.size(), false);
   for (std::size_t e = 0; e < m_.events.events.size(); ++e)
-    if (m_.events.events[e].trigger == Trigger::Scheduled)
+    if (m_.events.events[e].trigger == Trigger::Scheduled && !owned_[e])
       next_.emplace_back(e, next_scheduled(e, now));
 }
 
@@ -58,8 +60,9 @@ bool DiscreteEvents::fire_due(double t, std::vector<double>& u) {
       fired = apply(m_.events.events[e].affects, t, u) || fired;
       when = next_scheduled(e, t);
     }
-  for (const Event& ev : m_.events.events) {
-    if (ev.trigger != Trigger::Condition) continue;
+  for (std::size_t e = 0; e < m_.events.events.size(); ++e) {
+    const Event& ev = m_.events.events[e];
+    if (ev.trigger != Trigger::Condition || owned_[e]) continue;
     if (m_.conditions->evaluate(t, u)[static_cast<std::size_t>(ev.condition_rows[0])] != 0)
       fired = apply(ev.affects, t, u) || fired;
   }

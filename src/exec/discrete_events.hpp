@@ -15,8 +15,9 @@ namespace esi::exec::detail {
 class DiscreteEvents {
  public:
   /// Scheduled events of `model`, periodic ones counted from t0; the next firings are those
-  /// strictly after `now` (a resumed run passes its restart time).
-  DiscreteEvents(Model& model, double t0, double now);
+  /// strictly after `now` (a resumed run passes its restart time). Events marked in `owned`
+  /// (by index; a schedule's map nodes apply them) never fire by their own trigger.
+  DiscreteEvents(Model& model, double t0, double now, std::vector<bool> owned = {});
 
   /// The earliest scheduled firing still to come (infinity when none): a stop for the driver.
   double next_time() const;
@@ -36,6 +37,7 @@ class DiscreteEvents {
 
   Model& m_;
   double t0_;
+  std::vector<bool> owned_;
   std::vector<std::pair<std::size_t, double>> next_;  // scheduled event -> next firing time
   std::size_t fired_ = 0;
 };

@@ -234,6 +234,8 @@ class EventReader {
       read_crossing(e, site);
     else
       read_discrete(e, site);
+    out_.events.back().authored_name = e.value("name", std::string());
+    out_.events.back().component = site.scope;
   }
 
   void read_update_rule(const esm::FlatVariable& p, const json& rule, const Site& site) {

@@ -43,7 +43,10 @@ struct Assignment {
 enum class Trigger { Crossing, Scheduled, Condition };
 
 struct Event {
-  std::string name;  ///< as authored, or a description of where it was declared
+  std::string name;  ///< for messages: "event 'NAME'" as authored, else where it was declared
+  /// The document's own `name` ("" when it has none) and its component: what a run
+  /// configuration's map node names ("NAME" or "Component.NAME").
+  std::string authored_name, component;
   Trigger trigger = Trigger::Crossing;
   std::vector<int> condition_rows;  ///< rows of the condition evaluator (Crossing, Condition)
   std::vector<double> times;        ///< Scheduled: preset times

@@ -165,6 +165,9 @@ class Parser {
     } else if (n.contains("strang")) {
       out.kind = ScheduleNode::Kind::Strang;
       children("strang");
+    } else if (n.contains("map")) {
+      out.kind = ScheduleNode::Kind::Map;
+      out.map = n.at("map").get<std::string>();
     } else if (n.contains("subcycle")) {
       out.kind = ScheduleNode::Kind::Subcycle;
       out.substeps = n.at("substeps").get<int>();

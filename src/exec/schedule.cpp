@@ -397,6 +397,7 @@ class Runner {
       cells_ = CellModel::build(split_->cell, co);
       cell_op_.emplace(*model_, *split_, *cells_);
     }
+    bind_maps(c_.schedule);
     check_events();
     for (const ScheduleNode* n : nodes) leaves_.push_back(make_leaf(*n));
     for (const ForcingProvider& f : o_.forcing)
@@ -472,7 +473,7 @@ class Runner {
                     "the restart file's parameters do not fit this model");
       model_->p = r.p;
       model_->prepare_all();
-      events_.emplace(*model_, c_.start, t);
+      events_.emplace(*model_, c_.start, t, mapped_);
       while (!clock.done() && clock.peek() < t) clock.pop();
       refresh_forcing(t);
       for (std::size_t k = 0; k < leaves_.size(); ++k) {
@@ -490,7 +491,7 @@ class Runner {
     } else {
       refresh_forcing(t);
       u = model_->initial_state();
-      events_.emplace(*model_, c_.start, t);
+      events_.emplace(*model_, c_.start, t, mapped_);
       events_->fire_at_start(u);
     }
     if (o_.on_columns) o_.on_columns(traj_.names);
@@ -531,6 +532,7 @@ class Runner {
     }
     out_.leaves = reports();
     out_.macro_steps = macro_steps_;
+    traj_.events_fired = static_cast<long>(events_->fired());  // since the run (or resume) started
     for (const Leaf& l : leaves_)
       if (l.target == Target::Cells) {
         LanePoolStats& s = traj_.cell_stats;
@@ -670,6 +672,9 @@ class Runner {
           if (!execute(n.children[k], m, b, u)) return false;
         return true;
       }
+      case ScheduleNode::Kind::Map:
+        events_->apply(model_->events.events[map_event(n)].affects, b, u);
+        return true;
       case ScheduleNode::Kind::Subcycle: {
         const double h = (b - a) / n.substeps;
         for (int k = 0; k < n.substeps; ++k) {
@@ -913,8 +918,9 @@ class Runner {
   /// root finding inside a leaf's step and are refused; so are parameter changes in split runs,
   /// whose cells hold their own copies of the parameters.
   void check_events() const {
-    for (const detail::Event& ev : model_->events.events) {
-      if (ev.trigger == detail::Trigger::Crossing)
+    for (std::size_t e = 0; e < model_->events.events.size(); ++e) {
+      const detail::Event& ev = model_->events.events[e];
+      if (ev.trigger == detail::Trigger::Crossing && !mapped_[e])
         throw Error(
             "unsupported_event", c_.file, "",
             "event '" + ev.name +
@@ -934,6 +940,45 @@ class Runner {
                     "may "
                     "set states only (run the model with one leaf \"all\" to change parameters)");
     }
+  }
+
+  /// The schedule's map nodes name discrete events of the model; those events then belong to
+  /// the schedule (mapped_), whatever their trigger.
+  void bind_maps(const ScheduleNode& n) {
+    const auto& events = model_->events.events;
+    mapped_.resize(events.size(), false);
+    if (n.kind == ScheduleNode::Kind::Map) {
+      std::vector<std::size_t> found;
+      std::string names;
+      for (std::size_t e = 0; e < events.size(); ++e) {
+        const detail::Event& ev = events[e];
+        if (ev.authored_name.empty()) continue;
+        if (n.map == ev.authored_name || n.map == ev.component + "." + ev.authored_name)
+          found.push_back(e);
+        names += (names.empty() ? "" : ", ") + ev.component + "." + ev.authored_name;
+      }
+      if (found.size() != 1)
+        throw Error(
+            found.empty() ? "unknown_map_event" : "ambiguous_map_event", c_.file,
+            n.pointer + "/map",
+            found.empty()
+                ? "the map names event '" + n.map + "', which the model does not declare (" +
+                      (names.empty() ? std::string("it has no named events")
+                                     : "its named events: " + names) +
+                      ")"
+                : "the map names event '" + n.map + "', which several components declare (" +
+                      names + "): write it as Component." + n.map);
+      mapped_[found[0]] = true;
+      maps_.emplace_back(&n, found[0]);
+      return;
+    }
+    for (const auto& c : n.children) bind_maps(c);
+  }
+  std::size_t map_event(const ScheduleNode& n) const {
+    for (const auto& [node, e] : maps_)
+      if (node == &n) return e;
+    ESI_ASSERT(false);
+    return 0;
   }
 
   RestartState restart_state(double t, const std::vector<double>& u) const {
@@ -971,6 +1016,8 @@ class Runner {
   std::vector<double> scratch_;
   std::vector<std::vector<std::pair<std::size_t, std::vector<double>>>> cache_;
   std::optional<detail::DiscreteEvents> events_;
+  std::vector<bool> mapped_;  ///< by event: applied by a map node, never by its trigger
+  std::vector<std::pair<const ScheduleNode*, std::size_t>> maps_;  ///< map node -> event
   std::future<std::vector<double>> prefetch_;  ///< at most one record read ahead
   std::size_t prefetch_q_ = 0, prefetch_k_ = 0;
   method::OdeProblem problem_;

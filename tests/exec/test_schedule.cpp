@@ -413,6 +413,43 @@ TEST(Schedule, DiscreteEventsFireAtMacroStepEndsAndSurviveARestart) {
   EXPECT_EQ(code_of([&] { run(mc.cells, c); }), "unsupported_event");
 }
 
+// A map node applies a named event's affects where the schedule reaches it: dx/dt = -k x,
+// x(0) = 1, k = 0.1, "halve" (x <- x / 2) after the leaf in every 10 s macro step, so
+// x(30) = e^-3 / 8. The event's own trigger (a preset time at 15) no longer fires it: no
+// macro step ends at 15 and there is no fourth halving. A map of an event the model does not
+// declare is refused at its pointer; the schema refuses a map that is not a name.
+TEST(Schedule, MapNodeAppliesANamedEventWhereTheScheduleReachesIt) {
+  const std::string doc = R"({"esm": "1.0.0", "metadata": {"name": "e"}, "models": {"M": {
+    "variables": {"x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 0.1}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}],
+    "discrete_events": [
+      {"name": "halve", "trigger": {"type": "preset_times", "times": [15]}, "affects": [{"lhs": "x", "rhs": {"op": "/", "args": ["x", 2]}}]}]}}})";
+  Loaded m(doc);
+  json c = {
+      {"time", {{"start", 0}, {"stop", 30}}},
+      {"schedule", {{"sequence", {leaf("all", "Rodas5P", 1e-10, 1e-14), {{"map", "halve"}}}}}},
+      {"step", {{"dt", 10}}},
+      {"output", {{"every", 10}}}};
+  const auto r = run(m.cells, c);
+  ASSERT_EQ(r.trajectory.code, ReturnCode::Success) << r.trajectory.message;
+  EXPECT_NEAR(final_row(r.trajectory)[0], std::exp(-3.0) / 8, 1e-9);
+  EXPECT_EQ(r.macro_steps, 3u);
+  EXPECT_EQ(r.trajectory.events_fired, 3);
+  // The component-qualified name binds the same event.
+  c["schedule"]["sequence"][1]["map"] = "M.halve";
+  EXPECT_NEAR(final_row(run(m.cells, c).trajectory)[0], std::exp(-3.0) / 8, 1e-9);
+  // Without the map node the trigger fires once, at 15.
+  json plain = c;
+  plain["schedule"] = leaf("all", "Rodas5P", 1e-10, 1e-14);
+  EXPECT_NEAR(final_row(run(m.cells, plain).trajectory)[0], std::exp(-3.0) / 2, 1e-9);
+  std::string ptr;
+  c["schedule"]["sequence"][1]["map"] = "double";
+  EXPECT_EQ(code_of([&] { run(m.cells, c); }, &ptr), "unknown_map_event");
+  EXPECT_EQ(ptr, "/schedule/sequence/1/map");
+  c["schedule"]["sequence"][1]["map"] = 3;
+  EXPECT_EQ(code_of([&] { parse(c); }, &ptr), "run_config_invalid");
+}
+
 // The next record is read on another thread while the leaves step (prefetch), one read at a
 // time, and the run is the same as with every record read when it is needed.
 TEST(Schedule, TheNextForcingRecordIsReadAheadOnAnotherThread) {

@@ -50,9 +50,14 @@ struct LeafSpec {
 };
 
 struct ScheduleNode {
-  enum class Kind { Leaf, Sequence, Strang, Subcycle, Every };
+  /// Map: an instantaneous operator, the affects of the model's discrete event named `map`
+  /// applied to the state where the schedule reaches the node (at the end time of the span it
+  /// is given; its right-hand sides read the state before the map). The schedule then owns the
+  /// event: its own trigger no longer fires it.
+  enum class Kind { Leaf, Sequence, Strang, Subcycle, Every, Map };
   Kind kind = Kind::Leaf;
   LeafSpec leaf;                      ///< Leaf
+  std::string map;                    ///< Map: the event's name
   std::vector<ScheduleNode> children; ///< Sequence (also `lie`), Strang; one for Subcycle, Every
   int substeps = 1;                   ///< Subcycle
   double period = 0;                  ///< Every [s]
