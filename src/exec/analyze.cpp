@@ -461,10 +461,16 @@ json field_plot(const AnalysisResult& r, const json& plot, const std::string& pt
       if (t.times[k] == at) return static_cast<std::ptrdiff_t>(k);
     return -1;
   };
+  // The columns of a run by name (every run has the same; a field reads many of them).
+  std::unordered_map<std::string, std::size_t> column;
+  for (const AnalysisRun& run : r.runs)
+    if (!run.trajectory.names.empty()) {
+      for (std::size_t j = 0; j < run.trajectory.names.size(); ++j) column.emplace(run.trajectory.names[j], j);
+      break;
+    }
   const auto cells_along = [&](const Trajectory& t, std::ptrdiff_t row, std::vector<std::int64_t> c, int along,
                                std::vector<double>& out) {
-    std::unordered_map<std::string, std::size_t> column;
-    for (std::size_t j = 0; j < t.names.size(); ++j) column.emplace(t.names[j], j);
+    if (t.names.size() != column.size()) return false;
     for (std::int64_t i = 1; i <= field->extents[static_cast<std::size_t>(along)]; ++i) {
       c[static_cast<std::size_t>(along)] = i;
       const auto it = column.find(esm::cell_name(field->name, c));

@@ -11,9 +11,10 @@ namespace esi::exec::detail {
 
 using nlohmann::json;
 
-esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc, const std::string& component,
-                                              const json& imports, const std::string& file,
-                                              const std::string& pointer, const std::string& owner) {
+esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc,
+                                              const std::string& component, const json& imports,
+                                              const std::string& file, const std::string& pointer,
+                                              const std::string& owner) {
   json raw = doc.raw;
   json* comp = nullptr;
   std::string comp_pointer;
@@ -31,8 +32,9 @@ esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc, 
       }
     if (!comp || !comp->is_object() || comp->contains("ref"))
       throw Error("unsupported_" + owner + "_feature", file, pointer,
-                  "a " + owner + " that injects a discretization is supported for components written in "
-                  "the document itself, not mounted from another file");
+                  "a " + owner +
+                      " that injects a discretization is supported for components written in "
+                      "the document itself, not mounted from another file");
     start = dot + 1;
   }
   if (!imports.is_array())
@@ -51,7 +53,8 @@ esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc, 
     if (d.pointer.compare(0, list.size(), list) == 0) {
       const std::size_t end = std::min(d.pointer.find('/', list.size()), d.pointer.size());
       const std::string index = d.pointer.substr(list.size(), end - list.size());
-      if (!index.empty() && std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      if (!index.empty() &&
+          std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
           std::stoul(index) >= own_count) {
         d.pointer = pointer_join(pointer, std::stoul(index) - own_count) + d.pointer.substr(end);
         d.file = file;

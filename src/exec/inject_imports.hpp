@@ -19,9 +19,11 @@ namespace esi::exec::detail {
 /// one run only (§9.7.10). `owner` is "test" or "analysis": errors are `invalid_<owner>` (not
 /// an array) and `unsupported_<owner>_feature` (the component is mounted from another file);
 /// the loader's own `template_import_*` errors come through unchanged.
-esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc, const std::string& component,
-                                              const nlohmann::json& imports, const std::string& file,
-                                              const std::string& pointer, const std::string& owner);
+esm::ResolvedDocument inject_template_imports(const esm::ResolvedDocument& doc,
+                                              const std::string& component,
+                                              const nlohmann::json& imports,
+                                              const std::string& file, const std::string& pointer,
+                                              const std::string& owner);
 
 /// The first name `root` reads that is not known before the run (`t` or one of `unknowns`),
 /// or nothing: a reference or an initial field may read parameters and index symbols only.

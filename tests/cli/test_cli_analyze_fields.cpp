@@ -210,6 +210,21 @@ TEST_F(AnalyzeFields, AMissingRuleFileIsTheLoadersLocatedError) {
   EXPECT_NE(r.err.find("/models/Slope/analyses/0/expression_template_imports/0/ref"), std::string::npos) << r.err;
 }
 
+TEST_F(AnalyzeFields, EsiCheckLocatesAMissingRuleFileAtTheTestsOwnImport) {
+  // The injection is shared with `esi check`: a test's bad import is located in the test too.
+  std::string text = slope_document(kSnapshotAndSlice);
+  const std::string from = R"j("ref": "./upwind.esm", "bindings": {"N": 5}}],
+      "assertions")j";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string(R"j("ref": "./upwind.esm")j").size(), R"j("ref": "./gone.esm")j");
+  const Result r = run({"check", write("slope.esm", text), "--json"});
+  EXPECT_EQ(r.status, 1);
+  const json test = json::parse(r.out)["files"][0]["tests"][0];
+  EXPECT_EQ(test["error"]["code"], "template_import_unresolved") << r.out;
+  EXPECT_EQ(test["error"]["pointer"], "/models/Slope/tests/0/expression_template_imports/0/ref") << r.out;
+}
+
 /// dpsi/dt = -k psi on a 4 x 3 grid from the field psi(i, j) = a (i + 10 j - 20), given as an
 /// initial_state expression over the grid: psi(t) = a (i + 10 j - 20) exp(-k t).
 std::string front_document(const std::string& initial_expression_extra = "") {

@@ -49,8 +49,8 @@ struct SweepDimension {
   std::vector<double> values;
 };
 
-/// One analysis, read and checked: throws esi::Error (`invalid_analysis`,
-/// `unsupported_analysis_feature`) at the pointer of the offending field.
+/// One analysis, read and checked: throws esi::Error (`invalid_analysis`) at the pointer of
+/// the offending field.
 struct AnalysisPlan {
   AnalysisRef ref;
   double t0 = 0, t1 = 0;
@@ -83,9 +83,12 @@ struct AnalysisResult {
   nlohmann::json registries = nlohmann::json::object();
 };
 
-/// Flattens the component once, applies the overrides and runs every point. Throws esi::Error
-/// for input the runs cannot use (unknown override or sweep parameter: `unknown_override` /
-/// `ambiguous_override` at the key's pointer); a failed solve is in the run's Trajectory.
+/// Flattens the component once (under its injected discretization, if any), applies the
+/// overrides and runs every point. Throws esi::Error for input the runs cannot use (unknown
+/// override or sweep parameter: `unknown_override` / `ambiguous_override` at the key's pointer;
+/// the loader's `template_import_*` for an injected import; `invalid_analysis` for an initial
+/// field that reads unknowns, `unsupported_analysis_feature` for an initial_state expression of
+/// a scalar); a failed solve is in the run's Trajectory.
 AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan& plan,
                             const AnalyzeOptions& options = {});
 
