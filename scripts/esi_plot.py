@@ -6,7 +6,9 @@ usage: esi_plot.py [--quiet-missing] PLOTS.json...
 
 Each PLOTS.json is {"dir": FOLDER, "plots": [...]}, each plot as exec::plot_data writes it:
 line / scatter {id, type, title, xlabel, ylabel, lines: [{label, x, y}]}, heatmap {id, type,
-title, xlabel, ylabel, zlabel, x, y, z (one row per y), xscale, yscale}; a plot with "skipped"
+title, xlabel, ylabel, zlabel, x, y, z (one row per y), xscale, yscale}, field_slice /
+field_snapshot in the line form (a profile along one axis) or the heatmap form plus
+"contours" (iso-levels drawn as lines over a field on two axes); a plot with "skipped"
 or "unchanged" is not drawn. Each drawn plot becomes FOLDER/<file>.png and FOLDER/<file>.svg
 (file: the plot id made safe as a file name) and, when the plot carries a "hash", then
 FOLDER/<file>.hash holding it: esi marks a plot "unchanged" when that file already holds the
@@ -68,6 +70,33 @@ def main(argv):
     return 0
 
 
+def draw_field(fig, ax, plot):
+    """A field plot at one time: a profile (value against the x axis' coordinates, a line per
+    run) for one spatial axis, or a pcolormesh over x and y (z: one row per y) with the plot's
+    contour levels drawn as lines for two."""
+    if "z" not in plot:
+        for line in plot["lines"]:
+            xs = [number(v) for v in line["x"]]
+            ys = [number(v) for v in line["y"]]
+            ax.plot(xs, ys, label=line["label"], marker="o" if len(xs) < 30 else None)
+        if 1 < len(plot["lines"]) <= 12:
+            ax.legend(fontsize="small")
+        return
+    z = [[number(v) for v in row] for row in plot["z"]]
+    mesh = ax.pcolormesh(plot["x"], plot["y"], z, shading="nearest")
+    fig.colorbar(mesh, ax=ax, label=plot.get("zlabel", ""))
+    finite = [v for row in z for v in row if math.isfinite(v)]
+    levels = sorted(l for l in plot.get("contours", []) if finite and min(finite) < l < max(finite))
+    if levels and len(plot["x"]) > 1 and len(plot["y"]) > 1:
+        lines = ax.contour(plot["x"], plot["y"], z, levels=levels, colors="white", linewidths=1.2)
+        ax.clabel(lines, fontsize="small", fmt="%g")
+        # Named in the SVG (matplotlib >= 3.8 makes the set one artist; older, a collection a level).
+        from matplotlib.artist import Artist
+        for artist in [lines] if isinstance(lines, Artist) else lines.collections:
+            artist.set_gid("contour_levels")
+    ax.set_aspect("auto")
+
+
 def remove_quietly(path):
     try:
         os.remove(path)
@@ -95,6 +124,8 @@ def draw(plt, path):
                     ax.scatter(xs, ys, label=line["label"], s=12)
             if 1 < len(plot["lines"]) <= 12:
                 ax.legend(fontsize="small")
+        elif plot["type"] in ("field_slice", "field_snapshot"):
+            draw_field(fig, ax, plot)
         elif plot["type"] == "heatmap":
             z = [[number(v) for v in row] for row in plot["z"]]
             mesh = ax.pcolormesh(plot["x"], plot["y"], z, shading="nearest")
@@ -108,7 +139,7 @@ def draw(plt, path):
         ax.set_ylabel(plot.get("ylabel", ""))
         ax.set_title(plot.get("title", ""), fontsize="medium")
         # Fixed margins: tight_layout measured every text box and took a third of the time.
-        fig.subplots_adjust(left=0.15, right=0.97 if plot["type"] != "heatmap" else 0.99,
+        fig.subplots_adjust(left=0.15, right=0.97 if "z" not in plot else 0.99,
                             bottom=0.12, top=0.92)
         # zlib level 1: a little larger files; level 6 (PIL's default) spent ~10 % of the draw
         # compressing.

@@ -6,12 +6,16 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
+#include "exec/inject_imports.hpp"
 #include "exec/local_names.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
@@ -297,6 +301,245 @@ json heatmap_plot(const AnalysisResult& r, const json& plot, const std::string& 
   return out;
 }
 
+/// The array a name authored in component `scope` names (scoped, flat, or a unique trailing
+/// segment, as resolve_local reads names), or nullptr.
+const esm::System::Array* find_array(const esm::System& sys, const std::string& scope, const std::string& key) {
+  const esm::System::Array* suffix = nullptr;
+  int suffixes = 0;
+  for (const auto& a : sys.arrays) {
+    if (a.name == scope + "." + key || a.name == key) return &a;
+    if (key.find('.') == std::string::npos && a.name.size() > key.size() + 1 &&
+        a.name.compare(a.name.size() - key.size() - 1, key.size() + 1, "." + key) == 0)
+      suffix = &a, ++suffixes;
+  }
+  return suffixes == 1 ? suffix : nullptr;
+}
+
+/// Where the values along one axis of a field come from.
+struct AxisCoordinates {
+  std::vector<double> values;
+  std::string source;  ///< "coordinates/<key>", "index_sets/<axis>/members" or "cell index: ..."
+  std::string units;   ///< the registry entry's units, if any
+};
+
+/// The coordinate values along `axis` (extent n), by the rules the document gives: a
+/// `coordinates` registry entry (§2.1) with inline `values` of length n named after the axis
+/// (`axis` or `..._axis`), or whose `source` is a parameter array over this axis alone; else
+/// the numeric members of a categorical index set; else the 1-based cell index, which the
+/// axis label then says (an interval index set carries no coordinate values, and a grid's
+/// spacing is ordinary data esi does not guess at).
+AxisCoordinates axis_coordinates(const AnalysisResult& r, const std::string& axis, std::int64_t n) {
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  AxisCoordinates out;
+  const json registry = r.registries.value("coordinates", json::object());
+  for (auto it = registry.begin(); registry.is_object() && it != registry.end(); ++it) {
+    const json& entry = it.value();
+    if (!entry.is_object()) continue;
+    std::vector<double> values;
+    if (entry.contains("values") && entry["values"].is_array()) {
+      if (it.key() != axis && !ends_with(it.key(), "_" + axis)) continue;
+      for (const json& v : entry["values"])
+        if (v.is_number()) values.push_back(v.get<double>());
+      if (values.size() != entry["values"].size()) continue;
+    } else if (entry.contains("source") && entry["source"].is_string()) {
+      const esm::System::Array* a = find_array(r.system, r.scope, entry["source"].get<std::string>());
+      if (!a || !a->parameter || a->axes != std::vector<std::string>{axis}) continue;
+      for (std::int64_t i = 1; i <= a->extents[0]; ++i) {
+        const int p = r.system.parameter_index(esm::cell_name(a->name, {i}));
+        if (p < 0 || !r.system.parameters[p].default_value) break;
+        values.push_back(*r.system.parameters[p].default_value);
+      }
+    }
+    if (static_cast<std::int64_t>(values.size()) != n) continue;
+    out.values = std::move(values);
+    out.source = "coordinates/" + it.key();
+    out.units = entry.value("units", std::string());
+    return out;
+  }
+  const json sets = r.registries.value("index_sets", json::object());
+  if (sets.is_object() && sets.contains(axis) && sets[axis].is_object() &&
+      sets[axis].value("kind", std::string()) == "categorical" && sets[axis].contains("members") &&
+      sets[axis]["members"].is_array() && static_cast<std::int64_t>(sets[axis]["members"].size()) == n) {
+    for (const json& m : sets[axis]["members"])
+      if (m.is_number()) out.values.push_back(m.get<double>());
+    if (static_cast<std::int64_t>(out.values.size()) == n) {
+      out.source = "index_sets/" + axis + "/members";
+      return out;
+    }
+    out.values.clear();
+  }
+  for (std::int64_t i = 1; i <= n; ++i) out.values.push_back(static_cast<double>(i));
+  out.source = "cell index: the document gives no coordinate values along '" + axis + "'";
+  return out;
+}
+
+/// An axis label for a field axis: the authored label or the axis name, and, when the values
+/// are cell indices, that they are.
+std::string field_axis_label(const json& axis, const std::string& name, const AxisCoordinates& c) {
+  std::string label = axis.is_object() && axis.contains("label") && axis["label"].is_string()
+                          ? axis["label"].get<std::string>()
+                          : c.units.empty() ? name : name + " [" + c.units + "]";
+  // The whole reason is in plots.json's "axes"; the label keeps it short enough to show.
+  if (c.source.rfind("cell index", 0) == 0) label += " (cell index: no coordinates given)";
+  return label;
+}
+
+/// field_slice / field_snapshot (§6.7.4): the field's cells at the plot's at_time, against the
+/// coordinates of the axes x (and y) name. One plotted axis (a field_slice, or a snapshot whose
+/// y names the field itself) gives a profile per run; two give the first run's grid, with the
+/// plot's `contours` levels. Other axes of the field are fixed by `pinned_coords`.
+json field_plot(const AnalysisResult& r, const json& plot, const std::string& ptr) {
+  const AnalysisPlan& plan = r.plan;
+  const std::string& file = plan.ref.file;
+  const std::string type = plot.value("type", std::string());
+  const json& yaxis = plot["y"].is_array() ? plot["y"][0] : plot["y"];
+  const bool from_value = type == "field_snapshot" && plot.contains("value") && plot["value"].is_object() &&
+                          plot["value"].contains("variable");
+  const std::string name = from_value ? plot["value"].value("variable", std::string())
+                                      : yaxis.value("variable", std::string());
+  const std::string name_ptr = from_value ? pointer_join(pointer_join(ptr, "value"), "variable")
+                                          : pointer_join(pointer_join(ptr, "y"), "variable");
+  const esm::System::Array* field = find_array(r.system, r.scope, name);
+  if (!field) {
+    const Source s = resolve_source(r, name, name_ptr);  // unknown names: the usual message
+    throw Error("invalid_plot", file, name_ptr,
+                "'" + name + "' is not a field: it has no index sets (no shape), so a " + type +
+                    " cannot draw it over space; plot it with a line plot against t" +
+                    (s.kind == Source::Swept ? " or against the swept parameter" : ""));
+  }
+  std::string axes_list;
+  for (const auto& a : field->axes) axes_list += (axes_list.empty() ? "" : ", ") + a;
+  const auto axis_index = [&](const std::string& axis) {
+    const auto it = std::find(field->axes.begin(), field->axes.end(), axis);
+    return it == field->axes.end() ? -1 : static_cast<int>(it - field->axes.begin());
+  };
+  const std::string xname = plot["x"].value("variable", std::string());
+  const int xd = axis_index(xname);
+  if (xd < 0)
+    throw Error("invalid_plot", file, pointer_join(pointer_join(ptr, "x"), "variable"),
+                "x must name a spatial dimension of '" + name + "', one of its index sets (" + axes_list +
+                    "), §6.7.4; '" + xname + "' is not one");
+  int yd = -1;
+  if (type == "field_snapshot") {
+    const std::string yname = yaxis.value("variable", std::string());
+    yd = axis_index(yname);
+    const esm::System::Array* y_field = yd < 0 ? find_array(r.system, r.scope, yname) : nullptr;
+    if (yd == xd || (yd < 0 && y_field != field))
+      throw Error("invalid_plot", file, pointer_join(pointer_join(ptr, "y"), "variable"),
+                  "y of a field_snapshot must name another spatial dimension of '" + name + "' (" + axes_list +
+                      ") or, for a profile along x, the field itself; '" + yname + "' is neither");
+  }
+  // Every other axis is fixed: by pinned_coords, or because it has one cell.
+  std::vector<std::int64_t> cell(field->axes.size(), 1);
+  std::vector<AxisCoordinates> coords;
+  for (std::size_t d = 0; d < field->axes.size(); ++d) coords.push_back(axis_coordinates(r, field->axes[d], field->extents[d]));
+  json pinned_out = json::object();
+  for (std::size_t d = 0; d < field->axes.size(); ++d) {
+    if (static_cast<int>(d) == xd || static_cast<int>(d) == yd) continue;
+    const std::string& axis = field->axes[d];
+    const json pins = plot.value("pinned_coords", json::object());
+    if (!pins.is_object() || !pins.contains(axis) || !pins[axis].is_number()) {
+      if (field->extents[d] == 1) continue;
+      throw Error("invalid_plot", file, plot.contains("pinned_coords") ? pointer_join(ptr, "pinned_coords") : ptr,
+                  "'" + name + "' also varies along '" + axis + "' (" + std::to_string(field->extents[d]) +
+                      " cells): pinned_coords must give the coordinate it is drawn at (§6.7.4)");
+    }
+    // The nearest coordinate (ties to the lower cell), as §6.6.5 picks cells.
+    const double want = pins[axis].get<double>();
+    std::size_t best = 0;
+    for (std::size_t k = 1; k < coords[d].values.size(); ++k)
+      if (std::abs(coords[d].values[k] - want) < std::abs(coords[d].values[best] - want)) best = k;
+    cell[d] = static_cast<std::int64_t>(best) + 1;
+    pinned_out[axis] = {{"requested", want}, {"cell", cell[d]}, {"coordinate", coords[d].values[best]}};
+  }
+  const double at = plot["at_time"].get<double>();
+  // The row of each run at exactly at_time (an output time of every run, §6.7.4).
+  const auto row_at = [&](const Trajectory& t) -> std::ptrdiff_t {
+    for (std::size_t k = 0; k < t.times.size(); ++k)
+      if (t.times[k] == at) return static_cast<std::ptrdiff_t>(k);
+    return -1;
+  };
+  // The columns of a run by name (every run has the same; a field reads many of them).
+  std::unordered_map<std::string, std::size_t> column;
+  for (const AnalysisRun& run : r.runs)
+    if (!run.trajectory.names.empty()) {
+      for (std::size_t j = 0; j < run.trajectory.names.size(); ++j) column.emplace(run.trajectory.names[j], j);
+      break;
+    }
+  const auto cells_along = [&](const Trajectory& t, std::ptrdiff_t row, std::vector<std::int64_t> c, int along,
+                               std::vector<double>& out) {
+    if (t.names.size() != column.size()) return false;
+    for (std::int64_t i = 1; i <= field->extents[static_cast<std::size_t>(along)]; ++i) {
+      c[static_cast<std::size_t>(along)] = i;
+      const auto it = column.find(esm::cell_name(field->name, c));
+      if (it == column.end()) return false;
+      out.push_back(t.at(static_cast<std::size_t>(row), it->second));
+    }
+    return true;
+  };
+  const Source units_source{Source::Column, name, field->name, -1, 0, field->units};
+  json out = {{"at_time", at}, {"axes", json::array()}};
+  for (int d : {xd, yd})
+    if (d >= 0)
+      out["axes"].push_back({{"name", field->axes[static_cast<std::size_t>(d)]},
+                             {"coordinates", coords[static_cast<std::size_t>(d)].source},
+                             {"values", coords[static_cast<std::size_t>(d)].values}});
+  if (!pinned_out.empty()) out["pinned"] = pinned_out;
+  const std::string at_text = " at t = " + number_text(at);
+  if (yd < 0) {  // a profile along x, one line per run
+    out["xlabel"] = field_axis_label(plot["x"], xname, coords[static_cast<std::size_t>(xd)]);
+    out["ylabel"] = axis_label(yaxis, units_source);
+    out["lines"] = json::array();
+    std::string missing;
+    for (const AnalysisRun& run : r.runs) {
+      const std::ptrdiff_t row = row_at(run.trajectory);
+      std::vector<double> ys;
+      if (row < 0 || !cells_along(run.trajectory, row, cell, xd, ys)) {
+        missing += (missing.empty() ? "" : "; ") + (run.point.empty() ? std::string("the run") : point_label(plan, run.point));
+        continue;
+      }
+      out["lines"].push_back({{"label", r.runs.size() > 1 ? point_label(plan, run.point) : name + at_text},
+                              {"x", coords[static_cast<std::size_t>(xd)].values}, {"y", ys}});
+    }
+    if (out["lines"].empty())
+      return {{"skipped", "no run reached at_time " + number_text(at) + " (" + missing + " stopped early; runs.csv says why)"}};
+    return out;
+  }
+  // A grid over x and y: the first run that reached at_time (a sweep draws one field).
+  const AnalysisRun* shown = nullptr;
+  std::ptrdiff_t row = -1;
+  for (const AnalysisRun& run : r.runs)
+    if ((row = row_at(run.trajectory)) >= 0) {
+      shown = &run;
+      break;
+    }
+  if (!shown) return {{"skipped", "no run reached at_time " + number_text(at) + " (runs.csv says why)"}};
+  json z = json::array();
+  for (std::int64_t j = 1; j <= field->extents[static_cast<std::size_t>(yd)]; ++j) {
+    std::vector<std::int64_t> c = cell;
+    c[static_cast<std::size_t>(yd)] = j;
+    std::vector<double> values;
+    if (!cells_along(shown->trajectory, row, c, xd, values))
+      return {{"skipped", "the run has no output column for the cells of '" + field->name + "'"}};
+    z.push_back(values);
+  }
+  out["xlabel"] = field_axis_label(plot["x"], xname, coords[static_cast<std::size_t>(xd)]);
+  out["ylabel"] = field_axis_label(yaxis, yaxis.value("variable", std::string()), coords[static_cast<std::size_t>(yd)]);
+  out["zlabel"] = axis_label(from_value ? plot["value"] : json::object(), units_source) + at_text +
+                  (r.runs.size() > 1 ? " (" + point_label(plan, shown->point) + ")" : "");
+  out["x"] = coords[static_cast<std::size_t>(xd)].values;
+  out["y"] = coords[static_cast<std::size_t>(yd)].values;
+  out["z"] = std::move(z);
+  json levels = json::array();
+  if (plot.contains("contours") && plot["contours"].is_array())
+    for (const json& v : plot["contours"])
+      if (v.is_number()) levels.push_back(v);
+  out["contours"] = levels;
+  return out;
+}
+
 void visit(const esm::ResolvedDocument& doc, const json& section, const std::string& prefix,
            const std::string& pointer, const std::string& only, std::vector<AnalysisRef>& out) {
   if (!section.is_object()) return;
@@ -350,24 +593,26 @@ AnalysisPlan plan_analysis(const AnalysisRef& ref) {
   plan.t0 = finite_number(ref, span["start"], pointer_join(sp, "start"), "time_span.start");
   plan.t1 = finite_number(ref, span["end"], pointer_join(sp, "end"), "time_span.end");
   if (plan.t1 < plan.t0) invalid(ref, pointer_join(sp, "end"), "time_span.end lies before time_span.start");
-  if (a.contains("expression_template_imports"))
-    throw Error("unsupported_analysis_feature", ref.file, pointer_join(ptr, "expression_template_imports"),
-                "analyses that inject a discretization (expression_template_imports) are not run yet; "
-                "'esi check' runs tests that do");
+  if (a.contains("expression_template_imports") && !a["expression_template_imports"].is_array())
+    invalid(ref, pointer_join(ptr, "expression_template_imports"),
+            "expression_template_imports must be an array of template imports (§9.7.2)");
   for (const char* block : {"parameters", "initial_state"}) {
     if (!a.contains(block)) continue;
     const json* values = &a[block];
     std::string bp = pointer_join(ptr, block);
+    bool expressions = false;
     if (values->is_object() && values->contains("type") && (*values)["type"].is_string()) {
-      if ((*values)["type"] == "expression")
-        throw Error("unsupported_analysis_feature", ref.file, pointer_join(bp, "type"),
-                    "initial_state of type 'expression' (field initial conditions) is not supported yet");
+      expressions = (*values)["type"] == "expression";
       bp = pointer_join(bp, "values");
       values = &(*values)["values"];
     }
     if (!values->is_object()) invalid(ref, bp, std::string(block) + " must map names to numbers");
-    for (auto it = values->begin(); it != values->end(); ++it)
+    for (auto it = values->begin(); it != values->end(); ++it) {
+      // An initial_state of type 'expression' gives a field by an expression over its grid
+      // (an aggregate over the variable's index sets, read before the run).
+      if (expressions && block == std::string("initial_state") && (it->is_object() || it->is_string())) continue;
       finite_number(ref, it.value(), pointer_join(bp, it.key()), ("'" + it.key() + "'").c_str());
+    }
   }
   if (a.contains("parameter_sweep")) {
     const json& sweep = a["parameter_sweep"];
@@ -432,7 +677,10 @@ AnalysisPlan plan_analysis(const AnalysisRef& ref) {
                       (y.is_array() && !y.empty() &&
                        std::all_of(y.begin(), y.end(), [](const json& e) { return e.is_object() && e.contains("variable"); }));
     if (!y_ok) invalid(ref, pointer_join(pp, "y"), "a plot needs a y axis {variable, label?} (or an array of them)");
-    if ((type == "field_slice" || type == "field_snapshot") && p.contains("at_time") && p["at_time"].is_number()) {
+    if (type == "field_slice" || type == "field_snapshot") {
+      if (!p.contains("at_time") || !p["at_time"].is_number() || !std::isfinite(p["at_time"].get<double>()))
+        invalid(ref, p.contains("at_time") ? pointer_join(pp, "at_time") : pp,
+                "a field plot needs a numeric at_time: the time its field is drawn at (§6.7.4)");
       const double at = p["at_time"];
       if (at < plan.t0 || at > plan.t1)
         invalid(ref, pointer_join(pp, "at_time"), "at_time lies outside the analysis' time_span");
@@ -442,6 +690,29 @@ AnalysisPlan plan_analysis(const AnalysisRef& ref) {
 }
 
 namespace {
+/// The flat names a key of parameters / initial_state / a sweep sets: every cell of an array
+/// variable (a number sets the whole field, as `--inputs` does), else the one resolved name.
+std::vector<std::string> targets_of(const esm::System& sys, const std::string& scope, const std::string& key,
+                                    const std::string& file, const std::string& pointer) {
+  const auto cells_of = [&](const esm::System::Array& a) {
+    std::vector<std::string> cells;
+    for (const auto* list : {&sys.states, &sys.parameters, &sys.observed})
+      for (const auto& v : *list)
+        if (v.array == a.name) cells.push_back(v.name);
+    return cells;
+  };
+  for (const auto& a : sys.arrays)  // an exact name first, as resolve_local prefers it
+    if (a.name == scope + "." + key || a.name == key)
+      if (auto cells = cells_of(a); !cells.empty()) return cells;
+  try {
+    return {detail::resolve_local(sys, scope, key, file, pointer)};
+  } catch (const Error&) {
+    if (const esm::System::Array* a = find_array(sys, scope, key))
+      if (auto cells = cells_of(*a); !cells.empty()) return cells;
+    throw;
+  }
+}
+
 bool defined_by_equation(const esm::System& sys, const std::string& flat) {
   if (sys.observed_index(flat) >= 0) return true;
   for (const auto& a : sys.algebraic)
@@ -455,10 +726,75 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
   result.plan = plan;
   result.scope = plan.ref.component;
   const AnalysisRef& ref = plan.ref;
+  // §6.7.2: an analysis may run its component under a discretization of its own, as a test
+  // may (§6.6.6): the document built again with the analysis' imports added, for this run.
+  std::optional<esm::ResolvedDocument> injected;
+  if (ref.spec.contains("expression_template_imports"))
+    injected = detail::inject_template_imports(doc, ref.component, ref.spec["expression_template_imports"], ref.file,
+                                               pointer_join(ref.pointer, "expression_template_imports"), "analysis");
+  const esm::ResolvedDocument& run_doc = injected ? *injected : doc;
+  for (const char* registry : {"index_sets", "coordinates"})
+    if (run_doc.doc.contains(registry)) result.registries[registry] = run_doc.doc[registry];
   esm::FlattenOptions fo;
   fo.component = ref.component;
-  esm::System base = esm::flatten(doc, fo);
-  // The analysis' own overrides, then one flat target per swept parameter.
+  esm::System base = esm::flatten(run_doc, fo);
+  // An initial_state of type 'expression' gives whole fields: each is flattened with the
+  // component as an extra array over the field's cells (as `esi check` flattens an inline
+  // reference), whose cell expressions become the cells' initial values.
+  std::vector<std::string> initial_fields;  // flat array names, their __initial_ arrays follow
+  if (const json& is = ref.spec.value("initial_state", json::object());
+      is.is_object() && is.value("type", std::string()) == "expression" && is.contains("values")) {
+    esm::FlattenOptions with_fields = fo;
+    const std::string vp = pointer_join(pointer_join(ref.pointer, "initial_state"), "values");
+    for (auto it = is["values"].begin(); it != is["values"].end(); ++it) {
+      if (it->is_number()) continue;
+      const std::string kp = pointer_join(vp, it.key());
+      const esm::System::Array* field = find_array(base, ref.component, it.key());
+      if (!field)
+        throw Error("unsupported_analysis_feature", ref.file, kp,
+                    "'" + it.key() + "' is not a shaped variable of '" + ref.component +
+                        "'; an initial_state expression is read as a field over a variable's index sets");
+      const std::string local = "__initial_" + std::to_string(initial_fields.size());
+      with_fields.extra_arrays.push_back({ref.component, local, field->axes, field->extents, *it, ref.file, kp});
+      initial_fields.push_back(field->name);
+    }
+    if (!initial_fields.empty()) base = esm::flatten(run_doc, with_fields);
+  }
+  if (!initial_fields.empty()) {
+    std::unordered_set<std::string> unknowns;
+    for (const auto& v : base.states) unknowns.insert(v.name);
+    for (const auto& v : base.observed)
+      if (v.array.find(".__initial_") == std::string::npos) unknowns.insert(v.name);
+    std::unordered_map<std::string, expr::NodeId> initial_of;  // state cell -> its initial value
+    std::vector<esm::FlatVariable> observed;
+    std::vector<expr::NodeId> observed_rhs;
+    for (std::size_t i = 0; i < base.observed.size(); ++i) {
+      const esm::FlatVariable& v = base.observed[i];
+      const std::size_t at = v.array.find(".__initial_");
+      if (at == std::string::npos) {
+        observed.push_back(v);
+        observed_rhs.push_back(base.observed_rhs[i]);
+        continue;
+      }
+      if (const auto name = detail::read_before_run(base, base.observed_rhs[i], unknowns))
+        throw Error("invalid_analysis", v.file, v.pointer,
+                    "the initial field reads '" + *name + "', which is not known before the run (it may read "
+                    "parameters and the field's index symbols only)");
+      const std::size_t k = std::stoul(v.array.substr(at + std::string(".__initial_").size()));
+      initial_of[esm::cell_name(initial_fields[k], v.cell)] = base.observed_rhs[i];
+    }
+    for (auto& st : base.states)
+      if (auto it = initial_of.find(st.name); it != initial_of.end()) st.initial = it->second;
+    // The helper arrays were only the carriers of the initial values: not outputs of the run.
+    base.observed = std::move(observed);
+    base.observed_rhs = std::move(observed_rhs);
+    base.arrays.erase(std::remove_if(base.arrays.begin(), base.arrays.end(),
+                                     [](const esm::System::Array& a) {
+                                       return a.name.find(".__initial_") != std::string::npos;
+                                     }),
+                      base.arrays.end());
+  }
+  // The analysis' own overrides, then the flat targets of each swept parameter.
   auto set_value = [&](esm::System& sys, const std::string& flat, double v, const std::string& ptr, bool sweep) {
     if (const int p = sys.parameter_index(flat); p >= 0) {
       sys.parameters[p].default_value = v;
@@ -485,18 +821,19 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
       values = &(*values)["values"];
     }
     for (auto it = values->begin(); it != values->end(); ++it) {
+      if (!it->is_number()) continue;  // an initial field, applied above
       const std::string kp = pointer_join(bp, it.key());
-      set_value(base, detail::resolve_local(base, ref.component, it.key(), ref.file, kp), it.value().get<double>(), kp,
-                false);
+      for (const std::string& flat : targets_of(base, ref.component, it.key(), ref.file, kp))
+        set_value(base, flat, it.value().get<double>(), kp, false);
     }
   }
-  std::vector<std::string> swept;
+  std::vector<std::vector<std::string>> swept;
   for (std::size_t d = 0; d < plan.sweep.size(); ++d) {
     const std::string dp = pointer_join(
         pointer_join(pointer_join(pointer_join(ref.pointer, "parameter_sweep"), "dimensions"), d), "parameter");
-    swept.push_back(detail::resolve_local(base, ref.component, plan.sweep[d].parameter, ref.file, dp));
+    swept.push_back(targets_of(base, ref.component, plan.sweep[d].parameter, ref.file, dp));
     esm::System probe = base;
-    set_value(probe, swept.back(), plan.sweep[d].values.front(), dp, true);
+    for (const std::string& flat : swept.back()) set_value(probe, flat, plan.sweep[d].values.front(), dp, true);
   }
   SimulateOptions so;
   so.t0 = plan.t0;
@@ -514,7 +851,7 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
   so.integrator.method = options.method;
   so.integrator.rtol = options.rtol;
   so.integrator.atol = options.atol;
-  so.document = &doc;
+  so.document = &run_doc;
   result.runs.resize(plan.points.size());
   // The equations are compiled once per worker, not once per point: a point only changes
   // parameter defaults and initial values, which the model takes at run time.
@@ -528,10 +865,12 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
     try {
       if (!m) {  // built with this point's values: a swept parameter may have no default
         esm::System sys = base;
-        for (std::size_t d = 0; d < swept.size(); ++d) set_value(sys, swept[d], plan.points[i][d], "", true);
+        for (std::size_t d = 0; d < swept.size(); ++d)
+          for (const std::string& flat : swept[d]) set_value(sys, flat, plan.points[i][d], "", true);
         m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native);
       } else {
-        for (std::size_t d = 0; d < swept.size(); ++d) set_value(m->system, swept[d], plan.points[i][d], "", true);
+        for (std::size_t d = 0; d < swept.size(); ++d)
+          for (const std::string& flat : swept[d]) set_value(m->system, flat, plan.points[i][d], "", true);
         m->reset_parameters(so.require_observed_values);
       }
       result.runs[i].trajectory = detail::simulate_model(*m, so);
@@ -559,12 +898,13 @@ json plot_data(const AnalysisResult& r) {
     } else if (type == "heatmap") {
       data = heatmap_plot(r, p, ptr);
     } else {
-      data = {{"skipped", "field plots (" + type + ") are not supported yet"}};
+      data = field_plot(r, p, ptr);
     }
     data["id"] = p.value("id", std::string());
     data["type"] = type;
     data["description"] = p.value("description", std::string());
     data["title"] = r.plan.ref.id + ": " + p.value("id", std::string());
+    if (data.contains("at_time")) data["title"] = data["title"].get<std::string>() + " (t = " + number_text(p["at_time"].get<double>()) + ")";
     out.push_back(std::move(data));
   }
   return out;

@@ -16,6 +16,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/check.hpp"
 #include "esi/exec/simulate.hpp"
+#include "exec/inject_imports.hpp"
 #include "exec/local_names.hpp"
 
 namespace esi::exec {
@@ -249,32 +250,9 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
   // §6.6.6: a test may lower its component under a discretization of its own; it runs as its
   // own build of the document with the test's imports added to the component's.
   std::optional<esm::ResolvedDocument> injected;
-  if (test.contains("expression_template_imports")) {
-    const std::string ptr = pointer_join(pointer, "expression_template_imports");
-    json raw = ctx.doc.raw;
-    json* comp = nullptr;
-    std::size_t start = 0;
-    for (bool first = true; start <= ctx.component.size(); first = false) {
-      const std::size_t dot = std::min(ctx.component.find('.', start), ctx.component.size());
-      const std::string part = ctx.component.substr(start, dot - start);
-      json* parent = first ? &raw : comp;
-      comp = nullptr;
-      for (const char* section : first ? std::vector<const char*>{"models", "reaction_systems"}
-                                       : std::vector<const char*>{"subsystems"})
-        if (parent->contains(section) && (*parent)[section].contains(part)) comp = &(*parent)[section][part];
-      if (!comp || !comp->is_object() || comp->contains("ref"))
-        throw Error("unsupported_test_feature", ctx.file, ptr,
-                    "a test that injects a discretization is supported for components written in "
-                    "the document itself, not mounted from another file");
-      start = dot + 1;
-    }
-    if (!test["expression_template_imports"].is_array())
-      throw Error("invalid_test", ctx.file, ptr, "expression_template_imports must be an array");
-    json& imports = (*comp)["expression_template_imports"];
-    if (!imports.is_array()) imports = json::array();
-    for (const auto& imp : test["expression_template_imports"]) imports.push_back(imp);
-    injected = esm::load_resolved(ctx.doc.file, std::move(raw));
-  }
+  if (test.contains("expression_template_imports"))
+    injected = detail::inject_template_imports(ctx.doc, ctx.component, test["expression_template_imports"], ctx.file,
+                                               pointer_join(pointer, "expression_template_imports"), "test");
   const esm::ResolvedDocument& doc = injected ? *injected : ctx.doc;
   std::optional<esm::System> injected_system;
   if (injected) {
@@ -361,22 +339,11 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
     for (const auto& v : sys.observed) unknowns.insert(v.name);
   }
   for (std::size_t i = 0; i < sys.observed.size() && !unknowns.empty(); ++i)
-    if (sys.observed[i].array.find(".__reference_") != std::string::npos) {
-      std::vector<expr::NodeId> stack{sys.observed_rhs[i]};
-      while (!stack.empty()) {
-        const expr::NodeId id = stack.back();
-        stack.pop_back();
-        const expr::Node& n = sys.pool.node(id);
-        if (n.op == expr::Op::Symbol) {
-          const std::string name(sys.pool.str(n.name));
-          if (name == "t" || unknowns.count(name))
-            throw Error("invalid_test", sys.observed[i].file, sys.observed[i].pointer,
-                        "the reference reads '" + name + "', which is not known before the run "
-                        "(a reference may read parameters and index symbols only, §6.6.5)");
-        }
-        for (expr::NodeId k : sys.pool.children(id)) stack.push_back(k);
-      }
-    }
+    if (sys.observed[i].array.find(".__reference_") != std::string::npos)
+      if (const auto name = detail::read_before_run(sys, sys.observed_rhs[i], unknowns))
+        throw Error("invalid_test", sys.observed[i].file, sys.observed[i].pointer,
+                    "the reference reads '" + *name + "', which is not known before the run "
+                    "(a reference may read parameters and index symbols only, §6.6.5)");
   apply_overrides(sys, ctx.component, test, ctx.file, pointer);
   const json span = test.value("time_span", json::object());
   SimulateOptions so;

@@ -1,8 +1,11 @@
 // Inline analyses (spec §6.7): illustrative runs of one component, optionally a Cartesian
 // parameter sweep (one run per point), and the plots derived from them.
 //
-// Each analysis runs on its component flattened alone (like an inline test, §6.6), with its
-// `parameters` and `initial_state` applied by the §6.6.2 override-key rules, then each sweep
+// Each analysis runs on its component flattened alone (like an inline test, §6.6), under its
+// own `expression_template_imports` when it has them (the discretization injected for this
+// run, as a test's are, §6.6.6), with its `parameters` and `initial_state` applied by the
+// §6.6.2 override-key rules (a number for an array variable sets every cell; an initial_state
+// of type 'expression' gives a field by an expression over its index sets), then each sweep
 // point's values on top. A run samples 101 evenly spaced times over `time_span` (plus every
 // plot's `at_time`), at rtol 1e-8 / atol 1e-10 with the automatic method unless the options say
 // otherwise. Runs go to `jobs` threads; results are in sweep order (the last dimension varies
@@ -10,7 +13,9 @@
 //
 // Plots are turned into data here (`plot_data`): line / scatter against time or against a
 // swept parameter (then each series' final value per run), heatmaps over two swept
-// parameters with a reduced value per run. Field plots are reported as not supported yet.
+// parameters with a reduced value per run, field plots (field_slice, field_snapshot) as the
+// field's cells at the plot's `at_time` (an output time of every run) against its axes'
+// coordinates: a profile for one axis, a grid for two.
 #pragma once
 
 #include <optional>
@@ -44,8 +49,8 @@ struct SweepDimension {
   std::vector<double> values;
 };
 
-/// One analysis, read and checked: throws esi::Error (`invalid_analysis`,
-/// `unsupported_analysis_feature`) at the pointer of the offending field.
+/// One analysis, read and checked: throws esi::Error (`invalid_analysis`) at the pointer of
+/// the offending field.
 struct AnalysisPlan {
   AnalysisRef ref;
   double t0 = 0, t1 = 0;
@@ -73,17 +78,25 @@ struct AnalysisResult {
   std::vector<std::pair<std::string, std::string>> units;
   std::string scope;  ///< the component (names are resolved under it)
   esm::System system; ///< the component flattened, with the analysis' overrides applied
+  /// The `index_sets` and `coordinates` registries of the document the analysis ran on (with
+  /// its injected discretization): where field plots read their axes' coordinate values.
+  nlohmann::json registries = nlohmann::json::object();
 };
 
-/// Flattens the component once, applies the overrides and runs every point. Throws esi::Error
-/// for input the runs cannot use (unknown override or sweep parameter: `unknown_override` /
-/// `ambiguous_override` at the key's pointer); a failed solve is in the run's Trajectory.
+/// Flattens the component once (under its injected discretization, if any), applies the
+/// overrides and runs every point. Throws esi::Error for input the runs cannot use (unknown
+/// override or sweep parameter: `unknown_override` / `ambiguous_override` at the key's pointer;
+/// the loader's `template_import_*` for an injected import; `invalid_analysis` for an initial
+/// field that reads unknowns, `unsupported_analysis_feature` for an initial_state expression of
+/// a scalar); a failed solve is in the run's Trajectory.
 AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan& plan,
                             const AnalyzeOptions& options = {});
 
 /// The data of every plot of an analysis, one JSON object per plot: {id, type, title,
 /// description, xlabel, ylabel, lines: [{label, x: [...], y: [...]}]} for line / scatter,
-/// {..., x: [...], y: [...], z: [[...]] (row per y), zlabel} for heatmaps, or {id, type,
+/// {..., x: [...], y: [...], z: [[...]] (row per y), zlabel} for heatmaps, for field plots the
+/// line form (one axis: a profile per run) or the heatmap form with `contours` (two axes), each
+/// with `at_time` and `axes` [{name, coordinates}], or {id, type,
 /// skipped: "why"} for a plot that is not drawn. Throws esi::Error (`invalid_plot`) at the
 /// plot's pointer for a variable the runs do not have.
 nlohmann::json plot_data(const AnalysisResult& result);
