@@ -519,8 +519,10 @@ class Expander {
                "not supported yet (indices must be computable when the model is built)");
     };
     if (auto d = st_.declared.find(array); d != st_.declared.end() && !d->second.unknown) {
-      if (d->second.var.cadence == Cadence::Constant && d->second.var.default_value)
-        return *d->second.var.default_value;
+      if (d->second.var.cadence != Cadence::Constant) return runtime();
+      // The caller's input replaces the default (apply_inputs), so it is the value here too.
+      if (auto v = input_value(array, cell)) return *v;
+      if (d->second.var.default_value) return *d->second.var.default_value;
       return runtime();
     }
     auto o = st_.observed_eqs.find(array);
@@ -548,6 +550,27 @@ class Expander {
     memo_ = std::move(saved_memo);
     context_ = saved_context;
     return value;
+  }
+
+  /// A constant parameter's value at `cell` given by FlattenOptions::inputs (by flat name, or a
+  /// name that ends the flat name after a dot and names no other input): one number for every
+  /// cell or a nested array, first axis outermost; nullopt when none is given or it does not fit
+  /// (apply_inputs reports a misfit).
+  std::optional<double> input_value(const std::string& array, const std::vector<std::int64_t>& cell) const {
+    if (!st_.inputs || !st_.inputs->is_object()) return std::nullopt;
+    const json* v = nullptr;
+    for (auto it = st_.inputs->begin(); it != st_.inputs->end(); ++it)
+      if (it.key() == array ||
+          (array.size() > it.key().size() && array.ends_with("." + it.key()) && !v))
+        v = &*it;
+    if (!v) return std::nullopt;
+    if (!v->is_number())
+      for (std::int64_t c : cell) {
+        if (!v->is_array() || c < 1 || c > static_cast<std::int64_t>(v->size())) return std::nullopt;
+        v = &(*v)[static_cast<std::size_t>(c - 1)];
+      }
+    if (!v->is_number()) return std::nullopt;
+    return v->get<double>();
   }
 
   Ix static_int(NodeId e, const char* what) {
@@ -1239,7 +1262,7 @@ class Expander {
   NodeId argmin_cell(NodeId e, bool max) {
     const json& attrs = this->attrs(e);
     const char* op = max ? "argmax" : "argmin";
-    for (const char* k : {"join", "distinct", "key"})
+    for (const char* k : {"distinct", "key"})
       if (attrs.contains(k))
         fail("unsupported_array_feature",
              std::string("an '") + op + "' with '" + k + "' is not supported yet when arrays become cells");
@@ -1258,6 +1281,31 @@ class Expander {
     for (auto it = ranges.begin(); it != ranges.end(); ++it)
       over.emplace_back(pool_.intern("$" + it.key()), range_of(*it, it.key()));
     const expr::StrId arg_id = pool_.intern("$" + arg);
+    // A join prunes the candidates (the bin-skolem broad phase): its keys must be known when
+    // the model is built, the enclosing aggregates' indices and these ranges place them.
+    const json join = attrs.value("join", json::array());
+    std::vector<std::pair<expr::StrId, std::string>> drawn_from = drawn_env_;
+    for (const auto& [id, r] : over)
+      if (!r.from.empty()) drawn_from.emplace_back(id, r.from);
+    auto joined = [&]() {
+      if (join.empty()) return true;
+      ++runtime_probe_;
+      ++static_keys_;
+      try {
+        const std::optional<NodeId> c = join_condition(join, drawn_from);
+        --runtime_probe_;
+        --static_keys_;
+        if (c && *c != expr::kNoNode) throw RuntimeIndex{"a join key"};
+        return c.has_value();
+      } catch (const RuntimeIndex& why) {
+        --runtime_probe_;
+        --static_keys_;
+        fail("unsupported_array_feature",
+             std::string("an '") + op + "' whose join reads " + why.name +
+                 ", known only while the model runs, is not supported yet (its join keys must be "
+                 "known when the model is built)");
+      }
+    };
 
     const std::size_t mark = env_.size();
     for (const auto& [id, r] : over) env_.emplace_back(id, Ix{r.start, -1});
@@ -1273,7 +1321,7 @@ class Expander {
     const Op better = max ? Op::Gt : Op::Lt;
     while (!empty) {
       const bool admitted =
-          filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
+          (filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1})) && joined();
       if (admitted) {
         const NodeId v = in_context([&] { return eval(body, Frame{}); });
         const NodeId g = pool_.number(static_cast<double>(bound(arg_id)->v), true);
@@ -1376,12 +1424,13 @@ class Expander {
     auto a = st_.arrays.find(key);
     if (a == st_.arrays.end()) {
       // A derived index set is computed when the model is built: its join keys must be too.
-      if (!deriving_.empty()) return KeyValue{SVal{static_constant(pool_.symbol(key)), -1}, std::nullopt, expr::kNoNode};
+      if (!deriving_.empty() || static_keys_ > 0)
+        return KeyValue{SVal{static_constant(pool_.symbol(key)), -1}, std::nullopt, expr::kNoNode};
       return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
     }
     std::vector<Ix> idx;
     for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key, true)));
-    if (!deriving_.empty())
+    if (!deriving_.empty() || static_keys_ > 0)
       return KeyValue{SVal{static_constant(pool_.symbol(cell_name(key, plain(idx)))), -1}, std::nullopt, expr::kNoNode};
     return KeyValue{SVal{}, std::nullopt, cell_symbol(key, idx)};
   }
@@ -1590,6 +1639,8 @@ class Expander {
   }
 
  private:
+  /// > 0 while join keys must be read as build-time numbers (an argmin's join).
+  int static_keys_ = 0;
   /// Derived index sets being materialized, outermost first (a set met again is a cycle).
   std::vector<std::string> deriving_;
   /// For rank(S): each bound index symbol and the index set it draws from, innermost last.

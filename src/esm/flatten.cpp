@@ -609,6 +609,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   for (const auto& extra : options.extra_arrays) add_extra_array(st, extra);
   if (options.component.empty()) apply_coupling(st);
   st.grid = options.grid;
+  st.inputs = &options.inputs;
   expand_arrays(st);
 
   // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).

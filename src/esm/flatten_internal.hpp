@@ -91,6 +91,9 @@ struct FlattenState {
   std::map<std::string, std::string> file_of_component_pointer;
   std::map<std::string, ArrayShape> arrays;  ///< flat name of each shaped variable -> its shape
   bool grid = false;  ///< FlattenOptions::grid
+  /// FlattenOptions::inputs: values of constant parameter arrays known when the model is built
+  /// (what a derived index set or a build-time key may be computed from).
+  const nlohmann::json* inputs = nullptr;
   std::map<std::string, DerivedSet> derived;  ///< materialized derived index sets by name
   /// Values minted by `skolem` (label, arguments) -> the number that stands for the key in
   /// arrays and comparisons: equal keys get equal numbers, 1, 2, ... in order of first mint.

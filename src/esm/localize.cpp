@@ -594,7 +594,7 @@ struct Context {
           }
           kids[i] = scope(kids[i]);
         }
-        const expr::StrId attrs = n.op == Op::Aggregate ? scope_join_keys(id, n.attrs) : n.attrs;
+        const expr::StrId attrs = scope_join_keys(id, n.attrs);
         index_scopes.pop_back();
         result = pool.make(n.op, kids, n.arg_count, n.name, attrs);
         break;

@@ -26,9 +26,9 @@ struct Flat {
   esi::testing::TempDir dir;
   esi::esm::ResolvedDocument doc;
   esi::esm::System sys;
-  explicit Flat(const std::string& text) {
+  explicit Flat(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
     doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    sys = esi::esm::flatten(doc);
+    sys = esi::esm::flatten(doc, fo);
   }
   /// Every observed at t = 0, states at `u`, parameters at their values.
   esi::kernel::Env observed(const std::map<std::string, double>& u_by_name = {}) const {
@@ -39,9 +39,9 @@ struct Flat {
   }
 };
 
-std::pair<std::string, std::string> refusal(const std::string& text) {
+std::pair<std::string, std::string> refusal(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
   try {
-    Flat f(text);
+    Flat f(text, fo);
   } catch (const esi::Error& e) {
     return {e.code(), e.diagnostic().pointer};
   }
@@ -223,6 +223,142 @@ TEST(DerivedIndexSet, ATriangularOverlapAndNoOverlap) {
   Flat none(ring_doc("[[0,0],[1,0],[1,1],[0,1]]", "[[5,5],[6,5],[6,6],[5,6]]"));
   EXPECT_EQ(none.sys.index_sets.at("ring"), 0);
   EXPECT_EQ(none.observed().at("M.area"), 0.0);
+}
+
+// ---- the producer's output declared without a shape, an index set among the args ----
+
+TEST(DerivedIndexSet, AnUnshapedProducerOutputIsAnArrayOverItsSet) {
+  // Records at x = [-90.5, -92.2, -92.9, -90.1] fall in cells floor(x + 94) + 1 = 4, 2, 2, 4:
+  // two distinct cells, sorted (2, 4). `cell` is declared without a shape (it becomes an
+  // array over `cells`, all true), `count` sums it over the set (2), and `number` gives each
+  // member its cell number, the max over the records that minted it of that same number. The
+  // producer lists the index set `records` among its args (the domain, not a variable).
+  const std::string text = doc_text(
+      R"({"records": {"kind": "interval", "size": 4}, "cells": {"kind": "derived", "from_faq": "cell_set"}})",
+      R"({"s": {"type": "unknown", "default": 0.0}, "x": {"type": "unknown", "shape": ["records"]},
+          "cell": {"type": "unknown"}, "number": {"type": "unknown", "shape": ["cells"]}, "count": {"type": "unknown"}})",
+      R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+          {"lhs": "x", "rhs": {"op": "const", "args": [], "value": [-90.5, -92.2, -92.9, -90.1]}},
+          {"lhs": {"op": "index", "args": ["cell", "m"]},
+           "rhs": {"op": "aggregate", "id": "cell_set", "args": ["records"], "semiring": "bool_and_or", "distinct": true,
+                   "output_idx": ["m"], "ranges": {"r": {"from": "records"}},
+                   "key": {"op": "skolem", "label": "cell", "args": [{"op": "+", "args": [
+                     {"op": "floor", "args": [{"op": "+", "args": [{"op": "index", "args": ["x", "r"]}, 94]}]}, 1]}]},
+                   "expr": {"op": "true", "args": []}}},
+          {"lhs": {"op": "index", "args": ["number", "m"]},
+           "rhs": {"op": "aggregate", "id": "cell_numbers", "args": [], "semiring": "max_product", "distinct": true,
+                   "output_idx": ["m"], "ranges": {"r": {"from": "records"}},
+                   "key": {"op": "skolem", "label": "cell", "args": [{"op": "+", "args": [
+                     {"op": "floor", "args": [{"op": "+", "args": [{"op": "index", "args": ["x", "r"]}, 94]}]}, 1]}]},
+                   "expr": {"op": "+", "args": [{"op": "floor", "args": [{"op": "+", "args": [{"op": "index", "args": ["x", "r"]}, 94]}]}, 1]}}},
+          {"lhs": "count", "rhs": {"op": "aggregate", "args": [], "output_idx": [], "ranges": {"c": {"from": "cells"}},
+                   "expr": {"op": "index", "args": ["cell", "c"]}}}])");
+  // `number` is over `cells` but names the producer `cell_numbers`, which no set names.
+  EXPECT_EQ(refusal(text).first, "unsupported_array_feature");
+  std::string named = text;
+  const std::string sets = R"("cells": {"kind": "derived", "from_faq": "cell_set"})";
+  named.replace(named.find(sets), sets.size(),
+                sets + R"(, "numbered": {"kind": "derived", "from_faq": "cell_numbers"})");
+  const std::string shape = R"("number": {"type": "unknown", "shape": ["cells"]})";
+  named.replace(named.find(shape), shape.size(), R"("number": {"type": "unknown", "shape": ["numbered"]})");
+  Flat f(named);
+  EXPECT_EQ(f.sys.index_sets.at("cells"), 2);
+  const auto env = f.observed();
+  EXPECT_EQ(env.at("M.cell[1]"), 1.0);
+  EXPECT_EQ(env.at("M.cell[2]"), 1.0);
+  EXPECT_EQ(env.at("M.number[1]"), 2.0);
+  EXPECT_EQ(env.at("M.number[2]"), 4.0);
+  EXPECT_EQ(env.at("M.count"), 2.0);
+}
+
+// ---- lifting "mean" ----
+
+TEST(LiftingMean, AZeroDTargetReadsTheSpatialMeanOfItsArraySource) {
+  // G.x = [1, 2, 3, 6] over 4 cells, bound to the 0-D S.p with lifting "mean": p = 12 / 4 = 3,
+  // so S.y = 2 p = 6.
+  const std::string text = R"({"esm": "1.0.0", "metadata": {"name": "t"},
+    "index_sets": {"cells": {"kind": "interval", "size": 4}},
+    "models": {
+      "G": {"variables": {"s": {"type": "unknown", "default": 0.0}, "x": {"type": "unknown", "shape": ["cells"]}},
+            "equations": [{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+                          {"lhs": "x", "rhs": {"op": "const", "args": [], "value": [1, 2, 3, 6]}}]},
+      "S": {"variables": {"p": {"type": "parameter", "default": 0.0}, "y": {"type": "unknown"}},
+            "equations": [{"lhs": "y", "rhs": {"op": "*", "args": [2, "p"]}}]}},
+    "coupling": [{"type": "variable_map", "from": "G.x", "to": "S.p", "transform": "param_to_var", "lifting": "mean"}]})";
+  Flat f(text);
+  EXPECT_EQ(f.observed().at("S.y"), 6.0);
+}
+
+// ---- skolem bin keys pruning an argmin, the coordinates given as inputs ----
+//
+// Points px = [0.5, 0.95, 1.5, 2.7] and generators gx = [0.2, 1.0, 2.0] (all on y = 0), bins of
+// width 1 keyed skolem("bin", floor(x), floor(y)): point bins 0, 0, 1, 2; generator bins 0, 1,
+// 2. The nearest generator over all of them is [1, 2, 2, 3] (point 3 at 1.5 is 0.25 from
+// generators 2 and 3: the smaller id wins); restricted to the point's bin it is [1, 1, 2, 3]
+// (point 2 at 0.95 shares a bin only with generator 1).
+const std::string kNearestBinned = doc_text(
+    R"({"points": {"kind": "interval", "size": 4}, "generators": {"kind": "interval", "size": 3}})",
+    R"({"s": {"type": "unknown", "default": 0.0},
+        "px": {"type": "parameter", "shape": ["points"]}, "py": {"type": "parameter", "shape": ["points"]},
+        "gx": {"type": "parameter", "shape": ["generators"]}, "gy": {"type": "parameter", "shape": ["generators"]},
+        "point_bin": {"type": "unknown", "shape": ["points"]}, "gen_bin": {"type": "unknown", "shape": ["generators"]},
+        "nearest": {"type": "unknown", "shape": ["points"]}, "nearest_binned": {"type": "unknown", "shape": ["points"]}})",
+    R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+        {"lhs": {"op": "index", "args": ["point_bin", "i"]},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"], "ranges": {"i": {"from": "points"}},
+                 "expr": {"op": "skolem", "label": "bin", "args": [
+                   {"op": "floor", "args": [{"op": "index", "args": ["px", "i"]}]},
+                   {"op": "floor", "args": [{"op": "index", "args": ["py", "i"]}]}]}}},
+        {"lhs": {"op": "index", "args": ["gen_bin", "g"]},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["g"], "ranges": {"g": {"from": "generators"}},
+                 "expr": {"op": "skolem", "label": "bin", "args": [
+                   {"op": "floor", "args": [{"op": "index", "args": ["gx", "g"]}]},
+                   {"op": "floor", "args": [{"op": "index", "args": ["gy", "g"]}]}]}}},
+        {"lhs": {"op": "index", "args": ["nearest", "i"]},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"], "ranges": {"i": {"from": "points"}},
+                 "expr": {"op": "argmin", "args": [], "arg": "g", "ranges": {"g": {"from": "generators"}}, "expr": DIST}}},
+        {"lhs": {"op": "index", "args": ["nearest_binned", "i"]},
+         "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"], "ranges": {"i": {"from": "points"}},
+                 "expr": {"op": "argmin", "args": [], "arg": "g", "ranges": {"g": {"from": "generators"}},
+                          "join": [{"on": [["point_bin", "gen_bin"]]}], "expr": DIST}}}])");
+
+std::string nearest_binned() {
+  const std::string dx = R"({"op": "-", "args": [{"op": "index", "args": ["px", "i"]}, {"op": "index", "args": ["gx", "g"]}]})";
+  const std::string dy = R"({"op": "-", "args": [{"op": "index", "args": ["py", "i"]}, {"op": "index", "args": ["gy", "g"]}]})";
+  const std::string dist = R"({"op": "+", "args": [{"op": "*", "args": [)" + dx + ", " + dx + R"(]}, {"op": "*", "args": [)" +
+                           dy + ", " + dy + "]}]}";
+  std::string text = kNearestBinned;
+  for (std::size_t at; (at = text.find("DIST")) != std::string::npos;) text.replace(at, 4, dist);
+  return text;
+}
+
+esi::esm::FlattenOptions coordinates() {
+  esi::esm::FlattenOptions fo;
+  fo.inputs = nlohmann::json::parse(
+      R"({"M.px": [0.5, 0.95, 1.5, 2.7], "py": 0.0, "M.gx": [0.2, 1.0, 2.0], "M.gy": [0.0, 0.0, 0.0]})");
+  return fo;
+}
+
+TEST(SkolemJoin, BinKeysPruneTheNearestGeneratorCandidates) {
+  Flat f(nearest_binned(), coordinates());
+  const auto env = f.observed();
+  const std::vector<double> nearest{1, 2, 2, 3}, binned{1, 1, 2, 3};
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(env.at("M.nearest[" + std::to_string(i) + "]"), nearest[i - 1]) << i;
+    EXPECT_EQ(env.at("M.nearest_binned[" + std::to_string(i) + "]"), binned[i - 1]) << i;
+  }
+  // (floor(x), floor(y)) tuples: point 1's bin (0,0) is generator 1's, point 4's (2,0) is
+  // generator 3's; point 3's (1,0) is not generator 1's.
+  EXPECT_EQ(env.at("M.point_bin[1]"), env.at("M.gen_bin[1]"));
+  EXPECT_EQ(env.at("M.point_bin[4]"), env.at("M.gen_bin[3]"));
+  EXPECT_NE(env.at("M.point_bin[3]"), env.at("M.gen_bin[1]"));
+}
+
+TEST(SkolemJoinHostile, WithoutTheCoordinatesTheKeysCannotBeMinted) {
+  // No inputs: px has no value when the model is built, so no bin key can be minted.
+  const auto [code, pointer] = refusal(nearest_binned());
+  EXPECT_EQ(code, "unsupported_array_feature");
+  EXPECT_EQ(pointer, "/models/M/equations/1");  // point_bin's skolem
 }
 
 // ---- hostile input ----
