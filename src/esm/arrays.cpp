@@ -95,7 +95,10 @@ struct NotRelative {
 
 /// Thrown (only while a gather probes its indices) when an index reads a value known only
 /// while the model runs: the gather then selects its cell at run time.
-struct RuntimeIndex {};
+struct RuntimeIndex {
+  std::string name;  ///< the value read (what a derived index set cannot be computed from)
+  bool parameter = false;  ///< a parameter without a constant value (not a state)
+};
 
 std::vector<Ix> absolute(const std::vector<std::int64_t>& cell) {
   std::vector<Ix> out;
@@ -134,6 +137,7 @@ class Expander {
     memo_.clear();
     context_ = next_context_++;
     env_ = bindings;
+    drawn_env_.clear();
     const NodeId r = eval(e, f);
     env_.clear();
     return r;
@@ -149,6 +153,7 @@ class Expander {
         r = array_ids_.count(n.name) || pool_.str(n.name).starts_with("$");
         break;
       case Op::Index: case Op::MakeArray: case Op::Aggregate: case Op::Broadcast: case Op::Const:
+      case Op::Skolem: case Op::Rank: case Op::IntersectPolygon:
         r = true;
         break;
       default:
@@ -456,6 +461,7 @@ class Expander {
       case Op::Not: return fixed(!truthy(a(0)));
       case Op::True: return fixed(1.0);
       case Op::IfElse: return truthy(a(0)) ? a(1) : a(2);
+      case Op::Skolem: return fixed(skolem_id(static_key(e)));
       case Op::Index: {
         // A gather from literal data (connectivity, enum tables) is static too.
         ++static_nesting_;
@@ -467,7 +473,8 @@ class Expander {
         if (pool_.node(v).op == Op::Number) return fixed(pool_.node(v).number);
         if (pool_.node(v).op != Op::Symbol) {
           // A gather that itself selects at run time: its value is not known now either.
-          if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
+          if ((runtime_probe_ > 0 && static_depth_ == 0) || !deriving_.empty())
+            throw RuntimeIndex{"a table read at a position known only while the model runs"};
           fail("unsupported_array_feature",
                "an index reads a table at a position known only while the model runs; such "
                "indices are supported only as the position of a gather");
@@ -500,17 +507,22 @@ class Expander {
         p = comma + 1;
       }
     }
+    const auto d = st_.declared.find(array);
+    const bool parameter = d != st_.declared.end() && !d->second.unknown;
     auto runtime = [&]() -> double {
       // A gather asked for this position may read it while the model runs instead.
-      if (runtime_probe_ > 0 && static_depth_ == 0) throw RuntimeIndex{};
+      if ((runtime_probe_ > 0 && static_depth_ == 0) || !deriving_.empty())
+        throw RuntimeIndex{"'" + pretty(symbol) + "'", parameter};
       fail("unsupported_array_feature",
            "an index reads '" + pretty(symbol) +
                "', a value known only while the model runs; gathers at run-time positions are "
                "not supported yet (indices must be computable when the model is built)");
     };
     if (auto d = st_.declared.find(array); d != st_.declared.end() && !d->second.unknown) {
-      if (d->second.var.cadence == Cadence::Constant && d->second.var.default_value)
-        return *d->second.var.default_value;
+      if (d->second.var.cadence != Cadence::Constant) return runtime();
+      // The caller's input replaces the default (apply_inputs), so it is the value here too.
+      if (auto v = input_value(array, cell)) return *v;
+      if (d->second.var.default_value) return *d->second.var.default_value;
       return runtime();
     }
     auto o = st_.observed_eqs.find(array);
@@ -538,6 +550,27 @@ class Expander {
     memo_ = std::move(saved_memo);
     context_ = saved_context;
     return value;
+  }
+
+  /// A constant parameter's value at `cell` given by FlattenOptions::inputs (by flat name, or a
+  /// name that ends the flat name after a dot and names no other input): one number for every
+  /// cell or a nested array, first axis outermost; nullopt when none is given or it does not fit
+  /// (apply_inputs reports a misfit).
+  std::optional<double> input_value(const std::string& array, const std::vector<std::int64_t>& cell) const {
+    if (!st_.inputs || !st_.inputs->is_object()) return std::nullopt;
+    const json* v = nullptr;
+    for (auto it = st_.inputs->begin(); it != st_.inputs->end(); ++it)
+      if (it.key() == array ||
+          (array.size() > it.key().size() && array.ends_with("." + it.key()) && !v))
+        v = &*it;
+    if (!v) return std::nullopt;
+    if (!v->is_number())
+      for (std::int64_t c : cell) {
+        if (!v->is_array() || c < 1 || c > static_cast<std::int64_t>(v->size())) return std::nullopt;
+        v = &(*v)[static_cast<std::size_t>(c - 1)];
+      }
+    if (!v->is_number()) return std::nullopt;
+    return v->get<double>();
   }
 
   Ix static_int(NodeId e, const char* what) {
@@ -625,6 +658,12 @@ class Expander {
         return argmin_cell(e, n.op == Op::Argmax);
       case Op::PolygonIntersectionArea:
         return polygon_intersection_area(e);
+      case Op::Skolem:
+        return skolem_value(e);
+      case Op::Rank:
+        return rank_value(e);
+      case Op::IntersectPolygon:
+        return ring_cell(e, f);
       case Op::Broadcast: {
         const json& attrs = this->attrs(e);
         const Op fn = expr::op_from_name(attrs.value("fn", std::string()));
@@ -659,6 +698,7 @@ class Expander {
   /// A bare reference to array `a` inside a value over frame `f`: named operands align by
   /// index-set name (a subset of the frame's axes, in any order), anonymous frames positionally.
   NodeId symbol_cell(NodeId sym, const ArrayShape& a, const Frame& f) {
+    ready(a);
     const std::string name = name_of(sym);
     if (f.scalar())
       fail("array_used_as_scalar", "'" + name + "' is an array over " + list_json(a.axes) +
@@ -713,6 +753,7 @@ class Expander {
     const std::vector<NodeId> args = args_of(e);
     if (args.empty()) fail("invalid_index", "'index' needs an array operand");
     const NodeId src = args[0];
+    if (const ArrayShape* a = array_of(src)) ready(*a);
     std::vector<Ix> idx;
     std::vector<NodeId> runtime(args.size() - 1, expr::kNoNode);  // per index: read while running
     bool any_runtime = false;
@@ -975,6 +1016,10 @@ class Expander {
     if (r.is_object() && r.contains("from") && r["from"].is_string()) {
       out.from = r["from"].get<std::string>();
       auto size = st_.doc.index_set_sizes.find(out.from);
+      if (size == st_.doc.index_set_sizes.end() && is_derived(out.from)) {
+        out.stop = derived_size(out.from);
+        return out;
+      }
       if (size == st_.doc.index_set_sizes.end())
         fail("unsupported_array_feature", "index '" + sym + "' ranges over '" + out.from +
                                               "', an index set without a size (only interval "
@@ -1053,12 +1098,12 @@ class Expander {
 
   /// A polygon operand's vertices, known when the model is built: a [verts, 2] array (a
   /// literal, or an array whose definition folds to numbers).
-  std::vector<std::array<double, 2>> polygon_operand(NodeId operand, const char* which) {
+  std::vector<std::array<double, 2>> polygon_operand(NodeId operand, const char* which, const char* op) {
     std::vector<std::array<double, 2>> ring;
     const expr::Node& on = pool_.node(operand);
     if (on.op == Op::Const) {
       const json v = attrs(operand).value("value", json());
-      if (!v.is_array()) fail("invalid_polygon", std::string("the ") + which + " polygon must be a [verts, 2] array");
+      if (!v.is_array()) fail("invalid_polygon", std::string("the ") + which + " polygon of '" + op + "' must be a [verts, 2] array");
       for (const auto& p : v) {
         if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
           fail("invalid_polygon", std::string("a vertex of the ") + which + " polygon is not a pair of numbers");
@@ -1066,22 +1111,46 @@ class Expander {
       }
       return ring;
     }
-    const ArrayShape* a = array_of(operand);
-    if (!a || a->extents.size() != 2 || a->extents[1] != 2)
-      fail("invalid_polygon", std::string("the ") + which + " polygon of 'polygon_intersection_area' must be an "
-                              "array of shape [verts, 2] (lon-lat vertex pairs)");
-    const std::string name = name_of(operand);
-    for (std::int64_t v = 1; v <= a->extents[0]; ++v) {
+    // A whole [verts, 2] array, or one ring of a stack of them: index(polys, i) of a
+    // [cells, verts, 2] array (the leading indices fixed, the last two axes the ring).
+    NodeId array_node = operand;
+    std::vector<std::int64_t> lead;
+    if (on.op == Op::Index && !pool_.args(operand).empty() && array_of(pool_.args(operand)[0])) {
+      const std::vector<NodeId> args = args_of(operand);
+      array_node = args[0];
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        const Ix ix = static_int(args[i], "an index");
+        if (relative_ && ix.axis >= 0) throw NotRelative{"a polygon operand at a cell-dependent position"};
+        lead.push_back(ix.v);
+      }
+    }
+    const ArrayShape* a = array_of(array_node);
+    if (a) ready(*a);
+    if (!a || a->extents.size() != lead.size() + 2 || a->extents.back() != 2)
+      fail("invalid_polygon", std::string("the ") + which + " polygon of '" + op + "' must be an "
+                              "array of shape [verts, 2] (lon-lat vertex pairs), or index(A, i, ...) "
+                              "of an array whose last two axes are [verts, 2]");
+    const std::string name = name_of(array_node);
+    for (std::size_t d = 0; d < lead.size(); ++d)
+      if (lead[d] < 1 || lead[d] > a->extents[d])
+        fail("invalid_polygon", "the " + std::string(which) + " polygon is ring " + std::to_string(lead[d]) +
+                                    " of '" + name + "', which has " + std::to_string(a->extents[d]) +
+                                    " along '" + a->axes[d] + "'");
+    for (std::int64_t v = 1; v <= a->extents[lead.size()]; ++v) {
       std::array<double, 2> xy{};
       for (std::int64_t c = 1; c <= 2; ++c) {
         ++runtime_probe_;
         try {
-          xy[c - 1] = static_constant(pool_.symbol(cell_name(name, {v, c})));
+          std::vector<std::int64_t> cell = lead;
+          cell.push_back(v);
+          cell.push_back(c);
+          xy[c - 1] = static_constant(pool_.symbol(cell_name(name, cell)));
           --runtime_probe_;
         } catch (const RuntimeIndex&) {
           --runtime_probe_;
+          if (!deriving_.empty()) throw;
           fail("unsupported_array_feature",
-               "'polygon_intersection_area' of '" + name + "', whose vertices are known only while the "
+               "'" + std::string(op) + "' of '" + name + "', whose vertices are known only while the "
                "model runs, is not supported yet (only polygons known when the model is built)");
         } catch (...) {
           --runtime_probe_;
@@ -1142,15 +1211,23 @@ class Expander {
            "'polygon_intersection_area' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
     const std::vector<NodeId> args = args_of(e);
     if (args.size() != 2) fail("invalid_polygon", "'polygon_intersection_area' takes two polygons");
-    auto a = deduplicated(polygon_operand(args[0], "first"));
-    auto b = deduplicated(polygon_operand(args[1], "second"));
+    const auto subject = clipped(args[0], args[1], "polygon_intersection_area");
+    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
+    return pool_.number(area, false);
+  }
+
+  /// The planar overlap of two polygon operands (spec §8.6.1: deduplicated rings of at least 3
+  /// vertices): the first clipped by the second, Sutherland-Hodgman, one of them convex.
+  std::vector<std::array<double, 2>> clipped(NodeId first, NodeId second, const char* op) {
+    auto a = deduplicated(polygon_operand(first, "first", op));
+    auto b = deduplicated(polygon_operand(second, "second", op));
     for (const auto* ring : {&a, &b})
       if (ring->size() < 3)
-        fail("invalid_polygon", "a polygon of 'polygon_intersection_area' has fewer than 3 distinct vertices");
+        fail("invalid_polygon", std::string("a polygon of '") + op + "' has fewer than 3 distinct vertices");
     if (!convex(b)) std::swap(a, b);
     if (!convex(b))
       fail("unsupported_array_feature",
-           "'polygon_intersection_area' of two non-convex polygons is not supported yet (one must be convex)");
+           std::string("'") + op + "' of two non-convex polygons is not supported yet (one must be convex)");
     if (signed_area(b) < 0) std::reverse(b.begin(), b.end());
     std::vector<std::array<double, 2>> subject = a;
     for (std::size_t i = 0; i < b.size() && !subject.empty(); ++i) {
@@ -1172,8 +1249,7 @@ class Expander {
       }
       subject = std::move(out);
     }
-    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
-    return pool_.number(area, false);
+    return subject;
   }
 
   // ---- argmin / argmax (§4.2: index-returning reductions) ----
@@ -1186,7 +1262,7 @@ class Expander {
   NodeId argmin_cell(NodeId e, bool max) {
     const json& attrs = this->attrs(e);
     const char* op = max ? "argmax" : "argmin";
-    for (const char* k : {"join", "distinct", "key"})
+    for (const char* k : {"distinct", "key"})
       if (attrs.contains(k))
         fail("unsupported_array_feature",
              std::string("an '") + op + "' with '" + k + "' is not supported yet when arrays become cells");
@@ -1205,6 +1281,31 @@ class Expander {
     for (auto it = ranges.begin(); it != ranges.end(); ++it)
       over.emplace_back(pool_.intern("$" + it.key()), range_of(*it, it.key()));
     const expr::StrId arg_id = pool_.intern("$" + arg);
+    // A join prunes the candidates (the bin-skolem broad phase): its keys must be known when
+    // the model is built, the enclosing aggregates' indices and these ranges place them.
+    const json join = attrs.value("join", json::array());
+    std::vector<std::pair<expr::StrId, std::string>> drawn_from = drawn_env_;
+    for (const auto& [id, r] : over)
+      if (!r.from.empty()) drawn_from.emplace_back(id, r.from);
+    auto joined = [&]() {
+      if (join.empty()) return true;
+      ++runtime_probe_;
+      ++static_keys_;
+      try {
+        const std::optional<NodeId> c = join_condition(join, drawn_from);
+        --runtime_probe_;
+        --static_keys_;
+        if (c && *c != expr::kNoNode) throw RuntimeIndex{"a join key"};
+        return c.has_value();
+      } catch (const RuntimeIndex& why) {
+        --runtime_probe_;
+        --static_keys_;
+        fail("unsupported_array_feature",
+             std::string("an '") + op + "' whose join reads " + why.name +
+                 ", known only while the model runs, is not supported yet (its join keys must be "
+                 "known when the model is built)");
+      }
+    };
 
     const std::size_t mark = env_.size();
     for (const auto& [id, r] : over) env_.emplace_back(id, Ix{r.start, -1});
@@ -1220,7 +1321,7 @@ class Expander {
     const Op better = max ? Op::Gt : Op::Lt;
     while (!empty) {
       const bool admitted =
-          filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
+          (filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1})) && joined();
       if (admitted) {
         const NodeId v = in_context([&] { return eval(body, Frame{}); });
         const NodeId g = pool_.number(static_cast<double>(bound(arg_id)->v), true);
@@ -1321,9 +1422,16 @@ class Expander {
                                          d->second.var.default_value)
       return KeyValue{SVal{*d->second.var.default_value, -1}, std::nullopt, expr::kNoNode};
     auto a = st_.arrays.find(key);
-    if (a == st_.arrays.end()) return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
+    if (a == st_.arrays.end()) {
+      // A derived index set is computed when the model is built: its join keys must be too.
+      if (!deriving_.empty() || static_keys_ > 0)
+        return KeyValue{SVal{static_constant(pool_.symbol(key)), -1}, std::nullopt, expr::kNoNode};
+      return KeyValue{SVal{}, std::nullopt, pool_.symbol(key)};
+    }
     std::vector<Ix> idx;
     for (const auto& axis : a->second.axes) idx.push_back(*bound(index_drawing_from(axis, drawn_from, key, true)));
+    if (!deriving_.empty() || static_keys_ > 0)
+      return KeyValue{SVal{static_constant(pool_.symbol(cell_name(key, plain(idx)))), -1}, std::nullopt, expr::kNoNode};
     return KeyValue{SVal{}, std::nullopt, cell_symbol(key, idx)};
   }
 
@@ -1355,16 +1463,12 @@ class Expander {
     return pool_.make(Op::And, runtime);
   }
 
-  NodeId aggregate_cell(NodeId e, const Frame& f) {
-    const json& attrs = this->attrs(e);
-    for (const char* k : {"distinct", "key", "of"})
-      if (attrs.contains(k))
-        fail("unsupported_array_feature",
-             std::string("an aggregate with '") + k + "' is not supported yet when arrays become cells");
+  /// The ⊕ of an aggregate: "+", "*", "max", "min" or "or". The semiring names its (⊕, ⊗)
+  /// pair; the body is written with its ⊗ already spelled out (`i * j` under max_product,
+  /// `i + j` under min_sum), so only ⊕ matters here.
+  std::string reduction_of(const json& attrs) {
     const std::string semiring = attrs.value("semiring", std::string("sum_product"));
     std::string reduce = attrs.value("reduce", std::string("+"));
-    // The semiring names its (⊕, ⊗) pair; the body is written with its ⊗ already spelled out
-    // (`i * j` under max_product, `i + j` under min_sum), so only ⊕ matters here.
     if (semiring == "max_product" || semiring == "max_sum") reduce = "max";
     else if (semiring == "min_product" || semiring == "min_sum") reduce = "min";
     else if (semiring == "bool_and_or") reduce = "or";  // (∨, false; ∧, true)
@@ -1373,6 +1477,36 @@ class Expander {
     if (reduce != "+" && reduce != "*" && reduce != "max" && reduce != "min" &&
         !(reduce == "or" && semiring == "bool_and_or"))
       fail("invalid_reduce", "reduce '" + reduce + "' is not one of +, *, max, min");
+    return reduce;
+  }
+
+  NodeId identity_of(const std::string& reduce) {
+    return pool_.number(reduce == "+" || reduce == "or" ? 0.0 : reduce == "*" ? 1.0
+                        : reduce == "max" ? -std::numeric_limits<double>::infinity()
+                                          : std::numeric_limits<double>::infinity(),
+                        reduce == "+" || reduce == "*" || reduce == "or");
+  }
+
+  /// The terms of a reduction combined by ⊕ (a single term under bool_and_or is still a truth
+  /// value, 1 or 0, not the body's number).
+  NodeId reduced(std::vector<NodeId>& terms, const std::string& reduce) {
+    if (terms.empty()) return identity_of(reduce);
+    if (terms.size() == 1 && reduce == "or")
+      return pool_.make(Op::Ne, std::vector<NodeId>{terms[0], pool_.number(0.0, true)});
+    if (terms.size() == 1) return terms[0];
+    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max
+                  : reduce == "min" ? Op::Min : Op::Or;
+    return pool_.make(op, terms);
+  }
+
+  NodeId aggregate_cell(NodeId e, const Frame& f) {
+    const json& attrs = this->attrs(e);
+    if (attrs.contains("distinct") && attrs["distinct"] == true) return distinct_cell(e, f);
+    for (const char* k : {"distinct", "key", "of"})
+      if (attrs.contains(k))
+        fail("unsupported_array_feature",
+             std::string("an aggregate with '") + k + "' is not supported yet when arrays become cells");
+    const std::string reduce = reduction_of(attrs);
 
     const std::vector<NodeId> kids = children_of(e);
     const expr::Node& n = pool_.node(e);
@@ -1443,11 +1577,10 @@ class Expander {
     for (const auto& [id, range] : contracted)
       if (!range.from.empty()) drawn_from.emplace_back(id, range.from);
     const json join = attrs.value("join", json::array());
-    const NodeId identity = pool_.number(
-        reduce == "+" || reduce == "or" ? 0.0 : reduce == "*" ? 1.0
-        : reduce == "max" ? -std::numeric_limits<double>::infinity()
-                          : std::numeric_limits<double>::infinity(),
-        reduce == "+" || reduce == "*" || reduce == "or");
+    const NodeId identity = identity_of(reduce);
+    // rank(S) in the body reads the position of the index drawing from S.
+    const std::size_t drawn_mark = drawn_env_.size();
+    drawn_env_.insert(drawn_env_.end(), drawn_from.begin(), drawn_from.end());
 
     std::vector<NodeId> terms;
     std::vector<std::int64_t> value(contracted.size());
@@ -1491,15 +1624,377 @@ class Expander {
       if (done) break;
     }
     env_.resize(mark);
+    drawn_env_.resize(drawn_mark);
+    return reduced(terms, reduce);
+  }
 
-    if (terms.empty()) return identity;
-    // Under bool_and_or a single term is still a truth value (1 or 0), not the body's number.
-    if (terms.size() == 1 && reduce == "or")
-      return pool_.make(Op::Ne, std::vector<NodeId>{terms[0], pool_.number(0.0, true)});
-    if (terms.size() == 1) return terms[0];
-    const Op op = reduce == "+" ? Op::Add : reduce == "*" ? Op::Mul : reduce == "max" ? Op::Max
-                  : reduce == "min" ? Op::Min : Op::Or;
-    return pool_.make(op, terms);
+  // ---- derived index sets, skolem and rank (RFC semiring-faq §5.5, §5.7; spec §8.6.1) ----
+
+ public:
+  /// Materializes every derived index set of the document (sizes the arrays shaped over them).
+  void materialize_derived_sets() {
+    const json& sets = st_.doc.doc.value("index_sets", json::object());
+    for (auto it = sets.begin(); it != sets.end(); ++it)
+      if (is_derived(it.key())) derived_size(it.key());
+  }
+
+ private:
+  /// > 0 while join keys must be read as build-time numbers (an argmin's join).
+  int static_keys_ = 0;
+  /// Derived index sets being materialized, outermost first (a set met again is a cycle).
+  std::vector<std::string> deriving_;
+  /// For rank(S): each bound index symbol and the index set it draws from, innermost last.
+  std::vector<std::pair<expr::StrId, std::string>> drawn_env_;
+
+  bool is_derived(const std::string& set) const {
+    const json& sets = st_.doc.doc.value("index_sets", json::object());
+    auto it = sets.find(set);
+    return it != sets.end() && it->is_object() && it->value("kind", std::string()) == "derived" &&
+           !st_.doc.index_set_sizes.count(set);
+  }
+
+  static std::string set_pointer(const std::string& set) {
+    return pointer_join(pointer_join("/index_sets", set), "from_faq");
+  }
+
+  /// The size of derived index set `set`, materializing it (and, through the ranges and arrays
+  /// its producer reads, the sets it depends on) the first time.
+  std::int64_t derived_size(const std::string& set) {
+    if (auto d = st_.derived.find(set); d != st_.derived.end()) return d->second.size;
+    if (std::find(deriving_.begin(), deriving_.end(), set) != deriving_.end()) {
+      std::string chain;
+      for (const auto& s : deriving_) chain += "'" + s + "' -> ";
+      throw Error("derived_index_set_cycle", st_.doc.file, set_pointer(deriving_.front()),
+                  "the derived index set '" + set + "' is needed to compute itself (" + chain + "'" + set +
+                      "'): a derived set's producer may not range over, or read arrays shaped over, "
+                      "a set that depends on it");
+    }
+    // Evaluate aside: this may be asked in the middle of another evaluation.
+    auto saved_env = std::move(env_);
+    auto saved_drawn = std::move(drawn_env_);
+    auto saved_memo = std::move(memo_);
+    const std::uint64_t saved_context = context_;
+    const bool saved_relative = relative_;
+    const std::string saved_file = file_, saved_pointer = pointer_;
+    relative_ = false;
+    env_.clear();
+    drawn_env_.clear();
+    memo_.clear();
+    context_ = next_context_++;
+    deriving_.push_back(set);
+    DerivedSet out = materialize(set);
+    deriving_.pop_back();
+    relative_ = saved_relative;
+    env_ = std::move(saved_env);
+    drawn_env_ = std::move(saved_drawn);
+    memo_ = std::move(saved_memo);
+    context_ = saved_context;
+    file_ = saved_file;
+    pointer_ = saved_pointer;
+    const std::int64_t size = out.size;
+    st_.derived[set] = std::move(out);
+    for (auto& [name, shape] : st_.arrays)
+      for (std::size_t d = 0; d < shape.axes.size(); ++d)
+        if (shape.axes[d] == set && shape.extents[d] < 0) shape.extents[d] = size;
+    return size;
+  }
+
+  /// An array's shape with the derived index sets it is shaped over materialized.
+  const ArrayShape& ready(const ArrayShape& a) {
+    for (std::size_t d = 0; d < a.axes.size(); ++d)
+      if (a.extents[d] < 0 && is_derived(a.axes[d])) derived_size(a.axes[d]);
+    return a;
+  }
+
+  /// The node whose `id` is `id` (an aggregate or intersect_polygon) in the equations, with
+  /// the file and pointer of its equation.
+  struct Producer {
+    NodeId node = expr::kNoNode;
+    std::string file, pointer;
+  };
+  Producer find_producer(const std::string& id) {
+    Producer found;
+    auto search = [&](NodeId root, const std::string& file, const std::string& pointer) {
+      if (found.node != expr::kNoNode || root == expr::kNoNode) return;
+      walk(pool_, root, [&](NodeId n) {
+        if (found.node != expr::kNoNode) return false;
+        const Op op = pool_.node(n).op;
+        if ((op == Op::Aggregate || op == Op::IntersectPolygon) && attrs(n).value("id", json()) == id)
+          found = {n, file, pointer};
+        return true;
+      });
+    };
+    for (const auto& [y, eq] : st_.observed_eqs) search(eq.rhs, eq.file, eq.pointer);
+    for (const auto& [x, list] : st_.tendencies)
+      for (const auto& t : list) search(t.rhs, t.file, t.pointer);
+    for (const auto& [x, eq] : st_.initial_eqs) search(eq.rhs, eq.file, eq.pointer);
+    for (const auto& eq : st_.algebraic_eqs) search(eq.rhs, eq.file, eq.pointer);
+    return found;
+  }
+
+  /// The derived set whose `from_faq` is the producer `id` (materialized).
+  const DerivedSet& set_produced_by(const std::string& id, const char* what) {
+    const json& sets = st_.doc.doc.value("index_sets", json::object());
+    for (auto it = sets.begin(); it != sets.end(); ++it)
+      if (is_derived(it.key()) && it->value("from_faq", json()) == id) {
+        derived_size(it.key());
+        return st_.derived.at(it.key());
+      }
+    fail("unsupported_array_feature",
+         std::string("a ") + what + (id.empty() ? std::string(" without an 'id'") : " with id '" + id + "'") +
+             " that no derived index set names (`from_faq`) is not supported: its members form the "
+             "index set, so declare one {\"kind\": \"derived\", \"from_faq\": <its id>}");
+  }
+
+  DerivedSet materialize(const std::string& set) {
+    const std::string id = st_.doc.doc["index_sets"][set].value("from_faq", std::string());
+    const Producer p = find_producer(id);
+    if (p.node == expr::kNoNode)
+      throw Error("derived_index_set_unknown_producer", st_.doc.file, set_pointer(set),
+                  "the derived index set '" + set + "' is produced by the node with id '" + id +
+                      "' (from_faq), but no aggregate or intersect_polygon of the document has that id");
+    locate(p.file, p.pointer);
+    DerivedSet out;
+    out.producer = id;
+    ++runtime_probe_;
+    try {
+      if (pool_.node(p.node).op == Op::IntersectPolygon) {
+        out.ring = intersection_ring(p.node);
+        out.size = static_cast<std::int64_t>(out.ring.size());
+      } else {
+        distinct_members(p.node, set, out);
+      }
+      --runtime_probe_;
+    } catch (const RuntimeIndex& why) {
+      --runtime_probe_;
+      // A parameter without a value in the document may be data supplied later: the document
+      // is not wrong, esi just cannot build the set from it. A state is never constant (the
+      // relational engine does not run on the hot path, RFC §6.1).
+      if (why.parameter)
+        fail("unsupported_array_feature",
+             "the derived index set '" + set + "' (from_faq '" + id + "') is computed from the parameter " +
+                 why.name + ", which has no constant value in the document; a derived set is "
+                 "materialized once, when the model is built, so esi needs its data there (a default, "
+                 "or an equation of constants); data supplied only at run time is not supported for it");
+      fail("derived_index_set_not_static",
+           "the derived index set '" + set + "' (from_faq '" + id + "') is computed from " + why.name +
+               ", which changes while the model runs (a state, or a value computed from one); a "
+               "derived set is materialized once, before the run, so everything its producer reads "
+               "must be constant");
+    } catch (...) {
+      --runtime_probe_;
+      throw;
+    }
+    return out;
+  }
+
+  /// The members of the set a `distinct` aggregate produces: every combination of its ranges
+  /// that passes its filter and joins mints its `key`; equal keys are one member, and members
+  /// are in the sorted order of their keys (RFC §5.7), so the result does not depend on the
+  /// enumeration order.
+  void distinct_members(NodeId e, const std::string& set, DerivedSet& out) {
+    const json& attrs = this->attrs(e);
+    if (!(attrs.contains("distinct") && attrs["distinct"] == true))
+      fail("unsupported_array_feature",
+           "the derived index set '" + set + "' names an aggregate that is not `distinct: true`; only "
+           "distinct aggregates (and intersect_polygon rings) produce index sets");
+    const std::vector<NodeId> kids = children_of(e);
+    auto child = [&](const char* field) {
+      auto x = attrs.find(field);
+      return x != attrs.end() && x->is_object() && x->contains("$child")
+                 ? kids[(*x)["$child"].get<std::size_t>()]
+                 : expr::kNoNode;
+    };
+    const NodeId key = child("key"), filter = child("filter");
+    if (key == expr::kNoNode)
+      fail("invalid_aggregate", "the distinct aggregate that produces index set '" + set +
+                                    "' has no 'key' (the skolem term that names each member)");
+    const json ranges = attrs.value("ranges", json::object());
+    std::vector<std::pair<expr::StrId, Range>> over;
+    std::vector<std::pair<expr::StrId, std::string>> drawn_from;
+    for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+      const expr::StrId id = pool_.intern("$" + it.key());
+      over.emplace_back(id, range_of(*it, it.key()));
+      if (!over.back().second.from.empty()) drawn_from.emplace_back(id, over.back().second.from);
+    }
+    const json join = attrs.value("join", json::array());
+    std::map<std::pair<std::string, std::vector<double>>,
+             std::vector<std::vector<std::pair<expr::StrId, std::int64_t>>>> members;
+    std::vector<std::int64_t> value;
+    for (const auto& [id, r] : over) {
+      value.push_back(r.start);
+      env_.emplace_back(id, Ix{r.start, -1});
+    }
+    auto in_range = [&](std::size_t i) {
+      const Range& r = over[i].second;
+      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
+    };
+    bool empty = false;
+    for (std::size_t i = 0; i < over.size(); ++i) empty = empty || !in_range(i);
+    while (!empty) {
+      memo_.clear();
+      const bool admitted = filter == expr::kNoNode || static_value(filter).v != 0.0;
+      bool joined = true;
+      if (admitted && !join.empty()) {
+        const std::optional<NodeId> c = join_condition(join, drawn_from);
+        if (c && *c != expr::kNoNode)
+          throw RuntimeIndex{"a join key read only while the model runs"};
+        joined = c.has_value();
+      }
+      if (admitted && joined) {
+        std::vector<std::pair<expr::StrId, std::int64_t>> binding;
+        for (std::size_t i = 0; i < over.size(); ++i) binding.emplace_back(over[i].first, value[i]);
+        members[static_key(key)].push_back(std::move(binding));
+      }
+      std::size_t d = over.size();
+      bool done = true;
+      while (d-- > 0) {
+        value[d] += over[d].second.step;
+        if (in_range(d)) {
+          env_[d].second = Ix{value[d], -1};
+          done = false;
+          break;
+        }
+        value[d] = over[d].second.start;
+        env_[d].second = Ix{value[d], -1};
+      }
+      if (done) break;
+    }
+    env_.clear();
+    for (auto& [k, list] : members) out.contributions.push_back(std::move(list));
+    out.size = static_cast<std::int64_t>(out.contributions.size());
+  }
+
+  /// The value of a key (`skolem(label, args...)` or a plain expression) when the model is
+  /// built: its label and argument values.
+  std::pair<std::string, std::vector<double>> static_key(NodeId key) {
+    if (pool_.node(key).op != Op::Skolem) return {std::string(), {static_value(key).v}};
+    std::pair<std::string, std::vector<double>> out{attrs(key).value("label", std::string()), {}};
+    for (NodeId a : args_of(key)) {
+      const SVal v = static_value(a);
+      if (relative_ && v.axis >= 0) throw NotRelative{"a skolem key of a cell position"};
+      out.second.push_back(v.v);
+    }
+    return out;
+  }
+
+  double skolem_id(const std::pair<std::string, std::vector<double>>& key) {
+    auto it = st_.skolem_ids.find(key);
+    if (it == st_.skolem_ids.end())
+      it = st_.skolem_ids.emplace(key, static_cast<double>(st_.skolem_ids.size() + 1)).first;
+    return it->second;
+  }
+
+  /// A skolem term used as a value (a bin key stored in an array, a join column): the number
+  /// that stands for its key. Keys are minted when the model is built (RFC §5.7).
+  NodeId skolem_value(NodeId e) {
+    ++runtime_probe_;
+    try {
+      const double id = skolem_id(static_key(e));
+      --runtime_probe_;
+      return pool_.number(id, true);
+    } catch (const RuntimeIndex& why) {
+      --runtime_probe_;
+      if (!deriving_.empty()) throw;
+      fail("unsupported_array_feature",
+           "a 'skolem' key of " + why.name + ", a value known only while the model runs, is not "
+           "supported: keys are minted once, when the model is built (RFC semiring-faq §5.7), so "
+           "their arguments must be constants");
+    } catch (...) {
+      --runtime_probe_;
+      throw;
+    }
+  }
+
+  /// rank(S): the dense 0-based id of the member of S that the innermost index drawing from S
+  /// is at (its position in S's sorted order, minus one).
+  NodeId rank_value(NodeId e) {
+    const std::vector<NodeId> args = args_of(e);
+    const std::string set = args.size() == 1 ? name_of(args[0]).substr(1) : std::string();
+    for (auto it = drawn_env_.rbegin(); it != drawn_env_.rend(); ++it) {
+      if (it->second != set) continue;
+      const auto v = bound(it->first);
+      if (!v) break;
+      if (v->axis >= 0 && relative_)
+        return pool_.make(Op::Sub, std::vector<NodeId>{pool_.symbol(relative_name("$index", {*v})),
+                                                       pool_.number(1.0, true)});
+      return pool_.number(static_cast<double>(v->v - 1), true);
+    }
+    fail("unsupported_array_feature",
+         "'rank(" + set + ")' is used where no index of an enclosing aggregate draws from '" + set +
+             "' (give one a range {\"from\": \"" + set + "\"}; rank is that member's dense id)");
+  }
+
+  /// One cell of the array a `distinct` aggregate defines over the set it produces: the
+  /// reduction of its body over the combinations whose key minted that member.
+  NodeId distinct_cell(NodeId e, const Frame& f) {
+    const json& attrs = this->attrs(e);
+    const DerivedSet& set = set_produced_by(attrs.value("id", std::string()), "distinct aggregate");
+    const json out = attrs.value("output_idx", json::array());
+    if (out.size() != 1 || f.pos.size() != 1)
+      fail("array_shape_mismatch", "a distinct aggregate has one output index, the member of the set it "
+                                   "produces, and defines an array over that set alone");
+    if (relative_ && f.pos[0].axis >= 0) throw NotRelative{"the members of a derived index set"};
+    const std::int64_t m = f.pos[0].v;
+    if (m < 1 || m > set.size)
+      fail("array_shape_mismatch", "member " + std::to_string(m) + " of a derived index set with " +
+                                       std::to_string(set.size) + " members");
+    const std::string reduce = reduction_of(attrs);
+    const std::vector<NodeId> kids = children_of(e);
+    NodeId body = expr::kNoNode;
+    if (auto x = attrs.find("expr"); x != attrs.end() && x->is_object() && x->contains("$child"))
+      body = kids[(*x)["$child"].get<std::size_t>()];
+    if (body == expr::kNoNode) fail("invalid_aggregate", "an aggregate needs an 'expr'");
+    std::vector<NodeId> terms;
+    const std::size_t mark = env_.size();
+    if (out[0].is_string()) env_.emplace_back(pool_.intern("$" + out[0].get<std::string>()), Ix{m, -1});
+    for (const auto& binding : set.contributions[static_cast<std::size_t>(m - 1)]) {
+      const std::size_t inner = env_.size();
+      for (const auto& [sym, v] : binding) env_.emplace_back(sym, Ix{v, -1});
+      NodeId term = in_context([&] { return eval(body, Frame{}); });
+      if (pool_.node(term).op == Op::True) term = pool_.number(1.0, true);
+      terms.push_back(term);
+      env_.resize(inner);
+    }
+    env_.resize(mark);
+    return reduced(terms, reduce);
+  }
+
+  /// The overlap ring of an `intersect_polygon` (planar): distinct vertices, counter-clockwise,
+  /// starting at the lowest-leftmost one, closed by repeating it; empty when the polygons do
+  /// not overlap in an area.
+  std::vector<std::array<double, 2>> intersection_ring(NodeId e) {
+    const std::string manifold = attrs(e).value("manifold", std::string());
+    if (manifold != "planar")
+      fail("unsupported_array_feature",
+           "'intersect_polygon' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const std::vector<NodeId> args = args_of(e);
+    if (args.size() != 2) fail("invalid_polygon", "'intersect_polygon' takes two polygons");
+    auto ring = deduplicated(clipped(args[0], args[1], "intersect_polygon"));
+    if (ring.size() < 3) return {};
+    if (signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
+    const auto lowest = std::min_element(ring.begin(), ring.end(), [](const auto& a, const auto& b) {
+      return a[1] < b[1] || (a[1] == b[1] && a[0] < b[0]);
+    });
+    std::rotate(ring.begin(), lowest, ring.end());
+    ring.push_back(ring.front());
+    return ring;
+  }
+
+  /// Cell (v, c) of the ring an `intersect_polygon` returns: coordinate c of vertex v.
+  NodeId ring_cell(NodeId e, const Frame& f) {
+    const DerivedSet& set = set_produced_by(attrs(e).value("id", std::string()), "intersect_polygon");
+    if (f.pos.size() != 2)
+      fail("array_shape_mismatch", "'intersect_polygon' gives a [ring, 2] array (vertex, lon-lat) but is "
+                                   "used as a value over " + std::to_string(f.pos.size()) + " axes");
+    if (relative_ && (f.pos[0].axis >= 0 || f.pos[1].axis >= 0))
+      throw NotRelative{"the vertices of an intersection ring"};
+    const std::int64_t v = f.pos[0].v, c = f.pos[1].v;
+    if (v < 1 || v > set.size || c < 1 || c > 2)
+      fail("array_shape_mismatch", "the intersection ring has " + std::to_string(set.size) +
+                                       " vertices of 2 coordinates but is read at [" + std::to_string(v) +
+                                       "," + std::to_string(c) + "]");
+    return pool_.number(set.ring[static_cast<std::size_t>(v - 1)][static_cast<std::size_t>(c - 1)], false);
   }
 };
 
@@ -2142,6 +2637,11 @@ void expand_arrays(FlattenState& st) {
       for (const auto& t : list) any = any || probe.needs_cells(t.rhs);
     for (const auto& [y, eq] : st.observed_eqs) any = any || probe.needs_cells(eq.rhs);
     if (!any) return;
+  }
+  {
+    // Derived index sets first: their sizes are the extents of the arrays shaped over them.
+    Expander derive(st);
+    derive.materialize_derived_sets();
   }
   infer_extents(st);
   if (st.grid && !st.arrays.empty()) {

@@ -182,6 +182,24 @@ struct Coupler {
                   "parameter or an undefined unknown");
     expr::Pool& pool = st.sys.pool;
     NodeId value = pool.symbol(from);
+    // lifting "mean" (spec §10.5): a 0-D target reads the spatial mean of the array it is
+    // bound to, sum over the cells / number of cells (both formed when the arrays become cells).
+    if (auto a = st.arrays.find(from); a != st.arrays.end() && !st.arrays.count(to) && !transform.is_object() &&
+                                       entry.value("lifting", std::string()) == "mean") {
+      json ranges = json::object();
+      json index = json{{"op", "index"}, {"args", json::array({from})}};
+      for (std::size_t d = 0; d < a->second.axes.size(); ++d) {
+        const std::string k = "__mean" + std::to_string(d);
+        ranges[k] = json{{"from", a->second.axes[d]}};
+        index["args"].push_back(k);
+      }
+      auto sum_of = [&](const json& body) {
+        return json{{"op", "aggregate"}, {"args", json::array()}, {"output_idx", json::array()},
+                    {"ranges", ranges}, {"expr", body}};
+      };
+      value = localize_global(st, json{{"op", "/"}, {"args", json::array({sum_of(index), sum_of(1)})}}, file,
+                              pointer_join(ptr, "lifting"));
+    }
     if (transform.is_object()) {
       value = localize_global(st, transform, file, pointer_join(ptr, "transform"));
       // The target becomes an observed defined by the transform (§10.4).

@@ -104,6 +104,14 @@ void declare(FlattenState& st, std::size_t c, const std::string& local, const js
           shape.extents.push_back(-1);
           continue;
         }
+        const std::string kind_of_axis =
+            sets.contains(axis) && sets[axis].is_object() ? sets[axis].value("kind", std::string()) : "";
+        if (size == st.doc.index_set_sizes.end() && kind_of_axis == "derived") {
+          // Sized when the arrays become cells, once its producing node is evaluated
+          // (materialize_derived_sets in arrays.cpp).
+          shape.extents.push_back(-1);
+          continue;
+        }
         if (size == st.doc.index_set_sizes.end()) {
           const std::string kind =
               sets.contains(axis) && sets[axis].is_object() ? sets[axis].value("kind", std::string()) : "";
@@ -202,6 +210,21 @@ void add_model(FlattenState& st, std::size_t c) {
     } else if (ln.op == Op::Index && !pool.args(lhs).empty() && pool.node(pool.args(lhs)[0]).op == Op::Symbol &&
                !st.observed_eqs.count(std::string(pool.str(pool.node(pool.args(lhs)[0]).name)))) {
       const std::string y(pool.str(pool.node(pool.args(lhs)[0]).name));
+      // `index(y, m) = <distinct aggregate>` with y declared without a shape: y is the
+      // producer's output, an array over the derived index set that names the producer.
+      if (!st.arrays.count(y) && st.declared.count(y) && pool.args(lhs).size() == 2 &&
+          pool.node(rhs).op == Op::Aggregate) {
+        const json attrs = expr::attrs_json(pool, rhs);
+        const json sets = st.doc.doc.value("index_sets", json::object());
+        if (attrs.value("distinct", false) == true && attrs.contains("id"))
+          for (auto it = sets.begin(); it != sets.end(); ++it)
+            if (it->is_object() && it->value("kind", std::string()) == "derived" &&
+                it->value("from_faq", json()) == attrs["id"]) {
+              st.declared[y].var.shape = {it.key()};
+              st.arrays[y] = ArrayShape{{it.key()}, {-1}};
+              break;
+            }
+      }
       st.observed_eqs[y] = FlatEquation{lhs, rhs, comp.file, ep};
       st.observed_order.push_back(y);
     } else if (ln.op == Op::Aggregate) {
@@ -586,6 +609,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   for (const auto& extra : options.extra_arrays) add_extra_array(st, extra);
   if (options.component.empty()) apply_coupling(st);
   st.grid = options.grid;
+  st.inputs = &options.inputs;
   expand_arrays(st);
 
   // Substitute variable_map bindings everywhere (they may chain: apply to a fixpoint).
@@ -747,6 +771,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
     v.initial = expr::kNoNode;
   }
   sys.index_sets = doc.index_set_sizes;
+  for (const auto& [name, set] : st.derived) sys.index_sets[name] = set.size;
   check_substituted_depth(sys);
   return sys;
 }

@@ -1,6 +1,7 @@
 // Private state shared by the flatten passes (components, localize, reactions, coupling).
 #pragma once
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -57,6 +58,19 @@ struct ArrayShape {
   std::vector<std::int64_t> extents;  ///< their sizes
 };
 
+/// A derived index set (spec §2.1 `index_sets`, kind "derived"; RFC semiring-faq §5.5),
+/// materialized when the arrays become cells from the node its `from_faq` names.
+struct DerivedSet {
+  std::string producer;  ///< the `id` of the producing node
+  std::int64_t size = 0;
+  /// `distinct` aggregate producer: per member, in the sorted order of its keys (RFC §5.7),
+  /// the index bindings ('$'-symbols) of every combination whose key minted it.
+  std::vector<std::vector<std::vector<std::pair<expr::StrId, std::int64_t>>>> contributions;
+  /// `intersect_polygon` producer: the clipped ring's vertices, closed (the first vertex
+  /// repeated last, so `v + 1` of the last edge reads it).
+  std::vector<std::array<double, 2>> ring;
+};
+
 struct FlattenState {
   const ResolvedDocument& doc;
   System& sys;
@@ -77,6 +91,13 @@ struct FlattenState {
   std::map<std::string, std::string> file_of_component_pointer;
   std::map<std::string, ArrayShape> arrays;  ///< flat name of each shaped variable -> its shape
   bool grid = false;  ///< FlattenOptions::grid
+  /// FlattenOptions::inputs: values of constant parameter arrays known when the model is built
+  /// (what a derived index set or a build-time key may be computed from).
+  const nlohmann::json* inputs = nullptr;
+  std::map<std::string, DerivedSet> derived;  ///< materialized derived index sets by name
+  /// Values minted by `skolem` (label, arguments) -> the number that stands for the key in
+  /// arrays and comparisons: equal keys get equal numbers, 1, 2, ... in order of first mint.
+  std::map<std::pair<std::string, std::vector<double>>, double> skolem_ids;
 
   FlattenState(const ResolvedDocument& d, System& s) : doc(d), sys(s) {}
 };

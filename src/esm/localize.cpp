@@ -580,8 +580,21 @@ struct Context {
       case Op::Aggregate: case Op::Argmin: case Op::Argmax: {
         index_scopes.push_back({bound_index_symbols(id), {}});
         std::vector<NodeId> kids(pool.children(id).begin(), pool.children(id).end());
-        for (auto& k : kids) k = scope(k);
-        const expr::StrId attrs = n.op == Op::Aggregate ? scope_join_keys(id, n.attrs) : n.attrs;
+        for (std::size_t i = 0; i < kids.size(); ++i) {
+          // The `args` list the factors; one naming an index set (the domain iterated) is
+          // not a variable and is kept as "#set".
+          if (i < n.arg_count && pool.node(kids[i]).op == Op::Symbol) {
+            const std::string s(pool.str(pool.node(kids[i]).name));
+            const json* sets = nullptr;
+            if (auto it = st.doc.doc.find("index_sets"); it != st.doc.doc.end() && it->is_object()) sets = &*it;
+            if (sets && sets->contains(s) && !is_index_symbol(s) && !(comp && comp->locals.count(s))) {
+              kids[i] = pool.symbol("#" + s);
+              continue;
+            }
+          }
+          kids[i] = scope(kids[i]);
+        }
+        const expr::StrId attrs = scope_join_keys(id, n.attrs);
         index_scopes.pop_back();
         result = pool.make(n.op, kids, n.arg_count, n.name, attrs);
         break;
@@ -600,6 +613,22 @@ struct Context {
         }
         break;  // a literal array: gathered from by `index` when arrays become cells
       }
+      case Op::Rank: {
+        // rank(S): the dense id of the member of index set S the enclosing aggregate's index
+        // over S is at (spec §4.2, RFC §5.7). Its operand names an index set, not a variable.
+        const json* sets = nullptr;
+        if (auto it = st.doc.doc.find("index_sets"); it != st.doc.doc.end() && it->is_object()) sets = &*it;
+        const auto args = pool.args(id);
+        const std::string set = args.size() == 1 && pool.node(args[0]).op == Op::Symbol
+                                    ? std::string(pool.str(pool.node(args[0]).name))
+                                    : std::string();
+        if (set.empty() || !sets || !sets->contains(set))
+          fail("unsupported_array_feature",
+               "'rank' is supported only as rank(S) of a declared index set S (the dense id of "
+               "the member an index over S is at)");
+        result = pool.make(n.op, std::vector<NodeId>{pool.symbol("#" + set)}, 1, n.name, n.attrs);
+        break;
+      }
       case Op::ApplyTemplate:
         fail("apply_expression_template_unknown_template", "template reference left unexpanded");
       case Op::Other: {
@@ -613,7 +642,7 @@ struct Context {
       }
       default: {
         if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast &&
-            n.op != Op::PolygonIntersectionArea)
+            n.op != Op::PolygonIntersectionArea && n.op != Op::Skolem && n.op != Op::IntersectPolygon)
           fail("unsupported_array_feature",
                "'" + std::string(expr::op_name(n.op)) + "' is not supported yet when arrays "
                "become cells");

@@ -16,7 +16,7 @@ enum class FieldKind { Single, List, Map };
 /// Fields whose values are Expressions (spec §4.2, §4.3, §9.5, §9.6); everything else on a
 /// node is a scalar attribute kept verbatim in `attrs`.
 bool expression_field(std::string_view key, FieldKind& kind) {
-  if (key == "expr" || key == "filter" || key == "lower" || key == "upper") {
+  if (key == "expr" || key == "filter" || key == "key" || key == "lower" || key == "upper") {
     kind = FieldKind::Single;
     return true;
   }
