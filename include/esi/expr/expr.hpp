@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -92,10 +93,18 @@ class Pool {
   std::vector<Node> nodes_;
   std::vector<NodeId> child_store_;
   std::vector<std::string> strings_;
-  std::unordered_map<std::string, StrId> string_index_;
-  // Open addressing over node ids (kNoNode = empty slot), size a power of two, at most half
-  // full. Plain ids, no pointers: a copied or moved Pool keeps a valid index.
-  std::vector<NodeId> node_slots_;
+  /// Transparent hash and equality: a lookup by string_view builds no std::string.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, StrId, StringHash, std::equal_to<>> string_index_;
+  // Open addressing, size a power of two, at most half full. A slot holds a node's id in its
+  // low 32 bits and 32 bits of the node's hash above them (~0: empty), so a probe compares
+  // nodes only when their hashes agree, and growing reuses the stored hashes (node_hash_).
+  // Plain ids, no pointers: a copied or moved Pool keeps a valid index.
+  std::vector<std::uint64_t> node_slots_;
+  std::vector<std::uint32_t> node_hash_;  ///< by node id
 };
 
 /// Spelling of an op as it appears in JSON ("+", "ifelse", ...); Other returns "".
