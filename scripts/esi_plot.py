@@ -62,7 +62,7 @@ def main(argv):
     matplotlib.rcParams["svg.fonttype"] = "none"
     # Same ids in every run, so unchanged data gives byte-identical SVG files.
     matplotlib.rcParams["svg.hashsalt"] = "esi"
-    cache_mathtext()
+    cache_text_layout()
     figures = Figures(fresh)
     for path in paths:
         draw(plt, path, figures)
@@ -76,15 +76,18 @@ def main(argv):
     return 0
 
 
-def cache_mathtext():
-    """Keeps every mathtext parse (log-axis tick labels such as $10^{-3}$) for the whole process.
+def cache_text_layout():
+    """Parses each mathtext label and measures each SVG text once per process.
 
-    A parse costs ~15 ms (pyparsing) and is cached per parser, in 50 entries for all parsers.
-    Each SVG file gets a new renderer with its own TextToPath and so its own parser: every SVG
-    parsed its labels again, half of a log plot's time. One TextToPath for every SVG renderer
-    and a cache of all the labels (a few hundred over the EarthSciModels corpus; each parse
-    depends only on the text, dpi and font, which the cache key holds) parse each label once.
-    Another matplotlib without these names is left as it is: slower, same pictures.
+    Log-axis tick labels ($10^{-3}$) are mathtext: a parse costs ~15 ms (pyparsing) and is
+    cached per parser, in 50 entries for all parsers. Each SVG file gets a new renderer with
+    its own TextToPath and so its own parser: every SVG parsed its labels again, half of a log
+    plot's time. Its text sizes, cached per renderer, were measured again too (~15 % of an
+    SVG). Here every SVG renderer shares one TextToPath, the parse cache holds every label (a
+    few hundred over the EarthSciModels corpus) and SVG text sizes are cached per process: each
+    depends only on the text, font, dpi and math flag, which the cache keys hold (and fonts are
+    copied into the key, as matplotlib's own caches do). Another matplotlib without these names
+    is left as it is: slower, the same pictures.
     """
     from matplotlib import mathtext, textpath
     from matplotlib.backends import backend_svg
@@ -96,12 +99,19 @@ def cache_mathtext():
         return
     shared = textpath.TextToPath()
 
-    class RendererSVGSharedTextToPath(base):
+    @functools.lru_cache(4096)
+    def text_size(text, font, ismath):
+        return shared.get_text_width_height_descent(text, font, ismath)
+
+    class RendererSVGSharedText(base):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self._text2path = shared
 
-    backend_svg.RendererSVG = RendererSVGSharedTextToPath
+        def get_text_width_height_descent(self, s, prop, ismath):
+            return text_size(s, prop.copy(), ismath)
+
+    backend_svg.RendererSVG = RendererSVGSharedText
 
 
 class Figures:
