@@ -283,8 +283,9 @@ TEST_F(Analyze, PlotProcessesFollowThePlotsUpToJobsWhichDefaultsToTheCores) {
   const std::string python = matplotlib_python();
   if (python.empty()) GTEST_SKIP() << "python3 with matplotlib is not installed";
   const fs::path pids = dir_ / "pids.txt";
-  const std::string wrapper = write("python_counting", "#!/bin/sh\necho $$ >> " + esi::testing::shell_quote(pids.string()) +
-                                                           "\nexec " + python + " \"$@\"\n");
+  const std::string wrapper = write(
+      "python_counting", "#!/bin/sh\necho $$ >> " + esi::testing::shell_quote(pids.string()) + "\nexec " + python +
+                             " \"$@\"\n");
   fs::permissions(wrapper, fs::perms::owner_all);
   ::setenv("ESI_PYTHON", wrapper.c_str(), 1);
   std::string analyses;  // three analyses of six plots each: three plots.json, 18 plots
