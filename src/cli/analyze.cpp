@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <charconv>
@@ -30,6 +31,7 @@
 #include <sstream>
 #include <string_view>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,11 +55,16 @@ using nlohmann::json;
 #define ESI_PLOT_SCRIPT_DEFAULT ""
 #endif
 
+/// The machine's cores (hardware_concurrency), at least 1 where it cannot tell.
+unsigned default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 struct AnalyzeArgs {
   std::vector<std::string> paths;
   std::string file, component, out;
   std::vector<std::string> ids;
-  unsigned jobs = 1;
+  /// Sweep threads and plot processes; default: the machine's cores (drawing, about 0.05 s of
+  /// CPU per plot, is most of a first run's time and each process draws its own plots).
+  unsigned jobs = default_jobs();
   bool quiet = false;
   bool netcdf = false;  ///< each run also as CF NetCDF-4 beside its CSV
   /// The plot script's FNV-1a hash, mixed into every plot's hash: a changed script redraws.
@@ -205,12 +212,15 @@ std::vector<std::string> plot_interpreters() {
   return out;
 }
 
-/// `jobs` plot processes started at the first analysis with plots and fed each plots.json as
-/// it is written (through a socket on their stdin), so python's start, matplotlib's import
-/// and the drawing overlap the solves of the analyses that follow. An interpreter that cannot
-/// draw (not started, or no matplotlib: it exits at once) is replaced by the next one, which
-/// gets everything queued so far; one found out only at the end is followed by the next ones
-/// drawing everything as one batch.
+/// Up to `jobs` plot processes, the first started at the first analysis with plots, fed each
+/// plots.json as it is written (through a socket on their stdin), so python's start,
+/// matplotlib's import and the drawing overlap the solves of the analyses that follow. One more
+/// process starts for every kPlotsPerProcess plots submitted (and no more than one per
+/// plots.json): a process costs its interpreter's start and matplotlib's import (0.3-1 s of
+/// CPU), as much as drawing a few plots, so a document with two plots starts one process
+/// whatever --jobs is. An interpreter that cannot draw (not started, or no matplotlib: it
+/// exits at once) is replaced by the next one, which gets everything queued so far; one found
+/// out only at the end is followed by the next ones drawing everything as one batch.
 class PlotPool {
  public:
   explicit PlotPool(unsigned jobs) : jobs_(std::max(1u, jobs)) {}
@@ -218,17 +228,27 @@ class PlotPool {
   PlotPool& operator=(const PlotPool&) = delete;
   ~PlotPool() { finish(); }
 
+  /// Plots submitted per plot process started: a process's start costs about 0.5 s of CPU
+  /// (python and matplotlib's import), ten plots' drawing; at 8 a document with ten plots
+  /// took 0.6 s more CPU and, on a busy machine, more wall time than with one process.
+  static constexpr std::size_t kPlotsPerProcess = 16;
+
   /// Queues one plots.json holding `count` plots to draw.
   void submit(const std::string& plots_json, std::size_t count) {
     if (finished_) return;
     submitted_.push_back({plots_json, count});
+    plots_ += count;
     if (!started_) {
       start();
       return;  // start() fed everything submitted so far
     }
     if (!why_.empty()) return;  // no interpreter could draw: finish() says why
+    grow();
     if (!feed(submitted_.back()) && next_interpreter()) refeed();
   }
+
+  /// The plot processes started so far (the summary of a folder's run says it).
+  std::size_t processes_started() const { return started_processes_; }
 
   /// Waits for the drawing; "" when every plot was drawn (or none was submitted), else why not.
   std::string finish() {
@@ -244,7 +264,8 @@ class PlotPool {
     for (const Queued& q : submitted_) paths.push_back(q.path);
     for (std::size_t i = current_ + 1; i < interpreters_.size(); ++i) {
       bool missing = false;
-      if (run_plot_script(interpreters_[i], script_, paths, jobs_, missing).empty()) return why_ = "";
+      started_processes_ = wanted();  // as many as the pool would have started
+      if (run_plot_script(interpreters_[i], script_, paths, wanted(), missing).empty()) return why_ = "";
       if (!missing) break;
     }
     return why_;
@@ -276,46 +297,71 @@ class PlotPool {
       return;
     }
     current_ = 0;
-    while (!spawn())
+    while (!spawn(wanted())) {
+      started_processes_ = 0;
       if (++current_ >= interpreters_.size()) {
         current_ = interpreters_.size() - 1;
         return;  // why_ says which could not be started
       }
+    }
+    why_.clear();  // an earlier interpreter could not be started; this one was
     refeed();
   }
 
-  /// Starts `jobs_` processes of interpreters_[current_]; false (why_ set) when one cannot start.
-  bool spawn() {
-    const std::string& python = interpreters_[current_];
-    for (unsigned k = 0; k < jobs_; ++k) {
-      int sv[2];
-      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        why_ = "cannot create a socket for the plot script";
-        break;
+  /// Processes for what was submitted so far: one per kPlotsPerProcess plots, no more than
+  /// plots.json files (each goes to one process whole), 1 to jobs_.
+  std::size_t wanted() const {
+    const std::size_t by_plots = (plots_ + kPlotsPerProcess - 1) / kPlotsPerProcess;
+    return std::clamp<std::size_t>(std::min(by_plots, submitted_.size()), 1, jobs_);
+  }
+
+  /// Starts processes up to wanted(); one that cannot start leaves the others drawing.
+  void grow() {
+    bool running = false;
+    for (const Proc& p : procs_) running = running || p.fd >= 0;
+    if (!running) return;  // the process ended: feed() fails and next_interpreter() decides
+    while (procs_.size() < wanted())
+      if (!start_process().empty()) return;
+  }
+
+  /// Starts `count` processes of interpreters_[current_]; false (why_ set) when one cannot start.
+  bool spawn(std::size_t count) {
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::string why = start_process();
+      if (!why.empty()) {
+        why_ = why;
+        bool ignored = false;
+        reap(ignored);
+        return false;
       }
-      posix_spawn_file_actions_t actions;
-      posix_spawn_file_actions_init(&actions);
-      posix_spawn_file_actions_adddup2(&actions, sv[1], 0);  // dup2 clears close-on-exec
-      std::string quiet = "--quiet-missing", from_stdin = "--stdin";
-      std::vector<char*> argv{const_cast<char*>(python.c_str()), script_.data(), quiet.data(), from_stdin.data(),
-                              nullptr};
-      pid_t pid = 0;
-      const int rc = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
-      posix_spawn_file_actions_destroy(&actions);
-      ::close(sv[1]);
-      if (rc != 0) {
-        ::close(sv[0]);
-        why_ = "'" + python + "' could not be started (is python3 installed?)";
-        break;
-      }
-      procs_.push_back({pid, sv[0], 0});
-    }
-    if (!why_.empty()) {
-      bool ignored = false;
-      reap(ignored);
-      return false;
     }
     return true;
+  }
+
+  /// Starts one process of interpreters_[current_] reading plots.json paths from a socket on
+  /// its stdin; "" when it started, else why not.
+  std::string start_process() {
+    const std::string& python = interpreters_[current_];
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      return "cannot create a socket for the plot script";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, sv[1], 0);  // dup2 clears close-on-exec
+    std::string quiet = "--quiet-missing", from_stdin = "--stdin";
+    std::vector<char*> argv{const_cast<char*>(python.c_str()), script_.data(), quiet.data(), from_stdin.data(),
+                            nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(sv[1]);
+    if (rc != 0) {
+      ::close(sv[0]);
+      return "'" + python + "' could not be started (is python3 installed?)";
+    }
+    procs_.push_back({pid, sv[0], 0});
+    ++started_processes_;
+    return "";
   }
 
   /// Sends one path to the process with the fewest plots queued; false when it had ended.
@@ -373,10 +419,13 @@ class PlotPool {
       return false;
     }
     ++current_;
-    return spawn();
+    started_processes_ = 0;  // the summary counts the processes that draw
+    return spawn(wanted());
   }
 
   unsigned jobs_;
+  std::size_t plots_ = 0;              ///< plots submitted
+  std::size_t started_processes_ = 0;  ///< plot processes started, all interpreters
   bool started_ = false, finished_ = false;
   std::size_t current_ = 0;
   std::string script_, why_;
@@ -570,7 +619,7 @@ void print_analyze_help(std::FILE* out) {
       "  --analysis ID     only this analysis (repeatable); an unknown id is an error\n"
       "  --out DIR         output folder (default: FILE's name without .esm, plus _analyses)\n"
       "  --jobs N          runs of a sweep on N threads and plots drawn by N processes\n"
-      "                    (default 1); results are the same\n"
+      "                    (default: the machine's cores); results are the same\n"
       "  --netcdf          each run also as CF NetCDF-4 beside its CSV (data.nc, run_0001.nc,\n"
       "                    ...: the CSV's columns and times, the analysis and swept values as\n"
       "                    global attributes); off by default: one NetCDF-4 file per run costs\n"
@@ -755,9 +804,10 @@ int run_analyze(Args args) {
   if (!a.quiet) {
     if (many)
       std::fprintf(stderr,
-                   "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn, %zu "
-                   "unchanged, %.1f s\n",
-                   documents, without, analyses, drawn, unchanged, wall);
+                   "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn (%zu "
+                   "plot process%s), %zu unchanged, %.1f s\n",
+                   documents, without, analyses, drawn, pool.processes_started(),
+                   pool.processes_started() == 1 ? "" : "es", unchanged, wall);
     std::fprintf(stderr, "esi analyze: wrote %s\n", (fs::path(a.out) / "index.html").string().c_str());
   }
   return failed ? kExitInvalid : kExitOk;

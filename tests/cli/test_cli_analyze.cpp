@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -212,6 +213,113 @@ TEST_F(Analyze, UnchangedDataIsNotDrawnAgain) {
   EXPECT_NE(other.err.find("plots skipped"), std::string::npos) << other.err;
   EXPECT_EQ(other.err.find("unchanged"), std::string::npos) << other.err;
   EXPECT_NE(json::parse(esi::testing::read_all(folder / "plots.json"))["plots"][0]["hash"], hash);
+}
+
+/// An interpreter with matplotlib (python3 from PATH, else the system's), or "" when none.
+std::string matplotlib_python() {
+  for (const char* python : {"python3", "/usr/bin/python3"})
+    if (std::system((std::string(python) + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0) return python;
+  return "";
+}
+
+// esi_plot.py draws every plot of a kind on one figure, cleared between plots. Whatever came
+// before (log scales, a legend, a colorbar, other limits), a plot must give the bytes a fresh
+// process gives: each plot here is drawn after the others in one process and then alone.
+TEST_F(Analyze, PlotsDrawnOnAReusedFigureAreByteIdenticalToAFreshProcess) {
+  const std::string python = matplotlib_python();
+  if (python.empty()) GTEST_SKIP() << "python3 with matplotlib is not installed";
+  const std::string script = std::string(ESI_SOURCE_DIR) + "/scripts/esi_plot.py";
+  // The order matters: log axes, a legend and a colorbar before plots that have none; a
+  // plot with no finite point (its limits are a fresh axes' 0-1) after one with data.
+  const json plots = json::parse(R"json([
+    {"id": "log_legend", "file": "log_legend", "type": "line", "title": "three rates",
+     "xlabel": "k [1/s]", "ylabel": "x", "xscale": "log", "yscale": "log",
+     "lines": [{"label": "a", "x": [0.01, 0.1, 1, 10, 100], "y": [1e-3, 1e-2, null, 1, 10]},
+               {"label": "b", "x": [0.01, 0.1, 1, 10, 100], "y": [2e-3, 3e-2, 0.2, 2, 30]},
+               {"label": "c", "x": [0.01, 0.1, 1, 10, 100], "y": [5e-4, 1e-3, 1e-2, 3, 1e3]}]},
+    {"id": "heat_log", "file": "heat_log", "type": "heatmap", "title": "final x",
+     "xlabel": "k", "ylabel": "s", "zlabel": "x [mol]", "xscale": "log", "yscale": "linear",
+     "x": [1, 2, 4], "y": [0, 1], "z": [[1, 2, 3], [4, null, 6]]},
+    {"id": "plain", "file": "plain", "type": "line", "title": "", "xlabel": "t", "ylabel": "y",
+     "lines": [{"label": "y", "x": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                                     20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32],
+                              "y": [5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13,
+                                    -14, -15, -16, -17, -18, -19, -20, -21, -22, -23, -24, -25, -26, -27]}]},
+    {"id": "no_finite_point", "file": "no_finite_point", "type": "line", "title": "failed run",
+     "xlabel": "t", "ylabel": "y", "lines": [{"label": "y", "x": [0, 1, 2], "y": [null, null, null]}]},
+    {"id": "scatter_two", "file": "scatter_two", "type": "scatter", "title": "s", "xlabel": "p",
+     "ylabel": "q", "lines": [{"label": "first", "x": [1, 2, 3], "y": [3, 1, 2]},
+                              {"label": "second", "x": [1, 2, 3], "y": [0.5, 0.25, 4]}]},
+    {"id": "heat_plain", "file": "heat_plain", "type": "heatmap", "title": "", "xlabel": "a",
+     "ylabel": "b", "zlabel": "", "xscale": "linear", "yscale": "linear",
+     "x": [0, 1], "y": [10, 20], "z": [[-1, 1], [2, 0]]}
+  ])json");
+  const auto draw = [&](const fs::path& folder, const json& list, const std::string& name) {
+    fs::create_directories(folder);
+    const std::string spec = write(name, json({{"dir", folder.string()}, {"plots", list}}).dump());
+    return std::system((python + " " + esi::testing::shell_quote(script) + " " + spec).c_str());
+  };
+  ASSERT_EQ(draw(dir_ / "together", plots, "together.json"), 0);
+  for (const json& plot : plots) {
+    const std::string file = plot["file"].get<std::string>();
+    ASSERT_EQ(draw(dir_ / ("alone_" + file), json::array({plot}), "alone_" + file + ".json"), 0) << file;
+    for (const char* ext : {".svg", ".png"}) {
+      const std::string together = esi::testing::read_all(dir_ / "together" / (file + ext));
+      const std::string alone = esi::testing::read_all(dir_ / ("alone_" + file) / (file + ext));
+      EXPECT_GT(alone.size(), 1000u) << file << ext;
+      EXPECT_TRUE(together == alone) << file << ext << " differs when drawn after the other plots";
+    }
+  }
+  // Sanity: the plots really differ from each other (a blank figure would pass the above).
+  EXPECT_NE(esi::testing::read_all(dir_ / "together" / "plain.svg"),
+            esi::testing::read_all(dir_ / "together" / "no_finite_point.svg"));
+  EXPECT_NE(esi::testing::read_all(dir_ / "together" / "log_legend.svg").find(">a</text>"), std::string::npos);
+}
+
+// Plot processes start as plots come, one per 16 plots and one per plots.json at most, up to
+// --jobs, whose default is the machine's cores: each process costs python's start and
+// matplotlib's import, so two plots get one process whatever --jobs says.
+TEST_F(Analyze, PlotProcessesFollowThePlotsUpToJobsWhichDefaultsToTheCores) {
+  const std::string python = matplotlib_python();
+  if (python.empty()) GTEST_SKIP() << "python3 with matplotlib is not installed";
+  const fs::path pids = dir_ / "pids.txt";
+  const std::string wrapper = write(
+      "python_counting", "#!/bin/sh\necho $$ >> " + esi::testing::shell_quote(pids.string()) + "\nexec " + python +
+                             " \"$@\"\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  ::setenv("ESI_PYTHON", wrapper.c_str(), 1);
+  std::string analyses;  // four analyses of nine plots each: four plots.json, 36 plots
+  for (int a = 1; a <= 4; ++a) {
+    std::string list;
+    for (int p = 1; p <= 9; ++p)
+      list += std::string(p > 1 ? ", " : "") + R"({"id": "p)" + std::to_string(p) +
+              R"(", "type": "line", "x": {"variable": "t"}, "y": {"variable": "x"}})";
+    analyses += std::string(a > 1 ? ", " : "") + R"({"id": "a)" + std::to_string(a) +
+                R"(", "time_span": {"start": 0, "end": 1}, "plots": [)" + list + "]}";
+  }
+  const std::string many = write("many.esm", decay_document(analyses));
+  const auto processes = [&](const std::string& doc, const std::vector<std::string>& extra) {
+    fs::remove(pids);
+    fs::remove_all(dir_ / "out");  // everything is drawn again
+    std::vector<std::string> args{"analyze", doc, "--out", (dir_ / "out").string(), "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("skipped"), std::string::npos) << r.err;
+    return lines_of(esi::testing::read_all(pids)).size();
+  };
+  EXPECT_EQ(processes(many, {"--jobs", "1"}), 1u);
+  EXPECT_EQ(processes(many, {"--jobs", "8"}), 3u);  // 36 plots: the third starts at the 33rd
+  EXPECT_EQ(processes(write("two.esm", decay_document(kSweep)), {"--jobs", "8"}), 1u);  // 2 plots
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(processes(many, {}), std::min<std::size_t>(cores, 3));
+  // Every plot of the default run was drawn, whichever process had it.
+  for (int a = 1; a <= 4; ++a)
+    for (int p = 1; p <= 9; ++p) {
+      const fs::path stem = dir_ / "out" / ("a" + std::to_string(a)) / ("p" + std::to_string(p));
+      EXPECT_TRUE(fs::exists(stem.string() + ".png") && fs::exists(stem.string() + ".svg")) << stem;
+      EXPECT_TRUE(fs::exists(stem.string() + ".hash")) << stem;
+    }
 }
 
 TEST_F(Analyze, WithoutPythonTheDataIsWrittenAndThePlotsAreSkipped) {
