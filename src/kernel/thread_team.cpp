@@ -20,7 +20,12 @@ bool spin_until(Done done, std::chrono::microseconds limit) {
   }
 }
 
-constexpr std::chrono::microseconds kSpin{20};
+// How long a member waits for the next stage, and the caller for the members, before
+// sleeping. Measured on reseact_3d_chem's hour (2 threads, 2,120 grid right-hand sides of about
+// four stage groups each, with the method's vector work between them): 20 us slept between most
+// right-hand sides and each wake-up cost more than the spin: 9.4 s wall on average against
+// 8.3 s with 200 us in four interleaved rounds; 50 us and 1 ms were the same as 200 us.
+constexpr std::chrono::microseconds kSpin{200};
 
 }  // namespace
 
