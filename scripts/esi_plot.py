@@ -64,6 +64,10 @@ def main(argv):
     matplotlib.rcParams["svg.fonttype"] = "none"
     # Same ids in every run, so unchanged data gives byte-identical SVG files.
     matplotlib.rcParams["svg.hashsalt"] = "esi"
+    # Tick labels of values below 1e-3 or from 1e4 up are written as a mantissa with the power
+    # of ten above the axis (matplotlib's default starts at 1e-5): with fixed margins, labels
+    # such as 0.00015 pushed the y label off the picture (coriolis_parameter_vs_latitude).
+    matplotlib.rcParams["axes.formatter.limits"] = (-3, 4)
     cache_text_layout()
     figures = Figures(fresh)
     for path in paths:
