@@ -13,31 +13,12 @@
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/kernel/oracle.hpp"
-#include "support/temp_dir.hpp"
+#include "support/flat_doc.hpp"
 
 namespace {
 
-std::string doc_text(const std::string& index_sets, const std::string& variables, const std::string& equations) {
-  return R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": )" + index_sets +
-         R"(, "models": {"M": {"variables": )" + variables + R"(, "equations": )" + equations + "}}}";
-}
-
-struct Flat {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System sys;
-  explicit Flat(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    sys = esi::esm::flatten(doc, fo);
-  }
-  /// Every observed at t = 0, states at `u`, parameters at their values.
-  esi::kernel::Env observed(const std::map<std::string, double>& u_by_name = {}) const {
-    std::vector<double> u, p;
-    for (const auto& v : sys.states) u.push_back(u_by_name.count(v.name) ? u_by_name.at(v.name) : 0.0);
-    for (const auto& v : sys.parameters) p.push_back(v.default_value.value_or(NAN));
-    return esi::kernel::oracle_env(sys, u.data(), p.data(), 0.0);
-  }
-};
+using Flat = esi::testing::FlatDoc;
+using esi::testing::array_doc;
 
 std::pair<std::string, std::string> refusal(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
   try {
@@ -71,7 +52,7 @@ std::string edge_producer(const std::string& id, const std::string& semiring, co
 
 std::string quad_mesh(const std::string& lo_declaration = R"({"type": "unknown", "shape": ["faces", "local_edges"]})",
                       const std::string& lo_equation = R"({"lhs": "lo", "rhs": {"op": "const", "args": [], "value": )" + kLo + "}},") {
-  return doc_text(
+  return array_doc(
       R"({"faces": {"kind": "interval", "size": 4}, "local_edges": {"kind": "interval", "size": 4},
           "edges": {"kind": "derived", "from_faq": "edge_set"},
           "edge_use": {"kind": "derived", "from_faq": "edge_count"},
@@ -124,7 +105,7 @@ TEST(DerivedIndexSet, TheEdgesOfAQuadMeshAreItsDistinctSortedEndpointPairs) {
 // Source points x = [0.5, 1.5, 2.5], targets y = [0.2, 2.7], bins of width 1 keyed
 // skolem("bin", floor(x), 0): source bins 0, 1, 2; target bins 0, 2. Pairs with equal bins:
 // (1,1) and (3,2), so 2 candidates, keyed skolem("pair", i, j) in that order.
-const std::string kBins = doc_text(
+const std::string kBins = array_doc(
     R"({"src": {"kind": "interval", "size": 3}, "tgt": {"kind": "interval", "size": 2},
         "pairs": {"kind": "derived", "from_faq": "candidates"}})",
     R"({"s": {"type": "unknown", "default": 0.0}, "w": {"type": "parameter", "default": 1.0},
@@ -179,7 +160,7 @@ TEST(DerivedIndexSet, ABinSkolemJoinGivesTheCandidatePairs) {
 // ---- the intersect_polygon ring ----
 
 std::string ring_doc(const std::string& a, const std::string& b) {
-  return doc_text(
+  return array_doc(
       R"({"va": {"kind": "interval", "size": 4}, "vb": {"kind": "interval", "size": )" +
           std::to_string(std::count(b.begin(), b.end(), '[') - 1) + R"(},
           "coord": {"kind": "interval", "size": 2}, "ring": {"kind": "derived", "from_faq": "clip"}})",
@@ -233,7 +214,7 @@ TEST(DerivedIndexSet, AnUnshapedProducerOutputIsAnArrayOverItsSet) {
   // array over `cells`, all true), `count` sums it over the set (2), and `number` gives each
   // member its cell number, the max over the records that minted it of that same number. The
   // producer lists the index set `records` among its args (the domain, not a variable).
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"records": {"kind": "interval", "size": 4}, "cells": {"kind": "derived", "from_faq": "cell_set"}})",
       R"({"s": {"type": "unknown", "default": 0.0}, "x": {"type": "unknown", "shape": ["records"]},
           "cell": {"type": "unknown"}, "number": {"type": "unknown", "shape": ["cells"]}, "count": {"type": "unknown"}})",
@@ -296,7 +277,7 @@ TEST(LiftingMean, AZeroDTargetReadsTheSpatialMeanOfItsArraySource) {
 // 2. The nearest generator over all of them is [1, 2, 2, 3] (point 3 at 1.5 is 0.25 from
 // generators 2 and 3: the smaller id wins); restricted to the point's bin it is [1, 1, 2, 3]
 // (point 2 at 0.95 shares a bin only with generator 1).
-const std::string kNearestBinned = doc_text(
+const std::string kNearestBinned = array_doc(
     R"({"points": {"kind": "interval", "size": 4}, "generators": {"kind": "interval", "size": 3}})",
     R"({"s": {"type": "unknown", "default": 0.0},
         "px": {"type": "parameter", "shape": ["points"]}, "py": {"type": "parameter", "shape": ["points"]},
@@ -393,7 +374,7 @@ TEST(DerivedIndexSetHostile, AKeyReadingAStateIsALocatedError) {
 
 TEST(DerivedIndexSetHostile, TwoSetsDerivedFromEachOtherAreACycle) {
   // a's producer ranges over b, b's over a.
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"a": {"kind": "derived", "from_faq": "pa"}, "b": {"kind": "derived", "from_faq": "pb"}})",
       R"({"s": {"type": "unknown", "default": 0.0}, "xa": {"type": "unknown", "shape": ["a"]},
           "xb": {"type": "unknown", "shape": ["b"]}})",

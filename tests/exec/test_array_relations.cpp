@@ -14,42 +14,12 @@
 #include "esi/kernel/oracle.hpp"
 #include "esi/expr/parse.hpp"
 #include <iostream>
-#include "support/temp_dir.hpp"
+#include "support/flat_doc.hpp"
 
 namespace {
 
-std::string doc_text(const std::string& index_sets, const std::string& variables, const std::string& equations) {
-  return R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": )" + index_sets +
-         R"(, "models": {"M": {"variables": )" + variables + R"(, "equations": )" + equations + "}}}";
-}
-
-struct Flat {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System sys;
-  explicit Flat(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    sys = esi::esm::flatten(doc, fo);
-  }
-  /// du for states given by name, parameters at their values.
-  std::map<std::string, double> rhs(const std::map<std::string, double>& u_by_name) const {
-    std::vector<double> u, p;
-    for (const auto& v : sys.states) u.push_back(u_by_name.at(v.name));
-    for (const auto& v : sys.parameters) p.push_back(v.default_value.value_or(NAN));
-    std::vector<double> du(u.size());
-    esi::kernel::oracle_rhs(sys, u.data(), p.data(), 0.0, du.data());
-    std::map<std::string, double> out;
-    for (std::size_t i = 0; i < du.size(); ++i) out[sys.states[i].name] = du[i];
-    return out;
-  }
-  /// Every observed at (u, p = defaults, t = 0); states given by name.
-  esi::kernel::Env observed(const std::map<std::string, double>& u_by_name) const {
-    std::vector<double> u, p;
-    for (const auto& v : sys.states) u.push_back(u_by_name.at(v.name));
-    for (const auto& v : sys.parameters) p.push_back(v.default_value.value_or(NAN));
-    return esi::kernel::oracle_env(sys, u.data(), p.data(), 0.0);
-  }
-};
+using Flat = esi::testing::FlatDoc;
+using esi::testing::array_doc;
 
 /// The error code and JSON pointer flattening `text` stops with ("ok" when it does not).
 std::pair<std::string, std::string> refusal(const std::string& text) {
@@ -66,7 +36,7 @@ const std::string kTwoCategories =
         "b": {"kind": "categorical", "members": ["x", "z", "x"]}})";
 
 std::string scalar_join(const std::string& on) {
-  return doc_text(kTwoCategories, R"({"s": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
+  return array_doc(kTwoCategories, R"({"s": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
                   R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
                       {"lhs": "y", "rhs": {"op": "aggregate", "args": [], "output_idx": [],
                         "ranges": {"i": {"from": "a"}, "j": {"from": "b"}},
@@ -94,7 +64,7 @@ const std::string kPointsAndGenerators =
 // States x (points), gx (generators), rho (points); observeds assign = argmin_g (x_i - gx_g)^2,
 // far = argmax of the same, den[g] = sum over points assigned to g of rho (a join on the run-time
 // key column `assign`).
-const std::string kNearest = doc_text(kPointsAndGenerators,
+const std::string kNearest = array_doc(kPointsAndGenerators,
     R"({"x": {"type": "unknown", "shape": ["points"], "default": 0.0},
         "gx": {"type": "unknown", "shape": ["generators"], "default": 0.0},
         "rho": {"type": "unknown", "shape": ["points"], "default": 0.0},
@@ -147,7 +117,7 @@ TEST(ArrayArgmin, NearestGeneratorWithTheSmallestIdWinningTiesAndAJoinOnTheResul
 TEST(ArrayArgmin, ABodyKnownWhenTheModelIsBuiltGivesTheIndexAsANumber) {
   // argmin_g (g - 2.5)^2 over g = 1..4: values 2.25, 0.25, 0.25, 2.25 -> tie between 2 and 3 -> 2;
   // argmax -> tie between 1 and 4 -> 1.
-  const std::string text = doc_text(R"({"g4": {"kind": "interval", "size": 4}})",
+  const std::string text = array_doc(R"({"g4": {"kind": "interval", "size": 4}})",
       R"({"s": {"type": "unknown", "default": 0.0}, "lo": {"type": "unknown"}, "hi": {"type": "unknown"}})",
       R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
           {"lhs": "lo", "rhs": {"op": "argmin", "args": [], "arg": "g", "ranges": {"g": {"from": "g4"}},
@@ -166,7 +136,7 @@ TEST(ArraySemiring, BoolAndOrIsAnyOverTheContractedIndices) {
   // hit[i] = OR_j (u[i] > c[j]) with thresholds c = [5, 50]: u = [1, 10, 100] -> [0, 1, 1];
   // all[i] (a single term) = (u[i] > 5) -> [0, 1, 1] as truth values, and none = OR over an
   // empty range = false.
-  const std::string text = doc_text(R"({"x": {"kind": "interval", "size": 3}, "th": {"kind": "interval", "size": 2}})",
+  const std::string text = array_doc(R"({"x": {"kind": "interval", "size": 3}, "th": {"kind": "interval", "size": 2}})",
       R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0},
           "hit": {"type": "unknown", "shape": ["x"]}, "one": {"type": "unknown", "shape": ["x"]},
           "none": {"type": "unknown"}})",
@@ -196,7 +166,7 @@ TEST(ArraySemiring, BoolAndOrIsAnyOverTheContractedIndices) {
 
 // D(u[i]) = sum_k (u[nbr[i,k]] - u[i]) with `nbr` a connectivity table reloaded on a schedule
 // (so not known when the model is built); `far` reads the parameter w through the same table.
-const std::string kRuntimeStencil = doc_text(
+const std::string kRuntimeStencil = array_doc(
     R"({"cells": {"kind": "interval", "size": 4}, "stencil": {"kind": "interval", "size": 2}})",
     R"({"u": {"type": "unknown", "shape": ["cells"], "default": 0.0},
         "w": {"type": "parameter", "shape": ["cells"], "default": 0.5},
@@ -242,7 +212,7 @@ TEST(ArrayRuntimeGather, APositionOutsideTheArrayReadsZeroForStatesAndNaNForPara
 // ---- polygon_intersection_area (planar) ----
 
 std::string overlap_doc(const std::string& a, const std::string& b, const std::string& manifold = "planar") {
-  return doc_text(R"({"verts": {"kind": "interval", "size": 4}, "coord": {"kind": "interval", "size": 2}})",
+  return array_doc(R"({"verts": {"kind": "interval", "size": 4}, "coord": {"kind": "interval", "size": 2}})",
       R"({"s": {"type": "unknown", "default": 0.0}, "A": {"type": "unknown"},
           "ring": {"type": "unknown", "shape": ["verts", "coord"]}})",
       R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": "A"},
@@ -283,7 +253,7 @@ TEST(PolygonIntersectionAreaHostile, DegenerateRingsAndOtherManifoldsAreLocatedE
 // ---- hostile input ----
 
 TEST(ArrayJoinHostile, AKeyNamingAnIndexSetNoIndexDrawsFromIsALocatedError) {
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"a": {"kind": "categorical", "members": ["x"]}, "b": {"kind": "categorical", "members": ["x"]},
           "c": {"kind": "interval", "size": 2}})",
       R"({"s": {"type": "unknown", "default": 0.0}, "y": {"type": "unknown"}})",
@@ -314,7 +284,7 @@ TEST(ArrayJoinHostile, AKeyNamingNothingIsAnUndefinedVariable) {
 
 TEST(ArrayArgminHostile, AnEmptyCandidateSetAndAMissingArgAreLocatedErrors) {
   auto text = [](const std::string& argmin_fields) {
-    return doc_text(R"({"g4": {"kind": "interval", "size": 4}})",
+    return array_doc(R"({"g4": {"kind": "interval", "size": 4}})",
                     R"({"s": {"type": "unknown", "default": 0.0}, "lo": {"type": "unknown"}})",
                     R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
                         {"lhs": "lo", "rhs": {"op": "argmin", "args": [], )" + argmin_fields + R"(}}])");

@@ -16,50 +16,14 @@
 #include "esi/exec/check.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/kernel/oracle.hpp"
-#include "support/temp_dir.hpp"
+#include "support/flat_doc.hpp"
 
 namespace {
 
 using nlohmann::json;
 
-std::string doc_text(const std::string& index_sets, const std::string& variables, const std::string& equations,
-                     const std::string& extra = "") {
-  return R"({"esm": "1.0.0", "metadata": {"name": "t"}, "index_sets": )" + index_sets +
-         R"(, "models": {"M": {"variables": )" + variables + R"(, "equations": )" + equations +
-         (extra.empty() ? "" : ", " + extra) + "}}}";
-}
-
-struct Flat {
-  esi::testing::TempDir dir;
-  esi::esm::ResolvedDocument doc;
-  esi::esm::System sys;
-  explicit Flat(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
-    doc = esi::esm::load_resolved(dir.write("m.esm", text));
-    sys = esi::esm::flatten(doc, fo);
-  }
-  std::vector<double> params() const {
-    std::vector<double> p;
-    for (const auto& v : sys.parameters) p.push_back(v.default_value.value_or(NAN));
-    return p;
-  }
-  /// du for states given by name (every state must be named).
-  std::map<std::string, double> rhs(const std::map<std::string, double>& u_by_name) const {
-    std::vector<double> u;
-    for (const auto& v : sys.states) u.push_back(u_by_name.at(v.name));
-    std::vector<double> du(u.size()), p = params();
-    esi::kernel::oracle_rhs(sys, u.data(), p.data(), 0.0, du.data());
-    std::map<std::string, double> out;
-    for (std::size_t i = 0; i < du.size(); ++i) out[sys.states[i].name] = du[i];
-    return out;
-  }
-  /// Every observed at (u, p, t = 0).
-  esi::kernel::Env observed(const std::map<std::string, double>& u_by_name) const {
-    std::vector<double> u;
-    for (const auto& v : sys.states) u.push_back(u_by_name.at(v.name));
-    const std::vector<double> p = params();
-    return esi::kernel::oracle_env(sys, u.data(), p.data(), 0.0);
-  }
-};
+using Flat = esi::testing::FlatDoc;
+using esi::testing::array_doc;
 
 std::string code_of(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
   try {
@@ -74,7 +38,7 @@ std::string cell(const std::string& a, std::vector<std::int64_t> c) { return esi
 
 // ---- makearray stencils ----
 
-const std::string kDiffusion = doc_text(
+const std::string kDiffusion = array_doc(
     R"({"x": {"kind": "interval", "size": 6}})",
     R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0},
         "K": {"type": "parameter", "default": 0.7}, "dx": {"type": "parameter", "default": 0.5}})",
@@ -119,7 +83,7 @@ TEST(Arrays, RegionsThatLeaveACellUncoveredAreRefused) {
 }
 
 TEST(Arrays, ASpatialDerivativeNoRuleLowersIsALocatedError) {
-  const std::string text = doc_text(R"({"x": {"kind": "interval", "size": 3}})",
+  const std::string text = array_doc(R"({"x": {"kind": "interval", "size": 3}})",
                                     R"({"u": {"type": "unknown", "shape": ["x"], "default": 1.0}})",
                                     R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"},
                                          "rhs": {"op": "D", "args": ["u"], "wrt": "x"}}])");
@@ -137,7 +101,7 @@ TEST(Arrays, ASpatialDerivativeNoRuleLowersIsALocatedError) {
 
 TEST(Arrays, OperandsAlignByIndexSetNameNotPosition) {
   // w is declared [lat, lon]: in a [lon, lat, lev] result it transposes; z replicates.
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"lon": {"kind": "interval", "size": 3}, "lat": {"kind": "interval", "size": 2},
           "lev": {"kind": "interval", "size": 2}})",
       R"({"dp": {"type": "unknown", "shape": ["lon", "lat", "lev"], "default": 0.0},
@@ -160,7 +124,7 @@ TEST(Arrays, OperandsAlignByIndexSetNameNotPosition) {
 }
 
 TEST(Arrays, AnOperandOverAnAxisTheResultLacksIsAShapeMismatch) {
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"lon": {"kind": "interval", "size": 3}, "lat": {"kind": "interval", "size": 2}})",
       R"({"a": {"type": "unknown", "shape": ["lon"], "default": 0.0},
           "b": {"type": "parameter", "shape": ["lat"], "default": 1.0}})",
@@ -171,7 +135,7 @@ TEST(Arrays, AnOperandOverAnAxisTheResultLacksIsAShapeMismatch) {
 // ---- aggregate: contractions and scans (§4.3.1) ----
 
 TEST(Arrays, ContractionIsALeftFoldInAscendingIndexOrder) {
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"r": {"kind": "interval", "size": 2}, "c": {"kind": "interval", "size": 3}})",
       R"({"x": {"type": "unknown", "shape": ["c"], "default": 0.0},
           "A": {"type": "parameter", "shape": ["r", "c"], "default": 0.0},
@@ -205,7 +169,7 @@ TEST(Arrays, PrefixScansFollowTheSpecsAscendingFoldIncludingReverseScans) {
     s.replace(s.find("OP"), 2, op);
     return s;
   };
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"x": {"kind": "interval", "size": 4}})",
       R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0},
           "le": {"type": "unknown", "shape": ["x"]}, "lt": {"type": "unknown", "shape": ["x"]},
@@ -242,7 +206,7 @@ TEST(Arrays, OutOfRangeGathersReadZeroForStatesAndAreErrorsForParameters) {
   const std::string gather_u = R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": 0.0},
       {"lhs": "g", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": {"from": "x"}},
        "expr": {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]}}}])";
-  Flat f(doc_text(R"({"x": {"kind": "interval", "size": 3}})", vars, gather_u));
+  Flat f(array_doc(R"({"x": {"kind": "interval", "size": 3}})", vars, gather_u));
   const auto env = f.observed({{"M.u[1]", 5.0}, {"M.u[2]", 6.0}, {"M.u[3]", 7.0}});
   EXPECT_EQ(env.at("M.g[1]"), 6.0);
   EXPECT_EQ(env.at("M.g[2]"), 7.0);
@@ -250,14 +214,14 @@ TEST(Arrays, OutOfRangeGathersReadZeroForStatesAndAreErrorsForParameters) {
   std::string gather_p = gather_u;
   const std::string from = R"("index", "args": ["u")";
   gather_p.replace(gather_p.find(from), from.size(), R"("index", "args": ["p")");
-  EXPECT_EQ(code_of(doc_text(R"({"x": {"kind": "interval", "size": 3}})", vars, gather_p)),
+  EXPECT_EQ(code_of(array_doc(R"({"x": {"kind": "interval", "size": 3}})", vars, gather_p)),
             "const_array_out_of_range");
 }
 
 // ---- inputs ----
 
 TEST(Arrays, InputsSetEveryCellOrCellByCellAndCheckTheShape) {
-  const std::string text = doc_text(R"({"x": {"kind": "interval", "size": 3}})",
+  const std::string text = array_doc(R"({"x": {"kind": "interval", "size": 3}})",
                                     R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0},
                                         "p": {"type": "parameter", "shape": ["x"], "default": 2.0}})",
                                     R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": "p"}])");
@@ -328,7 +292,7 @@ TEST(Arrays, PointwiseLiftingRunsTheMechanismInEveryCellWithItsOwnRate) {
 // ---- whole runs and the test runner ----
 
 TEST(Arrays, ConstantRateArraysIntegrateExactlyAndNameTheirCells) {
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"x": {"kind": "interval", "size": 4}})", R"({"u": {"type": "unknown", "shape": ["x"]}})",
       R"([{"lhs": {"op": "ic", "args": ["u"]}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [],
             "ranges": {"i": {"from": "x"}}, "expr": {"op": "*", "args": [10, "i"]}}},
@@ -362,7 +326,7 @@ TEST(Arrays, PdeAssertionsSampleAndReduceAsSection665Says) {
     {"variable": "u", "time": 1.0, "expected": 0.5, "reduce": "L2_error",
      "reference": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": {"op": "*", "args": [2, "i"]}}},
     {"variable": "u", "time": 1.0, "expected": 2.6, "reduce": "mean"}])";
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"x": {"kind": "interval", "size": 4}})",
       R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0}, "k": {"type": "parameter", "default": 1.0}})",
       R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [],
@@ -394,7 +358,7 @@ TEST(Arrays, ATestInjectsItsOwnDiscretization) {
                            "expr": {"op": "-", "args": [{"op": "index", "args": ["f", "i"]},
                                                          {"op": "index", "args": ["f", {"op": "-", "args": ["i", 1]}]}]}},
                           0.0]}}}})");
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"x": {"kind": "interval", "size": 4}})",
       R"({"u": {"type": "unknown", "shape": ["x"], "default": 0.0}, "g": {"type": "unknown", "shape": ["x"]}})",
       R"([{"lhs": "g", "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [],
@@ -414,7 +378,7 @@ TEST(Arrays, ATestInjectsItsOwnDiscretization) {
 }
 
 TEST(Arrays, AReferenceMayNotReadTheUnknowns) {
-  const std::string text = doc_text(
+  const std::string text = array_doc(
       R"({"x": {"kind": "interval", "size": 2}})", R"({"u": {"type": "unknown", "shape": ["x"], "default": 1.0}})",
       R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": 0.0}])",
       R"("tests": [{"id": "bad", "time_span": {"start": 0, "end": 1}, "assertions": [
