@@ -24,6 +24,8 @@ fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: build
+	cmake -S . -B build -DESI_BUILD_BENCH=ON > /dev/null
+	cmake --build build -j $(JOBS)
 	build/esi_bench --benchmark_counters_tabular=true
 
 # Google style at 100 columns unless the repository grows a .clang-format.
