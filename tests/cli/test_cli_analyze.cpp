@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_dir_test.hpp"
 #include "support/run_esi.hpp"
 
 namespace {
@@ -22,28 +23,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Result = esi::testing::CliResult;
 
-class Analyze : public ::testing::Test {
+class Analyze : public esi::testing::CliDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("esi_analyze_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    CliDirTest::TearDown();
     ::unsetenv("ESI_PYTHON");
   }
-  Result run(const std::vector<std::string>& args) const {
-    return esi::testing::run_esi(ESI_BINARY, args, dir_ / "stderr.txt");
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  fs::path dir_;
 };
 
 std::vector<std::string> lines_of(const std::string& text) {

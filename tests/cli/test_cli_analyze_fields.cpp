@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_dir_test.hpp"
 #include "support/run_esi.hpp"
 
 namespace {
@@ -22,13 +23,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Result = esi::testing::CliResult;
 
-class AnalyzeFields : public ::testing::Test {
+class AnalyzeFields : public esi::testing::CliDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("esi_analyze_fields_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    CliDirTest::SetUp();
     // A first-order one-sided difference of D(f, wrt: x) on N cells; the first cell reads a
     // zero wall value: D(f)[1] = f[1], D(f)[i] = f[i] - f[i-1].
     write("upwind.esm", R"j({"esm": "1.0.0", "metadata": {"name": "upwind"},
@@ -40,22 +38,9 @@ class AnalyzeFields : public ::testing::Test {
                                                            {"op": "index", "args": ["f", {"op": "-", "args": ["i", 1]}]}]}},
                             {"op": "index", "args": ["f", 1]}]}}}})j");
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Result run(const std::vector<std::string>& args) const {
-    return esi::testing::run_esi(ESI_BINARY, args, dir_ / "stderr.txt");
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
   json plots(const fs::path& out, const std::string& analysis) const {
     return json::parse(esi::testing::read_all(out / analysis / "plots.json"))["plots"];
   }
-  fs::path dir_;
 };
 
 /// du_i/dt = -k u_i + D(g)_i with g_i = i^2, so under the one-sided difference D(g)_i = 2i - 1

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_dir_test.hpp"
 #include "support/run_esi.hpp"
 
 namespace {
@@ -21,28 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Result = esi::testing::CliResult;
 
-class Modeller : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("esi_modeller_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Result run(const std::vector<std::string>& args) const {
-    return esi::testing::run_esi(ESI_BINARY, args, dir_ / "stderr.txt");
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  fs::path dir_;
-};
+class Modeller : public esi::testing::CliDirTest {};
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

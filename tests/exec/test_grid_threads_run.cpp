@@ -101,17 +101,10 @@ TEST(GridThreadsRun, SimulateSplitIsTheSameOnAnyThreadCount) {
 }
 
 TEST(GridThreadsRun, Transport3dAsOneLeafIsTheSameOnAnyThreadCount) {
-  const std::filesystem::path corpus = esi::testing::corpus_dir();
-  const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const std::filesystem::path inputs =
-      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !std::filesystem::exists(file))
-    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  const auto doc = esi::esm::load_resolved(file.string());
-  esi::esm::FlattenOptions fo;
-  std::ifstream(inputs) >> fo.inputs;
-  fo.grid = true;
-  const esi::esm::System sys = esi::esm::flatten(doc, fo);
+  const esi::testing::ShippedTransport t = esi::testing::shipped_transport();
+  if (!t.found) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const esi::esm::ResolvedDocument& doc = t.doc;
+  const esi::esm::System sys = esi::esm::flatten(doc, t.grid);
   esi::exec::ScheduleOptions o;
   o.document = &doc;
   std::vector<esi::exec::Trajectory> runs;
@@ -134,17 +127,10 @@ TEST(GridThreadsRun, Transport3dAsOneLeafIsTheSameOnAnyThreadCount) {
 // esi simulate with an explicit method on a gridded model: no split, the whole grid
 // right-hand side on SimulateOptions::threads.
 TEST(GridThreadsRun, SimulateWithoutSplitIsTheSameOnAnyThreadCount) {
-  const std::filesystem::path corpus = esi::testing::corpus_dir();
-  const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const std::filesystem::path inputs =
-      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !std::filesystem::exists(file))
-    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  const auto doc = esi::esm::load_resolved(file.string());
-  esi::esm::FlattenOptions fo;
-  std::ifstream(inputs) >> fo.inputs;
-  fo.grid = true;
-  const esi::esm::System sys = esi::esm::flatten(doc, fo);
+  const esi::testing::ShippedTransport t = esi::testing::shipped_transport();
+  if (!t.found) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const esi::esm::ResolvedDocument& doc = t.doc;
+  const esi::esm::System sys = esi::esm::flatten(doc, t.grid);
   std::vector<esi::exec::Trajectory> runs;
   for (unsigned threads : {1u, 2u, 3u}) {
     esi::exec::SimulateOptions o;

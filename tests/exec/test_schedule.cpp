@@ -27,6 +27,7 @@
 #include "esi/exec/simulate.hpp"
 #include "support/decay_diffusion.hpp"
 #include "support/grid_and_cells.hpp"
+#include "support/reseact_docs.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -601,17 +602,10 @@ namespace {
 // Issue 13 item 2: the reseact transport prototype keeps its conservation gate exactly (q = mq/m
 // exactly 1, dev exactly 0 in every cell) when run through a schedule.
 TEST(Schedule, Transport3dKeepsItsGateExactlyUnderASchedule) {
-  const std::filesystem::path corpus = esi::testing::corpus_dir();
-  const std::filesystem::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const std::filesystem::path inputs =
-      std::filesystem::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !std::filesystem::exists(file))
-    GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  const auto doc = esi::esm::load_resolved(file.string());
-  esi::esm::FlattenOptions fo;
-  std::ifstream(inputs) >> fo.inputs;
-  fo.grid = true;
-  const esi::esm::System sys = esi::esm::flatten(doc, fo);
+  const esi::testing::ShippedTransport t = esi::testing::shipped_transport();
+  if (!t.found) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const esi::esm::ResolvedDocument& doc = t.doc;
+  const esi::esm::System sys = esi::esm::flatten(doc, t.grid);
   const json c = {{"time", {{"stop", 3600}}},
                   {"schedule", {{"subcycle", leaf("all", "SSPRK43", 1e-6, 1e-8)}, {"substeps", 2}}},
                   {"step", {{"dt", 600}}},

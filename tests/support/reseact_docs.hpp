@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
 #include "support/temp_dir.hpp"
 
 namespace esi::testing {
@@ -37,13 +38,15 @@ inline Doc transport_document(const TempDir& dir, int n) {
   const reseact_fs::path root = dir.path();
   reseact_fs::create_directories(root / "reseact/prototypes/t");
   if (!reseact_fs::exists(root / "EarthSciDiscretizations"))
-    reseact_fs::create_directory_symlink(corpus / "EarthSciDiscretizations", root / "EarthSciDiscretizations");
+    reseact_fs::create_directory_symlink(corpus / "EarthSciDiscretizations",
+                                         root / "EarthSciDiscretizations");
   nlohmann::json doc;
   std::ifstream(src) >> doc;
   for (auto& imp : doc["models"]["Transport3D"]["expression_template_imports"])
     imp["bindings"] = {{"NLON", nx}, {"NLAT", ny}, {"NLEV", nz}};
-  const reseact_fs::path file = root / "reseact/prototypes/t" /
-                        ("t_" + std::to_string(nx) + "_" + std::to_string(ny) + "_" + std::to_string(nz) + ".esm");
+  const reseact_fs::path file =
+      root / "reseact/prototypes/t" /
+      ("t_" + std::to_string(nx) + "_" + std::to_string(ny) + "_" + std::to_string(nz) + ".esm");
   std::ofstream(file) << doc.dump();
   out.file = file;
   nlohmann::json h;
@@ -63,13 +66,15 @@ inline Doc transport_document(const TempDir& dir, int n) {
 inline Doc chemistry_document(const TempDir& dir) {
   const reseact_fs::path corpus = corpus_dir();
   const reseact_fs::path src = corpus / "reseact/prototypes/reseact_3d_chem/reseact_3d_chem.esm";
-  const reseact_fs::path inputs = reseact_fs::path(ESI_SOURCE_DIR) / "examples/reseact/reseact_3d_chem_inputs.json";
+  const reseact_fs::path inputs =
+      reseact_fs::path(ESI_SOURCE_DIR) / "examples/reseact/reseact_3d_chem_inputs.json";
   if (corpus.empty() || !reseact_fs::exists(src)) return {};
   Doc out;
   const reseact_fs::path root = dir.path();
   reseact_fs::create_directories(root / "reseact/prototypes/c");
   for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"})
-    if (!reseact_fs::exists(root / lib)) reseact_fs::create_directory_symlink(corpus / lib, root / lib);
+    if (!reseact_fs::exists(root / lib))
+      reseact_fs::create_directory_symlink(corpus / lib, root / lib);
   nlohmann::json doc;
   std::ifstream(src) >> doc;
   std::function<void(nlohmann::json&)> rebind = [&](nlohmann::json& j) {
@@ -86,11 +91,35 @@ inline Doc chemistry_document(const TempDir& dir) {
   std::ofstream(out.file) << doc.dump();
   nlohmann::json in;
   std::ifstream(inputs) >> in;
-  for (const char* k : {"Transport3D.dA", "Transport3D.dB"}) in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 7);
-  for (const char* k : {"Transport3D.Ap", "Transport3D.Bp"}) in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 8);
+  for (const char* k : {"Transport3D.dA", "Transport3D.dB"})
+    in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 7);
+  for (const char* k : {"Transport3D.Ap", "Transport3D.Bp"})
+    in[k] = std::vector<double>(in[k].begin(), in[k].begin() + 8);
   out.cells.inputs = in;
   out.grid = out.cells;
   out.grid.grid = true;
+  return out;
+}
+
+/// The corpus's transport_3d.esm as shipped (7 x 7 x 7) with the inputs the example gives
+/// (examples/reseact/transport_3d_inputs.json), and flatten options for the per-region form.
+/// `found` is false without a corpus.
+struct ShippedTransport {
+  bool found = false;
+  esi::esm::ResolvedDocument doc;
+  esi::esm::FlattenOptions grid;
+};
+
+inline ShippedTransport shipped_transport() {
+  ShippedTransport out;
+  const reseact_fs::path corpus = corpus_dir();
+  const reseact_fs::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
+  if (corpus.empty() || !reseact_fs::exists(file)) return out;
+  out.doc = esi::esm::load_resolved(file.string());
+  std::ifstream(reseact_fs::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json") >>
+      out.grid.inputs;
+  out.grid.grid = true;
+  out.found = true;
   return out;
 }
 
