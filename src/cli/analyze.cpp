@@ -699,7 +699,7 @@ int run_analyze(Args args) {
     if (many)
       std::fprintf(stderr,
                    "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn (%zu "
-                   "plot process%s), %zu unchanged, %.1f s\n",
+                   "drawing process%s), %zu unchanged, %.1f s\n",
                    documents, without, analyses, drawn, pool.processes_started(),
                    pool.processes_started() == 1 ? "" : "es", unchanged, wall);
     std::fprintf(stderr, "esi analyze: wrote %s\n", (fs::path(a.out) / "index.html").string().c_str());
