@@ -175,13 +175,15 @@ bool draw_plots_file(const std::string& path) {
       std::error_code ec;
       fs::remove(stem.string() + ".hash", ec);
       const plot::Images images = plot::render(plot::figure_from_json(p, path, pointer));
-      if (!write_file(stem.string() + ".png", images.png) || !write_file(stem.string() + ".svg", images.svg) ||
-          (p.contains("hash") && !write_file(stem.string() + ".hash", p["hash"].get<std::string>() + "\n")))
-        throw Error("output_write_failed", stem.string(), "", "cannot write the plot's images");
+      const auto put = [](const std::string& file, const std::string& bytes) {
+        if (!write_file(file, bytes)) throw Error("output_write_failed", file, "", "cannot write the plot's file");
+      };
+      put(stem.string() + ".png", images.png);
+      put(stem.string() + ".svg", images.svg);
+      if (p.contains("hash")) put(stem.string() + ".hash", p["hash"].get<std::string>() + "\n");
     } catch (const Error& e) {
       Diagnostic d = e.diagnostic();
-      if (d.file.empty()) d.file = path;
-      if (d.pointer.empty()) d.pointer = pointer;
+      if (d.file.empty()) d.file = path, d.pointer = pointer;  // the plot in plots.json
       std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
       ok = false;
     }
@@ -203,7 +205,8 @@ class PlotPool {
   ~PlotPool() { finish(); }
 
   /// Plots submitted per drawing process started. A fork is cheap, but each process pays
-  /// PLplot's and fontconfig's start (about 30 ms of CPU) and holds a core the solves could use.
+  /// PLplot's start (its first plot: 10-20 ms of CPU, ~50 ms of wall reading fonts and
+  /// loading the device plug-ins; later plots ~3.5 ms) and takes a core the solves could use.
   static constexpr std::size_t kPlotsPerProcess = 16;
 
   /// Queues one plots.json holding `count` plots to draw.
@@ -337,7 +340,10 @@ class PlotPool {
 
 struct Written {
   std::string id, dir, description, component;
-  std::vector<std::pair<std::string, std::string>> images;  ///< (file stem, plot description)
+  struct Image {
+    std::string stem, description, hash;
+  };
+  std::vector<Image> images;
   std::vector<std::string> notes;
   std::string error;
   std::string plots_json;  ///< to draw (empty: nothing to draw)
@@ -403,11 +409,11 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
       w.notes.push_back("plot '" + p["id"].get<std::string>() + "' not drawn: " + p["skipped"].get<std::string>());
       continue;
     }
-    w.images.emplace_back(p["file"], p.value("description", std::string()));
     // The hash covers the plot's data, labels and file name and the renderer: the same hash
     // beside both images means drawing again would give the same pictures.
     const std::string hash =
         hex64(fnv1a(p.dump(-1, ' ', false, json::error_handler_t::replace), fnv1a(a.renderer)));
+    w.images.push_back({p["file"].get<std::string>(), p.value("description", std::string()), hash});
     p["hash"] = hash;
     if (images_current(folder, p["file"].get<std::string>(), hash)) {
       p["unchanged"] = true;
@@ -442,7 +448,7 @@ void write_index(const fs::path& dir, const std::string& file, const std::vector
       continue;
     }
     html += "<p>data: <a href=\"" + html_escape(w.dir) + "/runs.csv\">runs.csv</a></p>\n";
-    for (const auto& [stem, description] : w.images) {
+    for (const auto& [stem, description, hash] : w.images) {
       const std::string base = html_escape(w.dir + "/" + stem);
       html += "<figure><a href=\"" + base + ".svg\"><img src=\"" + base + ".png\" alt=\"" + html_escape(stem) +
               "\"></a><figcaption>" + html_escape(description.empty() ? stem : description) +
@@ -666,9 +672,17 @@ int run_analyze(Args args) {
     for (Written& w : job.written) {
       ++analyses;
       if (!why.empty() && !w.plots_json.empty()) {
-        w.notes.push_back("plots skipped: " + why + " (the data is in plots.json and the CSV files)");
-        w.images.clear();
-        w.to_draw = 0;
+        // index.html shows the plots whose images are there and current (unchanged, or drawn
+        // before a drawing process failed); the others are counted as skipped.
+        std::vector<Written::Image> shown;
+        for (Written::Image& image : w.images)
+          if (images_current(job.out / w.dir, image.stem, image.hash)) shown.push_back(std::move(image));
+        const std::size_t missing = w.images.size() - shown.size();
+        w.images = std::move(shown);
+        w.to_draw -= std::min(w.to_draw, missing);
+        if (missing > 0)
+          w.notes.push_back(std::to_string(missing) + " plot(s) skipped: " + why +
+                            " (the data is in plots.json and the CSV files)");
       }
       drawn += w.to_draw;
       unchanged += w.unchanged;

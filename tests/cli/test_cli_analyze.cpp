@@ -250,6 +250,31 @@ TEST_F(Analyze, DrawingProcessesFollowThePlotsUpToJobsWhichDefaultsToTheCores) {
     }
 }
 
+// A plot whose image cannot be written (a folder in its place) is reported, located, and left
+// out of index.html; the other plot of the analysis is still drawn and listed.
+TEST_F(Analyze, APlotThatCannotBeWrittenIsReportedAndTheOthersAreDrawn) {
+  const std::string doc = write("decay.esm", decay_document(kSweep));
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out / "decay_sweep" / "x_vs_t.png");
+  const Result r = run({"analyze", doc, "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t failed = r.err.find("error[output_write_failed]");
+  ASSERT_NE(failed, std::string::npos) << r.err;
+  const std::size_t line = r.err.rfind('\n', failed) + 1;  // npos + 1: the first line
+  EXPECT_EQ(r.err.compare(line, (out / "decay_sweep" / "x_vs_t.png").string().size(),
+                          (out / "decay_sweep" / "x_vs_t.png").string()),
+            0)
+      << r.err;
+  EXPECT_NE(r.err.find("plots skipped: some plots could not be drawn"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out / "decay_sweep" / "final_x.png"));
+  EXPECT_TRUE(fs::exists(out / "decay_sweep" / "final_x.hash"));
+  EXPECT_FALSE(fs::exists(out / "decay_sweep" / "x_vs_t.hash"));
+  const std::string index = esi::testing::read_all(out / "index.html");
+  EXPECT_NE(index.find("decay_sweep/final_x.png"), std::string::npos);
+  EXPECT_EQ(index.find("decay_sweep/x_vs_t.png"), std::string::npos);
+  EXPECT_NE(index.find("1 plot(s) skipped: some plots could not be drawn"), std::string::npos);
+}
+
 // PLplot finds its devices (plug-ins) in PLPLOT_DRV_DIR: without them the data is still
 // written and the command says why the plots were skipped.
 TEST_F(Analyze, WithoutPLplotsDevicesTheDataIsWrittenAndThePlotsAreSkipped) {
