@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -355,6 +356,48 @@ void draw_colour_bar(const Prepared& p) {
   plmtex("r", 6.0, 0.5, 0.5, escaped(p.figure->zlabel).c_str());
 }
 
+/// A log axis labels only its decades: one that holds fewer than two (1000 to 6000, say) also
+/// gets labels at 2, 3 and 5 times a power of ten (every multiple when it spans under a third
+/// of a decade), as matplotlib labels minor ticks there; one so short that no multiple falls
+/// inside gets three values spread over it. `side` is "b" (x) or "lv" (y). Returns the
+/// longest label written, in characters (0: none).
+std::size_t label_short_log_axis(double lo, double hi, const char* side) {
+  int decades = 0;
+  for (double k = std::ceil(lo); k <= hi; ++k) ++decades;
+  if (decades >= 2 || !(hi > lo)) return 0;
+  std::size_t longest = 0;
+  const auto put = [&](double at, const char* text) {
+    longest = std::max(longest, std::strlen(text));
+    const double frac = (at - lo) / (hi - lo);
+    if (side[0] == 'b')
+      plmtex("b", 1.5, frac, 0.5, text);
+    else
+      plmtex("lv", 0.5, frac, 1.0, text);
+  };
+  const bool every = hi - lo < 0.34;
+  int placed = 0;
+  for (double k = std::floor(lo); k <= std::ceil(hi); ++k)
+    for (int m = 2; m <= 9; ++m) {
+      if (!every && m != 2 && m != 3 && m != 5) continue;
+      const double at = k + std::log10(static_cast<double>(m));
+      if (at < lo || at > hi) continue;
+      char text[48];
+      if (k >= -3 && k <= 4)
+        std::snprintf(text, sizeof text, "%g", m * std::pow(10.0, k));
+      else
+        std::snprintf(text, sizeof text, "%d\u00d710#u%d#d", m, static_cast<int>(k));
+      put(at, text);
+      ++placed;
+    }
+  if (placed + decades >= 2) return longest;
+  for (double frac : {0.1, 0.5, 0.9}) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.3g", std::pow(10.0, lo + frac * (hi - lo)));
+    put(lo + frac * (hi - lo), text);
+  }
+  return longest;
+}
+
 /// Every PLplot call of one image, on a stream plinit() has just started.
 Frame draw(const Prepared& p) {
   const Figure& f = *p.figure;
@@ -385,8 +428,13 @@ Frame draw(const Prepared& p) {
   const std::string xopt = std::string("bcnst") + (f.log_x ? "l" : ""),
                     yopt = std::string("bcnstv") + (f.log_y ? "l" : "");
   plbox(xopt.c_str(), 0, 0, yopt.c_str(), 0, 0);
+  if (f.log_x) label_short_log_axis(p.x.lo, p.x.hi, "b");
+  // Tick labels take up to about 4.5 character heights; wider ones written here push the
+  // y label out.
+  const std::size_t y_labels = f.log_y ? label_short_log_axis(p.y.lo, p.y.hi, "lv") : 0;
   plmtex("b", 3.0, 0.5, 0.5, escaped(f.xlabel).c_str());
-  plmtex("l", 5.2, 0.5, 0.5, escaped(f.ylabel).c_str());
+  plmtex("l", std::max(5.2, 0.85 * static_cast<double>(y_labels) + 1.5), 0.5, 0.5,
+         escaped(f.ylabel).c_str());
   plmtex("t", 1.0, 0.5, 0.5, escaped(f.title).c_str());
   if (p.legend) draw_legend(p);
   if (map) draw_colour_bar(p);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,40 @@ TEST(PlotRender, ALogAxisPlacesDecadesEvenly) {
   for (std::size_t at = text.find(">10<"); at != std::string::npos; at = text.find(">10<", at + 1))
     ++tens;
   EXPECT_GE(tens, 5u) << "decade labels";
+}
+
+/// The x position (SVG units, the PNG's pixels) of the text element that writes `label`.
+double svg_text_x(const std::string& decoded_svg, const std::string& label) {
+  const std::size_t at = decoded_svg.find(">" + label + "<");
+  if (at == std::string::npos) return NAN;
+  const std::size_t matrix = decoded_svg.rfind("matrix(", at);
+  if (matrix == std::string::npos) return NAN;
+  double m[6];
+  std::istringstream in(decoded_svg.substr(matrix + 7, 200));
+  for (double& v : m) in >> v;
+  return m[4];
+}
+
+// A log axis from 1000 to 6000 holds one decade: PLplot labels only 10^3, so 2000, 3000 and
+// 5000 are labelled too, each centred where the frame puts its log10.
+TEST(PlotRender, AShortLogAxisLabelsMultiplesOfItsDecade) {
+  Figure fig;
+  fig.kind = Kind::Line;
+  fig.log_x = true;
+  esi::plot::Series s{"T", {}, {}};
+  for (int k = 0; k <= 50; ++k) {
+    s.x.push_back(1000 + 100 * k);
+    s.y.push_back(k);
+  }
+  fig.series.push_back(s);
+  const esi::plot::Images images = esi::plot::render(fig);
+  const esi::plot::Frame& f = images.frame;
+  const std::string text = decoded(images.svg);
+  for (double v : {2000.0, 3000.0, 5000.0}) {
+    const double expected = pixel_of(f, std::log10(v), 0).first;
+    EXPECT_NEAR(svg_text_x(text, std::to_string(static_cast<int>(v))), expected, 1.5) << v;
+  }
+  EXPECT_TRUE(std::isnan(svg_text_x(text, "4000")));  // 2, 3 and 5 only over most of a decade
 }
 
 // A 3 x 2 heatmap: each cell's centre pixel has the colour map's colour for its value, and the
