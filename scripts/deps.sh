@@ -12,7 +12,9 @@ packages=(
   libsundials-dev         # --method CVODE_BDF (src/method/cvode_solver.cpp; KLU for large
                           # systems) and the SUNDIALS peer in bench/bench_stiff.cpp
   clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
-  python3-matplotlib      # `esi analyze` renders plots with scripts/esi_plot.py (optional at run time)
+  libplplot-dev plplot-driver-cairo  # `esi analyze` draws its plots with PLplot (src/plot/): the
+                          # C API and, at run time, the memcairo device (PNG) and svg device
+  libpng-dev              # src/plot/ encodes the PNG files; tests/plot/ decodes them again
   libnetcdf-dev           # the io module (src/io/): NetCDF-4 output (`esi simulate --output X.nc`)
                           # and NetCDF forcing; the build fails without it
   netcdf-bin python3-netcdf4 python3-xarray  # tests/io/check_netcdf_output.py: ncdump -h and the

@@ -2,16 +2,15 @@
 // [--quiet]`: runs a document's inline analyses (spec §6.7) and writes, per analysis, DIR/<id>/
 // with one CSV per run (run_0001.csv, ... in sweep order; data.csv without a sweep; with
 // --netcdf also run_0001.nc, ...), runs.csv (each run's swept values, its file and how the solve
-// ended), plots.json (each plot's data, labels and content hash) and, when python3 with
-// matplotlib is there, <plot>.png, <plot>.svg and <plot>.hash drawn by scripts/esi_plot.py
-// (plots whose hash matches the images already there are not drawn again); then
-// DIR/index.html lists every analysis with its description and images.
+// ended), plots.json (each plot's data, labels and content hash) and <plot>.png, <plot>.svg and
+// <plot>.hash drawn with PLplot (src/plot/) in forked processes (plots whose hash matches the
+// images already there are not drawn again); then DIR/index.html lists every analysis with its
+// description and images.
 //
-// Plots are optional: without python3 or matplotlib the data is still written and the command
-// says the plots were skipped and why (exit 0). An analysis that cannot run (a located error)
-// is reported and the others still run; the exit status is then 1.
+// Plots are optional: where PLplot's devices are missing the data is still written and the
+// command says the plots were skipped and why (exit 0). An analysis that cannot run (a located
+// error) is reported and the others still run; the exit status is then 1.
 #ifdef ESI_HAVE_EXEC
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -42,18 +42,13 @@
 #include "esi/exec/analyze.hpp"
 #include "esi/exec/check.hpp"
 #include "esi/io/netcdf_output.hpp"
-
-extern char** environ;
+#include "esi/plot/figure.hpp"
 
 namespace esi::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-#ifndef ESI_PLOT_SCRIPT_DEFAULT
-#define ESI_PLOT_SCRIPT_DEFAULT ""
-#endif
 
 /// The machine's cores (hardware_concurrency), at least 1 where it cannot tell.
 unsigned default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -62,13 +57,12 @@ struct AnalyzeArgs {
   std::vector<std::string> paths;
   std::string file, component, out;
   std::vector<std::string> ids;
-  /// Sweep threads and plot processes; default: the machine's cores (drawing, about 0.05 s of
-  /// CPU per plot, is most of a first run's time and each process draws its own plots).
+  /// Sweep threads and drawing processes; default: the machine's cores.
   unsigned jobs = default_jobs();
   bool quiet = false;
   bool netcdf = false;  ///< each run also as CF NetCDF-4 beside its CSV
-  /// The plot script's FNV-1a hash, mixed into every plot's hash: a changed script redraws.
-  std::string script_hash;
+  /// plot::renderer_id(), mixed into every plot's hash: another renderer draws again.
+  std::string renderer;
 };
 
 /// 64-bit FNV-1a, continued from `h` (not cryptographic: it detects changed plot data).
@@ -146,81 +140,63 @@ void write_run_netcdf(const fs::path& path, const exec::AnalysisResult& result, 
   nc.close();
 }
 
-/// How one plot process ended: "" when it drew its plots, else why not; `no_matplotlib` when
-/// the interpreter ran but lacked matplotlib.
-std::string plot_status(int status, const std::string& python, bool& no_matplotlib) {
-  no_matplotlib = false;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
-    no_matplotlib = true;
-    return "matplotlib is not installed for " + python + " (install python3-matplotlib)";
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return "'" + python + "' could not be started";
-  return "the plot script failed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+/// Writes `bytes` to `path`; false when it could not.
+bool write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  return static_cast<bool>(f);
 }
 
-/// Runs `python script plots_json...` in up to `jobs` processes at once (python's start and
-/// matplotlib's import cost about 0.3 s, so each process draws a share of every plot file);
-/// "" when every process drew its plots, else why not (the first failure).
-std::string run_plot_script(const std::string& python, const std::string& script,
-                            const std::vector<std::string>& json_paths, unsigned jobs, bool& no_matplotlib) {
-  no_matplotlib = false;
-  const std::size_t groups = std::max<std::size_t>(1, std::min<std::size_t>(jobs, json_paths.size()));
-  std::vector<pid_t> pids;
-  std::string failure;
-  for (std::size_t g = 0; g < groups; ++g) {
-    std::string quiet = "--quiet-missing";  // esi says why the plots were skipped, once
-    std::vector<char*> argv{const_cast<char*>(python.c_str()), const_cast<char*>(script.c_str()), quiet.data()};
-    for (std::size_t k = g; k < json_paths.size(); k += groups) argv.push_back(const_cast<char*>(json_paths[k].c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
-      failure = "'" + python + "' could not be started (is python3 installed?)";
-      break;
+/// Draws the plots of one plots.json that are neither skipped nor unchanged: per plot, removes
+/// <file>.hash, writes <file>.png and <file>.svg, then <file>.hash (so an interrupted drawing
+/// is redrawn next time). A plot that cannot be drawn is reported (located in plots.json) and
+/// the others are still drawn; false when one could not.
+bool draw_plots_file(const std::string& path) {
+  json spec;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    spec = json::parse(in);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n",
+                 format_diagnostic({"plot_failed", path, "", std::string("cannot read the plot data: ") + e.what()})
+                     .c_str());
+    return false;
+  }
+  const fs::path folder = spec.value("dir", std::string());
+  const json& plots = spec["plots"];
+  bool ok = true;
+  for (std::size_t i = 0; i < plots.size(); ++i) {
+    const json& p = plots[i];
+    if (p.contains("skipped") || p.value("unchanged", false)) continue;
+    const std::string pointer = pointer_join("/plots", i);
+    try {
+      const fs::path stem = folder / p.value("file", std::string("plot"));
+      std::error_code ec;
+      fs::remove(stem.string() + ".hash", ec);
+      const plot::Images images = plot::render(plot::figure_from_json(p, path, pointer));
+      const auto put = [](const std::string& file, const std::string& bytes) {
+        if (!write_file(file, bytes)) throw Error("output_write_failed", file, "", "cannot write the plot's file");
+      };
+      put(stem.string() + ".png", images.png);
+      put(stem.string() + ".svg", images.svg);
+      if (p.contains("hash")) put(stem.string() + ".hash", p["hash"].get<std::string>() + "\n");
+    } catch (const Error& e) {
+      Diagnostic d = e.diagnostic();
+      if (d.file.empty()) d.file = path, d.pointer = pointer;  // the plot in plots.json
+      std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
+      ok = false;
     }
-    pids.push_back(pid);
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    std::string why = waitpid(pid, &status, 0) < 0 ? "waiting for the plot script failed" : "";
-    bool missing = false;
-    if (why.empty()) why = plot_status(status, python, missing);
-    no_matplotlib = no_matplotlib || missing;
-    if (failure.empty()) failure = why;
-  }
-  return failure;
+  return ok;
 }
 
-/// The plot script: $ESI_PLOT_SCRIPT, else the one the build names.
-std::string plot_script_path() {
-  const char* env_script = std::getenv("ESI_PLOT_SCRIPT");
-  return env_script && *env_script ? env_script : ESI_PLOT_SCRIPT_DEFAULT;
-}
-
-/// $ESI_PYTHON, else python3 from PATH and then the system's /usr/bin/python3 (where Debian's
-/// python3-matplotlib lives when PATH holds another interpreter, e.g. pyenv's); absolute paths
-/// that do not exist are left out.
-std::vector<std::string> plot_interpreters() {
-  const char* env_python = std::getenv("ESI_PYTHON");
-  std::vector<std::string> listed;
-  if (env_python && *env_python) listed.push_back(env_python);
-  else listed = {"python3", "/usr/bin/python3"};
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const std::string& python : listed)
-    if (python.front() != '/' || fs::exists(python, ec)) out.push_back(python);
-  return out;
-}
-
-/// Up to `jobs` plot processes, the first started at the first analysis with plots, fed each
-/// plots.json as it is written (through a socket on their stdin), so python's start,
-/// matplotlib's import and the drawing overlap the solves of the analyses that follow. One more
-/// process starts for every kPlotsPerProcess plots submitted (and no more than one per
-/// plots.json): a process costs its interpreter's start and matplotlib's import (0.3-1 s of
-/// CPU), as much as drawing a few plots, so a document with two plots starts one process
-/// whatever --jobs is. An interpreter that cannot draw (not started, or no matplotlib: it
-/// exits at once) is replaced by the next one, which gets everything queued so far; one found
-/// out only at the end is followed by the next ones drawing everything as one batch.
+/// Up to `jobs` forked drawing processes, the first forked at the first analysis with plots,
+/// each fed plots.json paths as they are written (through a socket), so the drawing overlaps
+/// the solves of the analyses that follow. PLplot keeps one global stream state (not
+/// thread-safe), hence processes rather than threads. One more process starts for every
+/// kPlotsPerProcess plots submitted (and no more than one per plots.json): a document with two
+/// plots draws in one process whatever --jobs is.
 class PlotPool {
  public:
   explicit PlotPool(unsigned jobs) : jobs_(std::max(1u, jobs)) {}
@@ -228,9 +204,9 @@ class PlotPool {
   PlotPool& operator=(const PlotPool&) = delete;
   ~PlotPool() { finish(); }
 
-  /// Plots submitted per plot process started: a process's start costs about 0.5 s of CPU
-  /// (python and matplotlib's import), ten plots' drawing; at 8 a document with ten plots
-  /// took 0.6 s more CPU and, on a busy machine, more wall time than with one process.
+  /// Plots submitted per drawing process started. A fork is cheap, but each process pays
+  /// PLplot's start (its first plot: 10-20 ms of CPU, ~50 ms of wall reading fonts and
+  /// loading the device plug-ins; later plots ~3.5 ms) and takes a core the solves could use.
   static constexpr std::size_t kPlotsPerProcess = 16;
 
   /// Queues one plots.json holding `count` plots to draw.
@@ -239,34 +215,34 @@ class PlotPool {
     submitted_.push_back({plots_json, count});
     plots_ += count;
     if (!started_) {
-      start();
-      return;  // start() fed everything submitted so far
+      started_ = true;
+      why_ = plot::unavailable();
+      if (!why_.empty()) return;
     }
-    if (!why_.empty()) return;  // no interpreter could draw: finish() says why
-    grow();
-    if (!feed(submitted_.back()) && next_interpreter()) refeed();
+    if (!why_.empty()) return;
+    while (procs_.size() < wanted())
+      if (!start_process()) return;
+    if (!feed(submitted_.back())) why_ = "a drawing process ended before reading all its input";
   }
 
-  /// The plot processes started so far (the summary of a folder's run says it).
-  std::size_t processes_started() const { return started_processes_; }
+  /// The drawing processes started so far (the summary of a folder's run says it).
+  std::size_t processes_started() const { return procs_.size(); }
 
   /// Waits for the drawing; "" when every plot was drawn (or none was submitted), else why not.
   std::string finish() {
     if (finished_) return why_;
     finished_ = true;
-    if (submitted_.empty() || !why_.empty()) return why_;
-    bool no_matplotlib = false;
-    const std::string failure = reap(no_matplotlib);
-    if (failure.empty()) return why_;
-    why_ = failure;
-    if (!no_matplotlib && interpreters_[current_] != "python3") return why_;  // a real failure of the script
-    std::vector<std::string> paths;
-    for (const Queued& q : submitted_) paths.push_back(q.path);
-    for (std::size_t i = current_ + 1; i < interpreters_.size(); ++i) {
-      bool missing = false;
-      started_processes_ = wanted();  // as many as the pool would have started
-      if (run_plot_script(interpreters_[i], script_, paths, wanted(), missing).empty()) return why_ = "";
-      if (!missing) break;
+    for (Proc& p : procs_) {
+      if (p.fd >= 0) ::close(p.fd);
+      p.fd = -1;
+      int status = 0;
+      pid_t r = 0;
+      while ((r = ::waitpid(p.pid, &status, 0)) < 0 && errno == EINTR) {
+      }
+      if (!why_.empty()) continue;
+      if (r < 0) why_ = "waiting for a drawing process failed";
+      else if (WIFSIGNALED(status)) why_ = "a drawing process was killed by signal " + std::to_string(WTERMSIG(status));
+      else if (WEXITSTATUS(status) != 0) why_ = "some plots could not be drawn (reported above)";
     }
     return why_;
   }
@@ -282,32 +258,6 @@ class PlotPool {
     std::size_t count = 0;
   };
 
-  void start() {
-    started_ = true;
-    script_ = plot_script_path();
-    std::error_code ec;
-    if (script_.empty() || !fs::is_regular_file(script_, ec)) {
-      why_ = "the plot script (esi_plot.py) was not found" + (script_.empty() ? std::string() : " at " + script_) +
-             "; set ESI_PLOT_SCRIPT";
-      return;
-    }
-    interpreters_ = plot_interpreters();
-    if (interpreters_.empty()) {
-      why_ = "no python3 interpreter was found";
-      return;
-    }
-    current_ = 0;
-    while (!spawn(wanted())) {
-      started_processes_ = 0;
-      if (++current_ >= interpreters_.size()) {
-        current_ = interpreters_.size() - 1;
-        return;  // why_ says which could not be started
-      }
-    }
-    why_.clear();  // an earlier interpreter could not be started; this one was
-    refeed();
-  }
-
   /// Processes for what was submitted so far: one per kPlotsPerProcess plots, no more than
   /// plots.json files (each goes to one process whole), 1 to jobs_.
   std::size_t wanted() const {
@@ -315,53 +265,47 @@ class PlotPool {
     return std::clamp<std::size_t>(std::min(by_plots, submitted_.size()), 1, jobs_);
   }
 
-  /// Starts processes up to wanted(); one that cannot start leaves the others drawing.
-  void grow() {
-    bool running = false;
-    for (const Proc& p : procs_) running = running || p.fd >= 0;
-    if (!running) return;  // the process ended: feed() fails and next_interpreter() decides
-    while (procs_.size() < wanted())
-      if (!start_process().empty()) return;
-  }
-
-  /// Starts `count` processes of interpreters_[current_]; false (why_ set) when one cannot start.
-  bool spawn(std::size_t count) {
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::string why = start_process();
-      if (!why.empty()) {
-        why_ = why;
-        bool ignored = false;
-        reap(ignored);
-        return false;
-      }
+  /// Forks one drawing process reading plots.json paths, a line each, from a socket until
+  /// its end; false (why_ set) when it could not.
+  bool start_process() {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      why_ = "cannot create a socket for a drawing process";
+      return false;
     }
+    std::fflush(nullptr);  // nothing buffered is written twice
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      why_ = "cannot start a drawing process: " + std::string(std::strerror(errno));
+      return false;
+    }
+    if (pid == 0) {
+      ::close(sv[0]);
+      for (const Proc& p : procs_)  // other processes' inputs: their end must come from esi alone
+        if (p.fd >= 0) ::close(p.fd);
+      ::_exit(draw_from(sv[1]) ? 0 : 1);
+    }
+    ::close(sv[1]);
+    procs_.push_back({pid, sv[0], 0});
     return true;
   }
 
-  /// Starts one process of interpreters_[current_] reading plots.json paths from a socket on
-  /// its stdin; "" when it started, else why not.
-  std::string start_process() {
-    const std::string& python = interpreters_[current_];
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      return "cannot create a socket for the plot script";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, sv[1], 0);  // dup2 clears close-on-exec
-    std::string quiet = "--quiet-missing", from_stdin = "--stdin";
-    std::vector<char*> argv{const_cast<char*>(python.c_str()), script_.data(), quiet.data(), from_stdin.data(),
-                            nullptr};
-    pid_t pid = 0;
-    const int rc = posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(sv[1]);
-    if (rc != 0) {
-      ::close(sv[0]);
-      return "'" + python + "' could not be started (is python3 installed?)";
+  /// The drawing process: every path read from `fd` drawn; false when a plot could not be.
+  static bool draw_from(int fd) {
+    bool ok = true;
+    std::string pending;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+        if (nl > 0) ok = draw_plots_file(pending.substr(0, nl)) && ok;
     }
-    procs_.push_back({pid, sv[0], 0});
-    ++started_processes_;
-    return "";
+    return ok;
   }
 
   /// Sends one path to the process with the fewest plots queued; false when it had ended.
@@ -375,7 +319,7 @@ class PlotPool {
     while (sent < line.size()) {
       const ssize_t n = ::send(target->fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {  // the process has ended: its exit status says why
+      if (n <= 0) {  // the process has ended: finish() reports its exit status
         ::close(target->fd);
         target->fd = -1;
         return false;
@@ -386,57 +330,20 @@ class PlotPool {
     return true;
   }
 
-  void refeed() {
-    for (const Queued& q : submitted_)
-      if (!feed(q)) return;  // finish() finds out why
-  }
-
-  /// Ends the input of every process and waits for them; "" when all drew their plots.
-  std::string reap(bool& no_matplotlib) {
-    no_matplotlib = false;
-    std::string failure;
-    for (Proc& p : procs_) {
-      if (p.fd >= 0) ::close(p.fd);
-      int status = 0;
-      std::string why = waitpid(p.pid, &status, 0) < 0 ? "waiting for the plot script failed" : "";
-      bool missing = false;
-      if (why.empty()) why = plot_status(status, interpreters_[current_], missing);
-      no_matplotlib = no_matplotlib || missing;
-      if (failure.empty()) failure = why;
-    }
-    procs_.clear();
-    return failure;
-  }
-
-  /// After a process ended early: when its interpreter lacks matplotlib (or python3 from PATH
-  /// failed) and another is listed, starts that one; false otherwise (finish() reports).
-  bool next_interpreter() {
-    bool no_matplotlib = false;
-    const std::string failure = reap(no_matplotlib);
-    const bool replaceable = no_matplotlib || interpreters_[current_] == "python3";
-    if (failure.empty() || !replaceable || current_ + 1 >= interpreters_.size()) {
-      why_ = failure.empty() ? "the plot script ended before reading all its input" : failure;
-      return false;
-    }
-    ++current_;
-    started_processes_ = 0;  // the summary counts the processes that draw
-    return spawn(wanted());
-  }
-
   unsigned jobs_;
-  std::size_t plots_ = 0;              ///< plots submitted
-  std::size_t started_processes_ = 0;  ///< plot processes started, all interpreters
+  std::size_t plots_ = 0;  ///< plots submitted
   bool started_ = false, finished_ = false;
-  std::size_t current_ = 0;
-  std::string script_, why_;
-  std::vector<std::string> interpreters_;
+  std::string why_;
   std::vector<Queued> submitted_;
   std::vector<Proc> procs_;
 };
 
 struct Written {
   std::string id, dir, description, component;
-  std::vector<std::pair<std::string, std::string>> images;  ///< (file stem, plot description)
+  struct Image {
+    std::string stem, description, hash;
+  };
+  std::vector<Image> images;
   std::vector<std::string> notes;
   std::string error;
   std::string plots_json;  ///< to draw (empty: nothing to draw)
@@ -444,7 +351,7 @@ struct Written {
   std::size_t unchanged = 0;  ///< plots whose images were drawn from the same data before
 };
 
-/// True when `stem`.png and .svg exist and `stem`.hash holds `hash` (the script writes it
+/// True when `stem`.png and .svg exist and `stem`.hash holds `hash` (the drawing writes it
 /// after both images).
 bool images_current(const fs::path& folder, const std::string& stem, const std::string& hash) {
   std::error_code ec;
@@ -502,11 +409,11 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
       w.notes.push_back("plot '" + p["id"].get<std::string>() + "' not drawn: " + p["skipped"].get<std::string>());
       continue;
     }
-    w.images.emplace_back(p["file"], p.value("description", std::string()));
-    // The hash covers the plot's data, labels and file name and the script: the same hash
+    // The hash covers the plot's data, labels and file name and the renderer: the same hash
     // beside both images means drawing again would give the same pictures.
     const std::string hash =
-        hex64(fnv1a(p.dump(-1, ' ', false, json::error_handler_t::replace), fnv1a(a.script_hash)));
+        hex64(fnv1a(p.dump(-1, ' ', false, json::error_handler_t::replace), fnv1a(a.renderer)));
+    w.images.push_back({p["file"].get<std::string>(), p.value("description", std::string()), hash});
     p["hash"] = hash;
     if (images_current(folder, p["file"].get<std::string>(), hash)) {
       p["unchanged"] = true;
@@ -541,7 +448,7 @@ void write_index(const fs::path& dir, const std::string& file, const std::vector
       continue;
     }
     html += "<p>data: <a href=\"" + html_escape(w.dir) + "/runs.csv\">runs.csv</a></p>\n";
-    for (const auto& [stem, description] : w.images) {
+    for (const auto& [stem, description, hash] : w.images) {
       const std::string base = html_escape(w.dir + "/" + stem);
       html += "<figure><a href=\"" + base + ".svg\"><img src=\"" + base + ".png\" alt=\"" + html_escape(stem) +
               "\"></a><figcaption>" + html_escape(description.empty() ? stem : description) +
@@ -606,8 +513,8 @@ void print_analyze_help(std::FILE* out) {
       "  runs.csv                        run number, swept values, file, rows, status\n"
       "  plots.json                      each plot's data, labels (from the document; else the\n"
       "                                  name and its units) and why a plot was not drawn\n"
-      "  <plot>.png, <plot>.svg          line, scatter, heatmap and field plots, drawn by\n"
-      "                                  scripts/esi_plot.py with python3 and matplotlib\n"
+      "  <plot>.png, <plot>.svg          line, scatter, heatmap and field plots, drawn with\n"
+      "                                  PLplot (640 x 440; the SVG keeps text as text)\n"
       "  <plot>.hash                     the hash of the data the images show: a rerun\n"
       "                                  with the same data does not draw them again\n"
       "and DIR/index.html lists every analysis with its description and images. With several\n"
@@ -618,7 +525,7 @@ void print_analyze_help(std::FILE* out) {
       "  --component NAME  only the analyses of this component (and its subsystems)\n"
       "  --analysis ID     only this analysis (repeatable); an unknown id is an error\n"
       "  --out DIR         output folder (default: FILE's name without .esm, plus _analyses)\n"
-      "  --jobs N          runs of a sweep on N threads and plots drawn by N processes\n"
+      "  --jobs N          runs of a sweep on N threads and plots drawn in N processes\n"
       "                    (default: the machine's cores); results are the same\n"
       "  --netcdf          each run also as CF NetCDF-4 beside its CSV (data.nc, run_0001.nc,\n"
       "                    ...: the CSV's columns and times, the analysis and swept values as\n"
@@ -632,9 +539,8 @@ void print_analyze_help(std::FILE* out) {
       "every run): a profile along x, or a colour map over x and y with the plot's contours;\n"
       "axes use the document's coordinates registry, else cell indices (the label says so).\n"
       "An analysis' expression_template_imports inject its discretization, as a test's do.\n"
-      "Without python3 or matplotlib the data\n"
-      "is still written and the command says the plots were skipped (exit 0); ESI_PYTHON and\n"
-      "ESI_PLOT_SCRIPT choose the interpreter and the script.\n"
+      "Where PLplot's memcairo or svg device is missing (Debian: plplot-driver-cairo) the data is\n"
+      "still written and the command says the plots were skipped (exit 0).\n"
       "\n"
       "exit status: 0 ok, 1 invalid document or analysis (each reported with its JSON pointer;\n"
       "the other analyses still run), 2 usage error\n",
@@ -743,13 +649,7 @@ int run_analyze(Args args) {
   const auto started = std::chrono::steady_clock::now();
   bool failed = false;
   std::vector<FileJob> jobs = plan_jobs(a, many, failed);
-  {
-    const std::string script = plot_script_path();
-    std::ifstream f(script, std::ios::binary);
-    std::ostringstream bytes;
-    if (f) bytes << f.rdbuf();
-    a.script_hash = hex64(fnv1a(bytes.str()));
-  }
+  a.renderer = plot::renderer_id();
   std::size_t without = 0;
   PlotPool pool(a.jobs);
   for (FileJob& job : jobs) {
@@ -772,9 +672,17 @@ int run_analyze(Args args) {
     for (Written& w : job.written) {
       ++analyses;
       if (!why.empty() && !w.plots_json.empty()) {
-        w.notes.push_back("plots skipped: " + why + " (the data is in plots.json and the CSV files)");
-        w.images.clear();
-        w.to_draw = 0;
+        // index.html shows the plots whose images are there and current (unchanged, or drawn
+        // before a drawing process failed); the others are counted as skipped.
+        std::vector<Written::Image> shown;
+        for (Written::Image& image : w.images)
+          if (images_current(job.out / w.dir, image.stem, image.hash)) shown.push_back(std::move(image));
+        const std::size_t missing = w.images.size() - shown.size();
+        w.images = std::move(shown);
+        w.to_draw -= std::min(w.to_draw, missing);
+        if (missing > 0)
+          w.notes.push_back(std::to_string(missing) + " plot(s) skipped: " + why +
+                            " (the data is in plots.json and the CSV files)");
       }
       drawn += w.to_draw;
       unchanged += w.unchanged;
@@ -805,7 +713,7 @@ int run_analyze(Args args) {
     if (many)
       std::fprintf(stderr,
                    "esi analyze: %zu documents with analyses (%zu without), %zu analyses, %zu plots drawn (%zu "
-                   "plot process%s), %zu unchanged, %.1f s\n",
+                   "drawing process%s), %zu unchanged, %.1f s\n",
                    documents, without, analyses, drawn, pool.processes_started(),
                    pool.processes_started() == 1 ? "" : "es", unchanged, wall);
     std::fprintf(stderr, "esi analyze: wrote %s\n", (fs::path(a.out) / "index.html").string().c_str());

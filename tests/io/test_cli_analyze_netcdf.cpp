@@ -67,10 +67,8 @@ TEST(CliAnalyzeNetcdf, EachRunsNetcdfHoldsItsCsvValues) {
   TempDir dir;
   const auto model = dir.write("decay.esm", kDocument);
   const fs::path out = dir.path() / "out";
-  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);  // no plots declared; keep python out of it
   const auto r = run_esi(ESI_BINARY, {"analyze", model.string(), "--out", out.string(), "--netcdf", "-q"},
                          dir.path() / "err.txt");
-  ::unsetenv("ESI_PYTHON");
   ASSERT_EQ(r.status, 0) << r.err;
   const char* points[] = {"k=0.5", "k=2"};
   for (int i = 0; i < 2; ++i) {
@@ -106,9 +104,7 @@ TEST(CliAnalyzeNetcdf, WithoutTheOptionNoNetcdfIsWritten) {
   TempDir dir;
   const auto model = dir.write("decay.esm", kDocument);
   const fs::path out = dir.path() / "out";
-  ::setenv("ESI_PYTHON", "/nonexistent/python3", 1);
   const auto r = run_esi(ESI_BINARY, {"analyze", model.string(), "--out", out.string(), "-q"}, dir.path() / "err.txt");
-  ::unsetenv("ESI_PYTHON");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(out / "decay_sweep" / "run_0001.csv"));
   EXPECT_FALSE(fs::exists(out / "decay_sweep" / "run_0001.nc"));
