@@ -398,14 +398,31 @@ std::size_t label_short_log_axis(double lo, double hi, const char* side) {
   return longest;
 }
 
+/// PLplot's `digmax` for a linear axis: 4 (so values from 1e4 up or below 1e-2 get a power of
+/// ten), or the significant digits between the axis' largest magnitude and its tick spacing
+/// when that is more: with 4, PLplot rounds the ticks of 39.9889..39.9899 all to "39.99".
+/// The spacing is estimated as a tenth of the span rounded down to a power of ten, at most one
+/// digit finer than PLplot's own choice of 1, 2 or 5 times a power of ten.
+int label_digits(const Range& r, bool log) {
+  constexpr int kDefault = 4;
+  const double span = r.hi - r.lo, big = std::max(std::fabs(r.lo), std::fabs(r.hi));
+  if (log || !(span > 0) || !(big > 0) || !std::isfinite(span)) return kDefault;
+  const int leading = static_cast<int>(std::floor(std::log10(big)));
+  const int spacing = static_cast<int>(std::floor(std::log10(span / 10)));
+  if (leading >= 4 || leading < -2) return kDefault;  // a power of ten is shown anyway
+  return std::clamp(leading - spacing + 1, kDefault, 12);
+}
+
 /// Every PLplot call of one image, on a stream plinit() has just started.
 Frame draw(const Prepared& p) {
   const Figure& f = *p.figure;
   const bool map = f.kind == Kind::Map;
   pladv(0);
   plschr(0, 0.9);
-  plsxax(4, 0);  // labels from 1e4 up, or below 1e-2, as a mantissa and a power of ten
-  plsyax(4, 0);
+  // Labels from 1e4 up, or below 1e-2, as a mantissa and a power of ten; more digits where
+  // the ticks of a narrow range about a larger value need them to differ (39.9890, 39.9892).
+  plsxax(label_digits(p.x, f.log_x), 0);
+  plsyax(label_digits(p.y, f.log_y), 0);  // read again below for the y label's place
   plvpor(kLeft, map ? kMapRight : kRight, kBottom, kTop);
   plwind(p.x.lo, p.x.hi, p.y.lo, p.y.hi);
   Frame frame;
@@ -431,7 +448,10 @@ Frame draw(const Prepared& p) {
   if (f.log_x) label_short_log_axis(p.x.lo, p.x.hi, "b");
   // Tick labels take up to about 4.5 character heights; wider ones written here push the
   // y label out.
-  const std::size_t y_labels = f.log_y ? label_short_log_axis(p.y.lo, p.y.hi, "lv") : 0;
+  const int y_digits = label_digits(p.y, f.log_y);
+  const std::size_t y_labels = f.log_y ? label_short_log_axis(p.y.lo, p.y.hi, "lv")
+                               : y_digits > 4 ? static_cast<std::size_t>(y_digits) + 2  // sign, point
+                                              : 0;
   plmtex("b", 3.0, 0.5, 0.5, escaped(f.xlabel).c_str());
   plmtex("l", std::max(5.2, 0.85 * static_cast<double>(y_labels) + 1.5), 0.5, 0.5,
          escaped(f.ylabel).c_str());

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -269,6 +270,47 @@ TEST(PlotRender, AShortLogAxisLabelsMultiplesOfItsDecade) {
     EXPECT_NEAR(svg_text_x(text, std::to_string(static_cast<int>(v))), expected, 1.5) << v;
   }
   EXPECT_TRUE(std::isnan(svg_text_x(text, "4000")));  // 2, 3 and 5 only over most of a decade
+}
+
+// A narrow range about a larger value (39.9889 to 39.9899, as an O3 sweep gives): with PLplot's
+// default four digits every tick read "39.99". The labels must differ, lie in the range, and
+// each sit where the frame maps the value it reads.
+TEST(PlotRender, TicksOfANarrowRangeAboutALargerValueAreDistinct) {
+  Figure fig;
+  fig.kind = Kind::Line;
+  esi::plot::Series s{"O3", {}, {}};
+  for (int k = 0; k <= 10; ++k) {
+    s.x.push_back(k);
+    s.y.push_back(39.9889 + 1e-4 * k);
+  }
+  fig.series.push_back(s);
+  const esi::plot::Images images = esi::plot::render(fig);
+  const std::string text = decoded(images.svg);
+  std::vector<std::pair<double, double>> ticks;  // (value, SVG y of its text)
+  for (std::size_t open = text.find('>'); open != std::string::npos; open = text.find('>', open + 1)) {
+    const std::size_t close = text.find('<', open);
+    if (close == std::string::npos) break;
+    const std::string label = text.substr(open + 1, close - open - 1);
+    if (label.size() < 5 || label.compare(0, 3, "39.") != 0) continue;
+    std::size_t used = 0;
+    const double v = std::stod(label, &used);
+    if (used != label.size()) continue;
+    const std::size_t matrix = text.rfind("matrix(", open);
+    ASSERT_NE(matrix, std::string::npos);
+    double m[6];
+    std::istringstream in(text.substr(matrix + 7, 200));
+    for (double& c : m) in >> c;
+    ticks.emplace_back(v, esi::plot::kHeight - m[5]);  // the svg device's y runs upwards
+  }
+  ASSERT_GE(ticks.size(), 3u) << "y tick labels";
+  std::sort(ticks.begin(), ticks.end());
+  for (std::size_t k = 0; k < ticks.size(); ++k) {
+    EXPECT_GE(ticks[k].first, 39.9889 - 1e-9);
+    EXPECT_LE(ticks[k].first, 39.9899 + 1e-9);
+    EXPECT_NEAR(ticks[k].second, pixel_of(images.frame, 0, ticks[k].first).second, 1.0)
+        << "the label " << ticks[k].first << " is not at its tick";
+    if (k > 0) EXPECT_GT(ticks[k].first, ticks[k - 1].first) << "two ticks with one label";
+  }
 }
 
 // A 3 x 2 heatmap: each cell's centre pixel has the colour map's colour for its value, and the
