@@ -291,6 +291,9 @@ struct Row {
   double max_err = 0, rms_err = 0;
   std::string note;
   long lane_slots = 0, rhs_lane_evaluations = 0, factorizations = 0;  ///< lane pool only
+  /// FNV-1a of the final states' bytes and of the per-cell step counts (lane pool only): two
+  /// builds that print the same digest computed the same bits.
+  std::uint64_t digest = 0;
 };
 
 struct Settings {
@@ -442,6 +445,13 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
   row.steps_min = *std::min_element(steps.begin(), steps.end());
   row.steps_max = *std::max_element(steps.begin(), steps.end());
   for (auto s : steps) row.steps_total += s;
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, std::size_t bytes) {
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  };
+  mix(states.data(), states.size() * sizeof(double));
+  mix(steps.data(), steps.size() * sizeof(std::int32_t));
+  row.digest = h;
   std::vector<double> scored;
   for (std::size_t c : k.reference_cells)
     for (std::size_t s = 0; s < n; ++s) scored.push_back(states[s * k.cells.count + c]);
@@ -512,12 +522,13 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
       print_row(k, r, base);
       if (threads == 1)
         std::printf("%-34s lane slots used %.1f %% (steps / lane-steps, padding included); %.2f RHS and %.2f LU "
-                    "per cell-step\n", "", 100.0 * double(r.steps_total) / double(std::max(1L, r.lane_slots)),
+                    "per cell-step; digest %016llx\n", "", 100.0 * double(r.steps_total) / double(std::max(1L, r.lane_slots)),
                     double(r.rhs_lane_evaluations) / double(std::max(1L, r.steps_total)),
-                    double(r.factorizations) / double(std::max(1L, r.steps_total)));
+                    double(r.factorizations) / double(std::max(1L, r.steps_total)),
+                    static_cast<unsigned long long>(r.digest));
       if (threads == 2)
-        std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall))\n", "",
-                    100.0 * one_thread / (2.0 * r.wall));
+        std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall)); digest %016llx\n",
+                    "", 100.0 * one_thread / (2.0 * r.wall), static_cast<unsigned long long>(r.digest));
     }
   }
 #endif
