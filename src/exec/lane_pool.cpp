@@ -27,6 +27,7 @@
 #include "esi/kernel/program.hpp"
 #include "esi/linalg/lane_ops.hpp"
 #include "esi/linalg/sparse_lu.hpp"
+#include "esi/plan/jacobian_assembly.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
 #include "method/controller.hpp"
@@ -47,8 +48,11 @@ struct CellModel::Impl {
   std::optional<kernel::Program> cell_setup;
   std::size_t hoisted = 0;
   std::optional<kernel::Program> rhs;
-  std::optional<kernel::JacobianProgram> jacobian;
+  std::optional<plan::OperatorJacobian> jacobian;
   linalg::SparseLuPlan lu;
+  /// The Jacobian's layout in the LU's factor storage (plan's Jacobian-assembly API): its
+  /// value program writes J straight where lu_factor_shifted forms and factors s I - J.
+  std::optional<plan::ScatterPlan> jacobian_layout;
   bool autonomous = true;
   std::size_t n = 0;
 };
@@ -63,7 +67,7 @@ std::size_t CellModel::cell_parameter_count() const {
   return impl_->cell_parameter_index.size();
 }
 std::size_t CellModel::jacobian_nonzeros() const {
-  return impl_->jacobian->col.size();
+  return impl_->jacobian->nonzeros();
 }
 std::size_t CellModel::lu_nonzeros() const {
   return impl_->lu.nonzeros();
@@ -187,14 +191,16 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
     for (std::size_t k = 0; k < hoisted.size(); ++k) co.cell_inputs.push_back(hoisted_name(k));
   }
   m->rhs = kernel::compile(m->system, co);
-  m->jacobian = kernel::compile_jacobian(m->system, co);
+  m->jacobian = plan::scalar_operator_jacobian("cell model", kernel::compile_jacobian(m->system, co), co);
+  const kernel::JacobianProgram& jp = m->jacobian->program;
+  linalg::Pattern pattern{static_cast<int>(m->n), jp.row_ptr, jp.col};
+  m->lu = linalg::plan_sparse_lu(pattern);
+  m->jacobian_layout = plan::plan_lane_sparse(*m->jacobian, m->lu);
   if (options.native) {
     const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
     m->rhs = kernel::with_native(*m->rhs, toolchain);
-    m->jacobian->values = kernel::with_native(m->jacobian->values, toolchain);
+    m->jacobian_layout->direct = kernel::with_native(*m->jacobian_layout->direct, toolchain);
   }
-  linalg::Pattern pattern{static_cast<int>(m->n), m->jacobian->row_ptr, m->jacobian->col};
-  m->lu = linalg::plan_sparse_lu(pattern);
   m->autonomous = !m->rhs->reads_time();
   return std::make_shared<const CellModel>(std::move(m));
 }
@@ -242,14 +248,13 @@ class Block {
         L_(static_cast<std::size_t>(opt.lanes)),
         n_(model.n),
         rhs_ws_(model.rhs->make_workspace(L_)),
-        jac_ws_(model.jacobian->values.make_workspace(L_)) {
+        jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, L_)) {
     model.rhs->prepare(rhs_ws_, p);
-    model.jacobian->values.prepare(jac_ws_, p);
+    plan::prepare(*model.jacobian, *model.jacobian_layout, jac_ws_, p);
     const std::size_t nl = n_ * L_;
     u0_.assign(nl, 0), f0_.assign(nl, 0), u1_.assign(nl, 0), us_.assign(nl, 0);
     fs_.assign(nl, 0), ft_.assign(nl, 0), err_.assign(nl, 0);
     k_.assign(nl * std::size_t(tab_.stages), 0);
-    jac_.assign(model.jacobian->col.size() * L_, 0);
     lu_.assign(model.lu.nonzeros() * L_, 0);
     const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
     par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
@@ -311,13 +316,10 @@ class Block {
     ++rhs_calls_;
   }
 
+  /// J(t, u) of every lane into lu_, in the LU's factor storage (0 at fill).
   void jacobian(const double* t, const double* u) {
-    kernel::RunArgs<double> a;
-    a.u = {u, n_, L_, L_};
-    a.t = {t, L_};
-    a.forcing = fields_;
-    a.du = {jac_.data(), m_.jacobian->col.size(), L_, L_};
-    kernel::run(m_.jacobian->values, jac_ws_, a);
+    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_},
+                            std::span<const double>(t, L_), lu_.data(), fields_);
     ++jac_calls_;
   }
 
@@ -352,9 +354,10 @@ class Block {
   const LanePoolOptions& opt_;
   const method::detail::RosenbrockTableau& tab_;
   std::size_t L_, n_;
-  kernel::Workspace rhs_ws_, jac_ws_;
+  kernel::Workspace rhs_ws_;
+  plan::JacWorkspace jac_ws_;
   // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
-  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, jac_, lu_, par_;
+  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, lu_, par_;
   std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
   std::vector<std::uint8_t> lands_, failed_;
   std::vector<LaneState> lanes_;
@@ -418,10 +421,13 @@ void Block::time_derivative() {
 // for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
 // linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
 void Block::attempt() {
+  // J at (t, u0) again for every attempt (the factorisation overwrites it; a lane whose (t,
+  // u0) did not change gets the same bits), formed into s I - J and factored in place.
+  jacobian(t_.data(), u0_.data());
   for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
   std::fill(failed_.begin(), failed_.end(), 0);
-  linalg::lu_factor(m_.lu, lu_.data(), int(L_), std::span<std::uint8_t>(failed_));
+  linalg::lu_factor_shifted(m_.lu, lu_.data(), shift_.data(), int(L_),
+                            std::span<std::uint8_t>(failed_));
   ++lu_calls_;
   const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {
@@ -503,7 +509,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     }
   };
 
-  bool dirty = true;  // some lane's (t, u0) changed since f0 and J were computed
+  bool dirty = true;  // some lane's (t, u0) changed since f0 was computed
   while (live > 0) {
     if (dirty) {
       // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
@@ -521,7 +527,6 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       bool any_fresh = false;
       for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
       if (any_fresh) starting_steps();
-      jacobian(t_.data(), u0_.data());
       dirty = false;
     }
     // Plan each lane's step as the scalar Integrator does (landing slack, dt_max, dt_min).
