@@ -260,6 +260,7 @@ class Block {
     par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
     t_.assign(L_, 0), h_.assign(L_, 0), hh_.assign(L_, 0), tt_.assign(L_, 0);
     shift_.assign(L_, 0), scale_.assign(L_, 0), lands_.assign(L_, 0), failed_.assign(L_, 0);
+    take_.assign(L_, 0), end_.assign(L_, End::None);
     lanes_.assign(L_, {});
     for (std::size_t l = 0; l < L_; ++l)
       ctl_.push_back(method::detail::make_controller(opt.controller, opt.method));
@@ -306,10 +307,17 @@ class Block {
     ctl_[l]->reset();
   }
 
+  /// The lanes' times as the programs take them: one for all lanes when the model does not
+  /// read t (the kernel then skips its per-call time code and per-lane time copy).
+  std::span<const double> times(const double* t) const {
+    return m_.autonomous ? std::span<const double>(&kNoTime, 1) : std::span<const double>(t, L_);
+  }
+  static constexpr double kNoTime = 0;
+
   void rhs(const double* t, const double* u, double* du) {
     kernel::RunArgs<double> a;
     a.u = {u, n_, L_, L_};
-    a.t = {t, L_};
+    a.t = times(t);
     a.forcing = fields_;
     a.du = {du, n_, L_, L_};
     kernel::run(*m_.rhs, rhs_ws_, a);
@@ -318,8 +326,8 @@ class Block {
 
   /// J(t, u) of every lane into lu_, in the LU's factor storage (0 at fill).
   void jacobian(const double* t, const double* u) {
-    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_},
-                            std::span<const double>(t, L_), lu_.data(), fields_);
+    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_}, times(t),
+                            lu_.data(), fields_);
     ++jac_calls_;
   }
 
@@ -359,7 +367,9 @@ class Block {
   // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
   linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, lu_, par_;
   std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
-  std::vector<std::uint8_t> lands_, failed_;
+  std::vector<std::uint8_t> lands_, failed_, take_;
+  enum class End : std::uint8_t { None, Landed, BelowMin };
+  std::vector<End> end_;
   std::vector<LaneState> lanes_;
   std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
   std::vector<kernel::ForcingField<double>> fields_;
@@ -515,14 +525,14 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
       // keeps the f its last stage computed (what the scalar Integrator does too).
       bool any_f0 = false;
-      for (const LaneState& lane : lanes_) any_f0 = any_f0 || lane.needs_f0;
+      for (std::size_t l = 0; l < L_; ++l) {
+        take_[l] = lanes_[l].needs_f0;
+        any_f0 = any_f0 || lanes_[l].needs_f0;
+        lanes_[l].needs_f0 = false;
+      }
       if (any_f0) {
         rhs(t_.data(), u0_.data(), fs_.data());
-        for (std::size_t l = 0; l < L_; ++l) {
-          if (!lanes_[l].needs_f0) continue;
-          for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
-          lanes_[l].needs_f0 = false;
-        }
+        linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
       }
       bool any_fresh = false;
       for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
@@ -561,7 +571,12 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     attempt();
     r.slots += slots_per_attempt;
     norms(err_.data(), u1_.data(), enorm_.data(), nonfinite_.data());
+    // Each lane's verdict first, then the accepted lanes' states all at once, then the lanes
+    // that end (in lane order, as they refill from the queue).
+    bool any_accepted = false, any_end = false;
     for (std::size_t l = 0; l < L_; ++l) {
+      take_[l] = 0;
+      end_[l] = End::None;
       LaneState& lane = lanes_[l];
       ++lane.attempts;
       double h_next = hh_[l];
@@ -592,21 +607,34 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
         h_[l] = h_next;
         const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
         if (lands_[l] && !(h_[l] >= dt_min)) {
-          finish(l, ReturnCode::DtBelowMin, "step below dt_min");
-          dirty = true;
+          end_[l] = End::BelowMin;
+          any_end = true;
         }
         continue;
       }
       t_[l] = lands_[l] ? t1 : t_[l] + hh_[l];
-      for (std::size_t i = 0; i < n_; ++i) u0_[i * L_ + l] = u1_[i * L_ + l];
-      if (fsal_)  // the last stage evaluated f at (t + h, u1): the next step's f0
-        for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
-      else
-        lane.needs_f0 = true;
+      take_[l] = 1;
+      any_accepted = true;
+      // With FSAL the last stage evaluated f at (t + h, u1): the next step's f0.
+      lane.needs_f0 = !fsal_;
       if (lands_[l] && hh_[l] < h_[l] && h_next > hh_[l]) h_next = std::max(h_next, h_[l]);
       h_[l] = opt_.dt_max > 0 ? std::min(h_next, opt_.dt_max) : h_next;
+      if (lands_[l]) {
+        end_[l] = End::Landed;
+        any_end = true;
+      }
+    }
+    if (any_accepted) {
+      linalg::lane_select(n_, int(L_), take_.data(), u1_.data(), u0_.data());
+      if (fsal_) linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
       dirty = true;
-      if (lands_[l]) finish(l, ReturnCode::Success, "");
+    }
+    if (any_end) {
+      for (std::size_t l = 0; l < L_; ++l)
+        if (end_[l] != End::None)
+          finish(l, end_[l] == End::Landed ? ReturnCode::Success : ReturnCode::DtBelowMin,
+                 end_[l] == End::Landed ? "" : "step below dt_min");
+      dirty = true;
     }
   }
   // Per lane: what a cell-by-cell solver would have counted for the same lane slots.

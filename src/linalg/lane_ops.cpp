@@ -80,6 +80,16 @@ template <int L>
   }
 }
 
+template <int L>
+[[gnu::always_inline]] inline void select(size_t n, const std::uint8_t* take, const double* from,
+                                          double* to) {
+  bool keep[L];
+  for (int l = 0; l < L; ++l) keep[l] = take[l] == 0;
+  for (size_t x0 = 0; x0 < n * L; x0 += L) {
+    ESI_LANES for (int l = 0; l < L; ++l) to[x0 + l] = keep[l] ? to[x0 + l] : from[x0 + l];
+  }
+}
+
 #define ESI_LANE_OPS_KERNELS(T, L)                                                             \
   ESI_LU_CLONES void combination_##T##_##L(size_t n, const double* base, const double* k,     \
                                            size_t ks, const double* w, int count,             \
@@ -96,6 +106,10 @@ template <int L>
                                            const double* u1, const double* atol, double rtol, \
                                            double* out, std::uint8_t* nonfinite) {            \
     error_norms<L>(n, e, u0, u1, atol, rtol, out, nonfinite);                                 \
+  }                                                                                           \
+  ESI_LU_CLONES void select_##T##_##L(size_t n, const std::uint8_t* take, const double* from, \
+                                      double* to) {                                           \
+    select<L>(n, take, from, to);                                                             \
   }
 ESI_LU_ALL_WIDTHS(ESI_LANE_OPS_KERNELS, double)
 
@@ -115,6 +129,10 @@ void lane_stage_rhs(size_t n, int lanes, const double* f, const double* ft, cons
 void lane_error_norms(size_t n, int lanes, const double* e, const double* u0, const double* u1,
                       const double* atol, double rtol, double* out, std::uint8_t* nonfinite) {
   ESI_LU_DISPATCH(error_norms, double, lanes, n, e, u0, u1, atol, rtol, out, nonfinite)
+}
+
+void lane_select(size_t n, int lanes, const std::uint8_t* take, const double* from, double* to) {
+  ESI_LU_DISPATCH(select, double, lanes, n, take, from, to)
 }
 
 }  // namespace esi::linalg
