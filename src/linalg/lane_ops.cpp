@@ -4,6 +4,7 @@
 #include "esi/linalg/lane_ops.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -83,10 +84,16 @@ template <int L>
 template <int L>
 [[gnu::always_inline]] inline void select(size_t n, const std::uint8_t* take, const double* from,
                                           double* to) {
-  bool keep[L];
-  for (int l = 0; l < L; ++l) keep[l] = take[l] == 0;
+  // A bitwise blend (all-ones mask: from's bits, else to's): branch-free, so it vectorizes,
+  // where a per-lane conditional copy stayed a scalar loop with a branch per lane.
+  std::uint64_t mask[L];
+  for (int l = 0; l < L; ++l) mask[l] = take[l] != 0 ? ~std::uint64_t(0) : 0;
   for (size_t x0 = 0; x0 < n * L; x0 += L) {
-    ESI_LANES for (int l = 0; l < L; ++l) to[x0 + l] = keep[l] ? to[x0 + l] : from[x0 + l];
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const std::uint64_t a = std::bit_cast<std::uint64_t>(from[x0 + l]);
+      const std::uint64_t b = std::bit_cast<std::uint64_t>(to[x0 + l]);
+      to[x0 + l] = std::bit_cast<double>((a & mask[l]) | (b & ~mask[l]));
+    }
   }
 }
 
