@@ -253,7 +253,7 @@ class Block {
     plan::prepare(*model.jacobian, *model.jacobian_layout, jac_ws_, p);
     const std::size_t nl = n_ * L_;
     u0_.assign(nl, 0), f0_.assign(nl, 0), u1_.assign(nl, 0), us_.assign(nl, 0);
-    fs_.assign(nl, 0), ft_.assign(nl, 0), err_.assign(nl, 0);
+    fs_.assign(nl, 0), ft_.assign(nl, 0);
     k_.assign(nl * std::size_t(tab_.stages), 0);
     lu_.assign(model.lu.nonzeros() * L_, 0);
     const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
@@ -343,12 +343,6 @@ class Block {
     return std::sqrt(sum / double(n_));
   }
 
-  /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
-  /// and bad[l] = 1 where u1 is not finite.
-  void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    linalg::lane_error_norms(n_, int(L_), v, u0_.data(), u1, atol_.data(), opt_.rtol, out, bad);
-  }
-
   void starting_steps();
   void time_derivative();
   void attempt();
@@ -365,7 +359,7 @@ class Block {
   kernel::Workspace rhs_ws_;
   plan::JacWorkspace jac_ws_;
   // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
-  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, lu_, par_;
+  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, k_, lu_, par_;
   std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
   std::vector<std::uint8_t> lands_, failed_, take_;
   enum class End : std::uint8_t { None, Landed, BelowMin };
@@ -427,7 +421,7 @@ void Block::time_derivative() {
     }
 }
 
-// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
+// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and the error norms enorm_ out, failed_ set
 // for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
 // linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
 void Block::attempt() {
@@ -441,10 +435,11 @@ void Block::attempt() {
   ++lu_calls_;
   const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {
-    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
-    combine(u0_.data(), tab_.a[i], i, us_.data());
+    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order); stage 0 reads
+    // f0 = f(u0) and no U_0.
     const double* f = f0_.data();
     if (i > 0) {
+      combine(u0_.data(), tab_.a[i], i, us_.data());
       for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
       rhs(tt_.data(), us_.data(), fs_.data());
       f = fs_.data();
@@ -460,8 +455,10 @@ void Block::attempt() {
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }
-  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
-  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
+  // u1 (unless FSAL gave it), the error estimate and its norm per lane in one pass.
+  linalg::lane_step_end(n_, int(L_), u0_.data(), k_.data(), nl, fsal_ ? nullptr : tab_.b,
+                        tab_.btilde, tab_.stages, atol_.data(), opt_.rtol, u1_.data(),
+                        enorm_.data(), nonfinite_.data());
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
@@ -570,7 +567,6 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     if (!m_.autonomous) time_derivative();
     attempt();
     r.slots += slots_per_attempt;
-    norms(err_.data(), u1_.data(), enorm_.data(), nonfinite_.data());
     // Each lane's verdict first, then the accepted lanes' states all at once, then the lanes
     // that end (in lane order, as they refill from the queue).
     bool any_accepted = false, any_end = false;
