@@ -291,6 +291,9 @@ struct Row {
   double max_err = 0, rms_err = 0;
   std::string note;
   long lane_slots = 0, rhs_lane_evaluations = 0, factorizations = 0;  ///< lane pool only
+  /// FNV-1a of the final states' bytes and of the per-cell step counts (lane pool only): two
+  /// builds that print the same digest computed the same bits.
+  std::uint64_t digest = 0;
 };
 
 struct Settings {
@@ -306,6 +309,9 @@ struct Settings {
   /// Lanes per lane-pool block: 16 ran every case 10-25 % faster than 8 on the 2-core AVX-512
   /// VM (2026-12-02; two independent vectors per operation hide the LU solve's latency).
   int lanes = 16;
+  /// Runs per lane-pool row: the row shows the fastest by wall time; the least CPU time of
+  /// all runs is printed beside it (on a loaded machine the steadier figure for A/B rounds).
+  int reps = 3;
   esi::method::ControllerKind controller = esi::method::ControllerKind::I;
   bool cvode_constraints = false;  ///< CVODE's inequality constraints u >= 0
   double cvode_atol_factor = 1e-3; ///< CVODE's atol = case atol * this * (rtol / case rtol)
@@ -442,6 +448,13 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
   row.steps_min = *std::min_element(steps.begin(), steps.end());
   row.steps_max = *std::max_element(steps.begin(), steps.end());
   for (auto s : steps) row.steps_total += s;
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, std::size_t bytes) {
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  };
+  mix(states.data(), states.size() * sizeof(double));
+  mix(steps.data(), steps.size() * sizeof(std::int32_t));
+  row.digest = h;
   std::vector<double> scored;
   for (std::size_t c : k.reference_cells)
     for (std::size_t s = 0; s < n; ++s) scored.push_back(states[s * k.cells.count + c]);
@@ -501,23 +514,28 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
     for (int threads : s.pool_threads) {
       // Best of 3 (these rows are short, and the VM is shared).
       Row r;
-      for (int rep = 0; rep < 3; ++rep) {
+      double least_cpu = 0;
+      for (int rep = 0; rep < s.reps; ++rep) {
         Row t = run_lane_pool(k, model, MethodId::Rodas3, threads, s.lanes, s.controller,
                               std::string("lane pool ") + (native ? "native " : "") + "Rodas3, " +
                                   std::to_string(threads) + " thread" + (threads > 1 ? "s" : ""));
         if (rep == 0 || t.wall < r.wall) r = t;
+        if (rep == 0 || t.cpu < least_cpu) least_cpu = t.cpu;
       }
       if (base == 0) base = r.wall;
       if (threads == 1) one_thread = r.wall;
       print_row(k, r, base);
+      std::printf("%-34s least CPU time of %d runs %.4f s (%.4g cell-steps per CPU second)\n", "", s.reps,
+                  least_cpu, double(r.steps_total) / least_cpu);
       if (threads == 1)
         std::printf("%-34s lane slots used %.1f %% (steps / lane-steps, padding included); %.2f RHS and %.2f LU "
-                    "per cell-step\n", "", 100.0 * double(r.steps_total) / double(std::max(1L, r.lane_slots)),
+                    "per cell-step; digest %016llx\n", "", 100.0 * double(r.steps_total) / double(std::max(1L, r.lane_slots)),
                     double(r.rhs_lane_evaluations) / double(std::max(1L, r.steps_total)),
-                    double(r.factorizations) / double(std::max(1L, r.steps_total)));
+                    double(r.factorizations) / double(std::max(1L, r.steps_total)),
+                    static_cast<unsigned long long>(r.digest));
       if (threads == 2)
-        std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall))\n", "",
-                    100.0 * one_thread / (2.0 * r.wall));
+        std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall)); digest %016llx\n",
+                    "", 100.0 * one_thread / (2.0 * r.wall), static_cast<unsigned long long>(r.digest));
     }
   }
 #endif
@@ -599,7 +617,7 @@ int usage() {
                "                      [--native] [--controller I|default] [--cvode-atol-factor F]\n"
                "                      [--cvode-constraints] [--corpus DIR]\n"
                "                      [--pool-kernels tape|native|both] [--pool-threads N]\n"
-               "                      [--lanes L]\n"
+               "                      [--lanes L] [--reps N]\n"
                "cases: superfast_identical superfast_hetero pollu fullchem (default: all)\n");
   return 2;
 }
@@ -630,6 +648,7 @@ int main(int argc, char** argv) {
         if (v != "tape") s.pool_kernels.push_back(true);
       } else if (a == "--pool-threads") s.pool_threads = {std::stoi(value())};
       else if (a == "--lanes") s.lanes = std::stoi(value());
+      else if (a == "--reps") s.reps = std::max(1, std::stoi(value()));
       else if (a == "--cvode-constraints") s.cvode_constraints = true;
       else if (a == "--cvode-atol-factor") s.cvode_atol_factor = std::stod(value());
       else if (a == "--controller") {

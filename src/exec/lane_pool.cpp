@@ -27,6 +27,7 @@
 #include "esi/kernel/program.hpp"
 #include "esi/linalg/lane_ops.hpp"
 #include "esi/linalg/sparse_lu.hpp"
+#include "esi/plan/jacobian_assembly.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
 #include "method/controller.hpp"
@@ -47,8 +48,11 @@ struct CellModel::Impl {
   std::optional<kernel::Program> cell_setup;
   std::size_t hoisted = 0;
   std::optional<kernel::Program> rhs;
-  std::optional<kernel::JacobianProgram> jacobian;
+  std::optional<plan::OperatorJacobian> jacobian;
   linalg::SparseLuPlan lu;
+  /// The Jacobian's layout in the LU's factor storage (plan's Jacobian-assembly API): its
+  /// value program writes J straight where lu_factor_shifted forms and factors s I - J.
+  std::optional<plan::ScatterPlan> jacobian_layout;
   bool autonomous = true;
   std::size_t n = 0;
 };
@@ -63,7 +67,7 @@ std::size_t CellModel::cell_parameter_count() const {
   return impl_->cell_parameter_index.size();
 }
 std::size_t CellModel::jacobian_nonzeros() const {
-  return impl_->jacobian->col.size();
+  return impl_->jacobian->nonzeros();
 }
 std::size_t CellModel::lu_nonzeros() const {
   return impl_->lu.nonzeros();
@@ -187,14 +191,16 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
     for (std::size_t k = 0; k < hoisted.size(); ++k) co.cell_inputs.push_back(hoisted_name(k));
   }
   m->rhs = kernel::compile(m->system, co);
-  m->jacobian = kernel::compile_jacobian(m->system, co);
+  m->jacobian = plan::scalar_operator_jacobian("cell model", kernel::compile_jacobian(m->system, co), co);
+  const kernel::JacobianProgram& jp = m->jacobian->program;
+  linalg::Pattern pattern{static_cast<int>(m->n), jp.row_ptr, jp.col};
+  m->lu = linalg::plan_sparse_lu(pattern);
+  m->jacobian_layout = plan::plan_lane_sparse(*m->jacobian, m->lu);
   if (options.native) {
     const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
     m->rhs = kernel::with_native(*m->rhs, toolchain);
-    m->jacobian->values = kernel::with_native(m->jacobian->values, toolchain);
+    m->jacobian_layout->direct = kernel::with_native(*m->jacobian_layout->direct, toolchain);
   }
-  linalg::Pattern pattern{static_cast<int>(m->n), m->jacobian->row_ptr, m->jacobian->col};
-  m->lu = linalg::plan_sparse_lu(pattern);
   m->autonomous = !m->rhs->reads_time();
   return std::make_shared<const CellModel>(std::move(m));
 }
@@ -242,19 +248,19 @@ class Block {
         L_(static_cast<std::size_t>(opt.lanes)),
         n_(model.n),
         rhs_ws_(model.rhs->make_workspace(L_)),
-        jac_ws_(model.jacobian->values.make_workspace(L_)) {
+        jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, L_)) {
     model.rhs->prepare(rhs_ws_, p);
-    model.jacobian->values.prepare(jac_ws_, p);
+    plan::prepare(*model.jacobian, *model.jacobian_layout, jac_ws_, p);
     const std::size_t nl = n_ * L_;
     u0_.assign(nl, 0), f0_.assign(nl, 0), u1_.assign(nl, 0), us_.assign(nl, 0);
-    fs_.assign(nl, 0), ft_.assign(nl, 0), err_.assign(nl, 0);
+    fs_.assign(nl, 0), ft_.assign(nl, 0);
     k_.assign(nl * std::size_t(tab_.stages), 0);
-    jac_.assign(model.jacobian->col.size() * L_, 0);
     lu_.assign(model.lu.nonzeros() * L_, 0);
     const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
     par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
     t_.assign(L_, 0), h_.assign(L_, 0), hh_.assign(L_, 0), tt_.assign(L_, 0);
     shift_.assign(L_, 0), scale_.assign(L_, 0), lands_.assign(L_, 0), failed_.assign(L_, 0);
+    take_.assign(L_, 0), end_.assign(L_, End::None);
     lanes_.assign(L_, {});
     for (std::size_t l = 0; l < L_; ++l)
       ctl_.push_back(method::detail::make_controller(opt.controller, opt.method));
@@ -301,23 +307,27 @@ class Block {
     ctl_[l]->reset();
   }
 
+  /// The lanes' times as the programs take them: one for all lanes when the model does not
+  /// read t (the kernel then skips its per-call time code and per-lane time copy).
+  std::span<const double> times(const double* t) const {
+    return m_.autonomous ? std::span<const double>(&kNoTime, 1) : std::span<const double>(t, L_);
+  }
+  static constexpr double kNoTime = 0;
+
   void rhs(const double* t, const double* u, double* du) {
     kernel::RunArgs<double> a;
     a.u = {u, n_, L_, L_};
-    a.t = {t, L_};
+    a.t = times(t);
     a.forcing = fields_;
     a.du = {du, n_, L_, L_};
     kernel::run(*m_.rhs, rhs_ws_, a);
     ++rhs_calls_;
   }
 
+  /// J(t, u) of every lane into lu_, in the LU's factor storage (0 at fill).
   void jacobian(const double* t, const double* u) {
-    kernel::RunArgs<double> a;
-    a.u = {u, n_, L_, L_};
-    a.t = {t, L_};
-    a.forcing = fields_;
-    a.du = {jac_.data(), m_.jacobian->col.size(), L_, L_};
-    kernel::run(m_.jacobian->values, jac_ws_, a);
+    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_}, times(t),
+                            lu_.data(), fields_);
     ++jac_calls_;
   }
 
@@ -333,12 +343,6 @@ class Block {
     return std::sqrt(sum / double(n_));
   }
 
-  /// norm() for every lane at once into out[l] (the same sums in the same order per lane),
-  /// and bad[l] = 1 where u1 is not finite.
-  void norms(const double* v, const double* u1, double* out, std::uint8_t* bad) const {
-    linalg::lane_error_norms(n_, int(L_), v, u0_.data(), u1, atol_.data(), opt_.rtol, out, bad);
-  }
-
   void starting_steps();
   void time_derivative();
   void attempt();
@@ -352,11 +356,14 @@ class Block {
   const LanePoolOptions& opt_;
   const method::detail::RosenbrockTableau& tab_;
   std::size_t L_, n_;
-  kernel::Workspace rhs_ws_, jac_ws_;
+  kernel::Workspace rhs_ws_;
+  plan::JacWorkspace jac_ws_;
   // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
-  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, err_, k_, jac_, lu_, par_;
+  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, k_, lu_, par_;
   std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
-  std::vector<std::uint8_t> lands_, failed_;
+  std::vector<std::uint8_t> lands_, failed_, take_;
+  enum class End : std::uint8_t { None, Landed, BelowMin };
+  std::vector<End> end_;
   std::vector<LaneState> lanes_;
   std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
   std::vector<kernel::ForcingField<double>> fields_;
@@ -414,21 +421,25 @@ void Block::time_derivative() {
     }
 }
 
-// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and err_ out, failed_ set
+// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and the error norms enorm_ out, failed_ set
 // for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
 // linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
 void Block::attempt() {
+  // J at (t, u0) again for every attempt (the factorisation overwrites it; a lane whose (t,
+  // u0) did not change gets the same bits), formed into s I - J and factored in place.
+  jacobian(t_.data(), u0_.data());
   for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  linalg::assemble_shifted(m_.lu, jac_.data(), shift_.data(), lu_.data(), int(L_));
   std::fill(failed_.begin(), failed_.end(), 0);
-  linalg::lu_factor(m_.lu, lu_.data(), int(L_), std::span<std::uint8_t>(failed_));
+  linalg::lu_factor_shifted(m_.lu, lu_.data(), shift_.data(), int(L_),
+                            std::span<std::uint8_t>(failed_));
   ++lu_calls_;
   const std::size_t nl = n_ * L_;
   for (int i = 0; i < tab_.stages; ++i) {
-    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order).
-    combine(u0_.data(), tab_.a[i], i, us_.data());
+    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order); stage 0 reads
+    // f0 = f(u0) and no U_0.
     const double* f = f0_.data();
     if (i > 0) {
+      combine(u0_.data(), tab_.a[i], i, us_.data());
       for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
       rhs(tt_.data(), us_.data(), fs_.data());
       f = fs_.data();
@@ -444,8 +455,10 @@ void Block::attempt() {
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }
-  if (!fsal_) combine(u0_.data(), tab_.b, tab_.stages, u1_.data());
-  combine(nullptr, tab_.btilde, tab_.stages, err_.data());
+  // u1 (unless FSAL gave it), the error estimate and its norm per lane in one pass.
+  linalg::lane_step_end(n_, int(L_), u0_.data(), k_.data(), nl, fsal_ ? nullptr : tab_.b,
+                        tab_.btilde, tab_.stages, atol_.data(), opt_.rtol, u1_.data(),
+                        enorm_.data(), nonfinite_.data());
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
@@ -503,25 +516,24 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     }
   };
 
-  bool dirty = true;  // some lane's (t, u0) changed since f0 and J were computed
+  bool dirty = true;  // some lane's (t, u0) changed since f0 was computed
   while (live > 0) {
     if (dirty) {
       // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
       // keeps the f its last stage computed (what the scalar Integrator does too).
       bool any_f0 = false;
-      for (const LaneState& lane : lanes_) any_f0 = any_f0 || lane.needs_f0;
+      for (std::size_t l = 0; l < L_; ++l) {
+        take_[l] = lanes_[l].needs_f0;
+        any_f0 = any_f0 || lanes_[l].needs_f0;
+        lanes_[l].needs_f0 = false;
+      }
       if (any_f0) {
         rhs(t_.data(), u0_.data(), fs_.data());
-        for (std::size_t l = 0; l < L_; ++l) {
-          if (!lanes_[l].needs_f0) continue;
-          for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
-          lanes_[l].needs_f0 = false;
-        }
+        linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
       }
       bool any_fresh = false;
       for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
       if (any_fresh) starting_steps();
-      jacobian(t_.data(), u0_.data());
       dirty = false;
     }
     // Plan each lane's step as the scalar Integrator does (landing slack, dt_max, dt_min).
@@ -555,8 +567,12 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     if (!m_.autonomous) time_derivative();
     attempt();
     r.slots += slots_per_attempt;
-    norms(err_.data(), u1_.data(), enorm_.data(), nonfinite_.data());
+    // Each lane's verdict first, then the accepted lanes' states all at once, then the lanes
+    // that end (in lane order, as they refill from the queue).
+    bool any_accepted = false, any_end = false;
     for (std::size_t l = 0; l < L_; ++l) {
+      take_[l] = 0;
+      end_[l] = End::None;
       LaneState& lane = lanes_[l];
       ++lane.attempts;
       double h_next = hh_[l];
@@ -587,21 +603,34 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
         h_[l] = h_next;
         const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
         if (lands_[l] && !(h_[l] >= dt_min)) {
-          finish(l, ReturnCode::DtBelowMin, "step below dt_min");
-          dirty = true;
+          end_[l] = End::BelowMin;
+          any_end = true;
         }
         continue;
       }
       t_[l] = lands_[l] ? t1 : t_[l] + hh_[l];
-      for (std::size_t i = 0; i < n_; ++i) u0_[i * L_ + l] = u1_[i * L_ + l];
-      if (fsal_)  // the last stage evaluated f at (t + h, u1): the next step's f0
-        for (std::size_t i = 0; i < n_; ++i) f0_[i * L_ + l] = fs_[i * L_ + l];
-      else
-        lane.needs_f0 = true;
+      take_[l] = 1;
+      any_accepted = true;
+      // With FSAL the last stage evaluated f at (t + h, u1): the next step's f0.
+      lane.needs_f0 = !fsal_;
       if (lands_[l] && hh_[l] < h_[l] && h_next > hh_[l]) h_next = std::max(h_next, h_[l]);
       h_[l] = opt_.dt_max > 0 ? std::min(h_next, opt_.dt_max) : h_next;
+      if (lands_[l]) {
+        end_[l] = End::Landed;
+        any_end = true;
+      }
+    }
+    if (any_accepted) {
+      linalg::lane_select(n_, int(L_), take_.data(), u1_.data(), u0_.data());
+      if (fsal_) linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
       dirty = true;
-      if (lands_[l]) finish(l, ReturnCode::Success, "");
+    }
+    if (any_end) {
+      for (std::size_t l = 0; l < L_; ++l)
+        if (end_[l] != End::None)
+          finish(l, end_[l] == End::Landed ? ReturnCode::Success : ReturnCode::DtBelowMin,
+                 end_[l] == End::Landed ? "" : "step below dt_min");
+      dirty = true;
     }
   }
   // Per lane: what a cell-by-cell solver would have counted for the same lane slots.

@@ -4,6 +4,7 @@
 #include "esi/linalg/lane_ops.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -80,6 +81,66 @@ template <int L>
   }
 }
 
+template <int L>
+[[gnu::always_inline]] inline void step_end(size_t n, const double* u0, const double* k,
+                                            size_t k_stride, const double* b,
+                                            const double* btilde, int stages, const double* atol,
+                                            double rtol, double* u1, double* out,
+                                            std::uint8_t* nonfinite) {
+  constexpr double kLargest = std::numeric_limits<double>::max();
+  double sum[L], bad[L];
+  ESI_LANES for (int l = 0; l < L; ++l) sum[l] = 0.0, bad[l] = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t x0 = i * L;
+    if (b) {
+      double acc[L];
+      ESI_LANES for (int l = 0; l < L; ++l) acc[l] = 0.0;
+      for (int j = 0; j < stages; ++j) {
+        if (b[j] == 0.0) continue;
+        const double wj = b[j];
+        const double* kj = k + size_t(j) * k_stride + x0;
+        ESI_LANES for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
+      }
+      ESI_LANES for (int l = 0; l < L; ++l) u1[x0 + l] = u0[x0 + l] + acc[l];
+    }
+    double e[L];
+    ESI_LANES for (int l = 0; l < L; ++l) e[l] = 0.0;
+    for (int j = 0; j < stages; ++j) {
+      if (btilde[j] == 0.0) continue;
+      const double wj = btilde[j];
+      const double* kj = k + size_t(j) * k_stride + x0;
+      ESI_LANES for (int l = 0; l < L; ++l) e[l] += wj * kj[l];
+    }
+    const double at = atol[i];
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const double m1 = std::abs(u1[x0 + l]);
+      const double w = e[l] / (at + rtol * std::max(std::abs(u0[x0 + l]), m1));
+      sum[l] += w * w;
+      bad[l] = m1 <= kLargest ? bad[l] : 1.0;
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    out[l] = std::sqrt(sum[l] / double(n));
+    nonfinite[l] = bad[l] != 0.0 ? 1 : 0;
+  }
+}
+
+template <int L>
+[[gnu::always_inline]] inline void select(size_t n, const std::uint8_t* take, const double* from,
+                                          double* to) {
+  // A bitwise blend (all-ones mask: from's bits, else to's): branch-free, so it vectorizes,
+  // where a per-lane conditional copy stayed a scalar loop with a branch per lane.
+  std::uint64_t mask[L];
+  for (int l = 0; l < L; ++l) mask[l] = take[l] != 0 ? ~std::uint64_t(0) : 0;
+  for (size_t x0 = 0; x0 < n * L; x0 += L) {
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const std::uint64_t a = std::bit_cast<std::uint64_t>(from[x0 + l]);
+      const std::uint64_t b = std::bit_cast<std::uint64_t>(to[x0 + l]);
+      to[x0 + l] = std::bit_cast<double>((a & mask[l]) | (b & ~mask[l]));
+    }
+  }
+}
+
 #define ESI_LANE_OPS_KERNELS(T, L)                                                             \
   ESI_LU_CLONES void combination_##T##_##L(size_t n, const double* base, const double* k,     \
                                            size_t ks, const double* w, int count,             \
@@ -96,6 +157,16 @@ template <int L>
                                            const double* u1, const double* atol, double rtol, \
                                            double* out, std::uint8_t* nonfinite) {            \
     error_norms<L>(n, e, u0, u1, atol, rtol, out, nonfinite);                                 \
+  }                                                                                           \
+  ESI_LU_CLONES void step_end_##T##_##L(size_t n, const double* u0, const double* k, size_t ks, \
+                                        const double* b, const double* bt, int stages,        \
+                                        const double* atol, double rtol, double* u1,          \
+                                        double* out, std::uint8_t* nonfinite) {               \
+    step_end<L>(n, u0, k, ks, b, bt, stages, atol, rtol, u1, out, nonfinite);                 \
+  }                                                                                           \
+  ESI_LU_CLONES void select_##T##_##L(size_t n, const std::uint8_t* take, const double* from, \
+                                      double* to) {                                           \
+    select<L>(n, take, from, to);                                                             \
   }
 ESI_LU_ALL_WIDTHS(ESI_LANE_OPS_KERNELS, double)
 
@@ -115,6 +186,17 @@ void lane_stage_rhs(size_t n, int lanes, const double* f, const double* ft, cons
 void lane_error_norms(size_t n, int lanes, const double* e, const double* u0, const double* u1,
                       const double* atol, double rtol, double* out, std::uint8_t* nonfinite) {
   ESI_LU_DISPATCH(error_norms, double, lanes, n, e, u0, u1, atol, rtol, out, nonfinite)
+}
+
+void lane_step_end(size_t n, int lanes, const double* u0, const double* k, size_t k_stride,
+                   const double* b, const double* btilde, int stages, const double* atol,
+                   double rtol, double* u1, double* out, std::uint8_t* nonfinite) {
+  ESI_LU_DISPATCH(step_end, double, lanes, n, u0, k, k_stride, b, btilde, stages, atol, rtol, u1,
+                  out, nonfinite)
+}
+
+void lane_select(size_t n, int lanes, const std::uint8_t* take, const double* from, double* to) {
+  ESI_LU_DISPATCH(select, double, lanes, n, take, from, to)
 }
 
 }  // namespace esi::linalg

@@ -41,9 +41,15 @@ namespace {
 
 using std::size_t;
 
-template <class T, int L>
+// Shifted: v holds J in factor storage (0 at fill), and row k becomes shift I - J in the
+// row-maximum pass just before its elimination: -J_ij, and -J_ii + s at the diagonal, the
+// values assemble_shifted writes. Fill starts at -0 here and at +0 there; the two agree
+// after the first nonzero update (z - p == -p for either zero), so they can differ only in
+// the sign of a zero that no nonzero product ever reached.
+template <class T, int L, bool Shifted>
 [[gnu::always_inline]] inline int factor_lanes(const SparseLuPlan& plan, T* v,
-                                               std::uint8_t* lane_failed, T tiny) {
+                                               std::uint8_t* lane_failed, T tiny,
+                                               const T* shift) {
   constexpr T kLargest = std::numeric_limits<T>::max();
   const int n = plan.n;
   const int* row_ptr = plan.row_ptr.data();
@@ -57,7 +63,14 @@ template <class T, int L>
     T rowmax[L], nonfinite[L];  // nonfinite: 0, or NaN once an entry was inf or NaN
     ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
     for (int q = row_ptr[k]; q < row_ptr[k + 1]; ++q) {
-      const T* a = v + static_cast<size_t>(q) * L;
+      T* a = v + static_cast<size_t>(q) * L;
+      if constexpr (Shifted) {
+        if (q == diag[k]) {
+          ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l] + shift[l];
+        } else {
+          ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l];
+        }
+      }
       ESI_LANES for (int l = 0; l < L; ++l) {
         const T m = std::abs(a[l]);
         rowmax[l] = m > rowmax[l] ? m : rowmax[l];
@@ -95,7 +108,11 @@ template <class T, int L>
 
 #define ESI_LU_FACTOR_KERNEL(T, L)                                                            \
   ESI_LU_CLONES int factor_##T##_##L(const SparseLuPlan& p, T* v, std::uint8_t* f, T tiny) { \
-    return factor_lanes<T, L>(p, v, f, tiny);                                                 \
+    return factor_lanes<T, L, false>(p, v, f, tiny, nullptr);                                 \
+  }                                                                                           \
+  ESI_LU_CLONES int factor_shifted_##T##_##L(const SparseLuPlan& p, T* v, std::uint8_t* f,   \
+                                             T tiny, const T* s) {                            \
+    return factor_lanes<T, L, true>(p, v, f, tiny, s);                                        \
   }
 ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, double)
 ESI_LU_ALL_WIDTHS(ESI_LU_FACTOR_KERNEL, float)
@@ -109,7 +126,30 @@ int factor_dispatch(const SparseLuPlan& p, float* v, int lanes, std::uint8_t* f,
   return 0;
 }
 
+int factor_shifted_dispatch(const SparseLuPlan& p, double* v, int lanes, std::uint8_t* f,
+                            double tiny, const double* s) {
+  ESI_LU_DISPATCH(factor_shifted, double, lanes, p, v, f, tiny, s)
+  return 0;
+}
+int factor_shifted_dispatch(const SparseLuPlan& p, float* v, int lanes, std::uint8_t* f,
+                            float tiny, const float* s) {
+  ESI_LU_DISPATCH(factor_shifted, float, lanes, p, v, f, tiny, s)
+  return 0;
+}
+
 }  // namespace
+
+template <class T>
+int lu_factor_shifted(const SparseLuPlan& plan, T* values, const T* shift, int lanes,
+                      std::span<std::uint8_t> lane_failed, T tiny) {
+  ESI_ASSERT(lanes >= 1 && lane_failed.size() >= static_cast<size_t>(lanes));
+  return factor_shifted_dispatch(plan, values, lanes, lane_failed.data(), tiny, shift);
+}
+
+template int lu_factor_shifted<double>(const SparseLuPlan&, double*, const double*, int,
+                                       std::span<std::uint8_t>, double);
+template int lu_factor_shifted<float>(const SparseLuPlan&, float*, const float*, int,
+                                      std::span<std::uint8_t>, float);
 
 template <class T>
 int lu_factor(const SparseLuPlan& plan, T* values, int lanes, std::span<std::uint8_t> lane_failed,

@@ -266,6 +266,13 @@ ScatterPlan plan_lane_dense(const OperatorJacobian& jac) {
   return p;
 }
 
+OperatorJacobian scalar_operator_jacobian(std::string op, kernel::JacobianProgram program,
+                                          const kernel::CompileOptions& options) {
+  OperatorJacobian out{std::move(op), false, std::move(program), {}, {}, 0, options};
+  out.fingerprint = fingerprint_of(out);
+  return out;
+}
+
 ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLuPlan& lu) {
   require_scalar_form(jac, LayoutKind::LaneSparse);
   if (lu.n != static_cast<int>(jac.n()))

@@ -505,3 +505,55 @@ TEST(SparseLu, AssembleShiftedWritesShiftMinusJacobian) {
 }
 
 }  // namespace
+
+namespace {
+
+// (9) lu_factor_shifted on J in factor storage (0 at fill) gives what assemble_shifted +
+// lu_factor give: the same failed lanes and equal entries, with the same bits wherever the
+// entry is not zero (a fill entry starts at -0 instead of +0; see lu_factor.cpp).
+template <class T>
+void expect_shifted_factor_matches(int lanes) {
+  SCOPED_TRACE("lanes=" + std::to_string(lanes) + (sizeof(T) == 4 ? " float" : " double"));
+  const Pattern p = random_pattern(30, 0.12, 91, /*with_diagonal=*/false);
+  const auto plan = plan_sparse_lu(p);
+  ASSERT_GT(plan.fill, 0u);
+  std::mt19937 rng(92);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> jac(p.col.size() * lanes), shift(lanes);
+  for (auto& x : jac) x = T(u(rng));
+  for (int l = 0; l < lanes; ++l) shift[l] = T(40 + 7 * l);
+  // Exact zeros in J (a dark cell's photolysis terms); a NaN in the last lane; lane 1 all
+  // zero with no shift (a zero pivot).
+  for (std::size_t j = 0; j < p.col.size(); j += 5) jac[j * lanes] = T(0);
+  if (lanes > 1) jac[lanes + lanes - 1] = std::numeric_limits<T>::quiet_NaN();
+  if (lanes > 2) {
+    shift[1] = T(0);
+    for (std::size_t j = 0; j < p.col.size(); ++j) jac[j * lanes + 1] = T(0);
+  }
+  LaneVector<T> assembled(plan.nonzeros() * lanes), direct(plan.nonzeros() * lanes, T(0));
+  assemble_shifted<T>(plan, jac.data(), shift.data(), assembled.data(), lanes);
+  for (std::size_t j = 0; j < p.col.size(); ++j)
+    for (int l = 0; l < lanes; ++l) direct[plan.from_input[j] * lanes + l] = jac[j * lanes + l];
+  std::vector<std::uint8_t> failed_a(lanes, 9), failed_d(lanes, 7);
+  const int na = lu_factor<T>(plan, assembled.data(), lanes, failed_a);
+  const int nd = lu_factor_shifted<T>(plan, direct.data(), shift.data(), lanes, failed_d);
+  EXPECT_EQ(na, nd);
+  EXPECT_EQ(failed_a, failed_d);
+  EXPECT_EQ(na, (lanes > 1 ? 1 : 0) + (lanes > 2 ? 1 : 0));
+  for (std::size_t q = 0; q < plan.nonzeros(); ++q)
+    for (int l = 0; l < lanes; ++l) {
+      if (failed_a[l]) continue;  // a failed lane's values are unspecified
+      const T a = assembled[q * lanes + l], d = direct[q * lanes + l];
+      EXPECT_TRUE(a == d && (a == T(0) || std::memcmp(&a, &d, sizeof(T)) == 0))
+          << "entry " << q << " lane " << l << ": " << a << " vs " << d;
+    }
+}
+
+}  // namespace
+
+TEST(SparseLu, ShiftedFactorFormsAndFactorsLikeAssembleShifted) {
+  for (int lanes : kLuLaneWidths) {
+    expect_shifted_factor_matches<double>(lanes);
+    expect_shifted_factor_matches<float>(lanes);
+  }
+}

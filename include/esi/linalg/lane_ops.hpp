@@ -26,6 +26,20 @@ void lane_stage_rhs(std::size_t n, int lanes, const double* f, const double* ft,
                     std::size_t k_stride, const double* c, int count, const double* coef,
                     const double* scale, double* out);
 
+/// The end of a Rosenbrock step in one pass: with b (non-null), u1 = u0 + sum_j b[j] k_j as
+/// lane_combination writes it (else u1 is read as given); the error estimate e = sum_j
+/// btilde[j] k_j (lane_combination without base, not stored) and its lane_error_norms into
+/// out / nonfinite, the same bits as those calls in sequence.
+void lane_step_end(std::size_t n, int lanes, const double* u0, const double* k,
+                   std::size_t k_stride, const double* b, const double* btilde, int stages,
+                   const double* atol, double rtol, double* u1, double* out,
+                   std::uint8_t* nonfinite);
+
+/// to[i * lanes + l] = from[i * lanes + l] for the lanes l with take[l] != 0, over n entries
+/// (the other lanes keep theirs): a lane pool's accepted steps, copied all at once.
+void lane_select(std::size_t n, int lanes, const std::uint8_t* take, const double* from,
+                 double* to);
+
 /// Hairer's weighted RMS per lane: out[l] = sqrt(sum_i w_i^2 / n) with w_i = e_i / (atol[i] +
 /// rtol * max(|u0_i|, |u1_i|)), summed in i order; nonfinite[l] = 1 where some u1_i is inf or
 /// NaN, else 0.

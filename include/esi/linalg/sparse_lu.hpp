@@ -111,6 +111,14 @@ template <class T>
 int lu_factor(const SparseLuPlan& plan, T* values, int lanes, std::span<std::uint8_t> lane_failed,
               T tiny = T(1e-14));
 
+/// lu_factor of M = shift[l] * I - J, formed in place: `values` holds J in factor storage
+/// (entry q of lane l at values[q * lanes + l], 0 at fill and at diagonals J lacks: the
+/// layout plan::plan_lane_sparse's value program writes). The same bits as assemble_shifted
+/// followed by lu_factor, without the zeroing and scatter passes (each row is negated and
+/// shifted in the pass that takes its largest magnitude).
+template <class T>
+int lu_factor_shifted(const SparseLuPlan& plan, T* values, const T* shift, int lanes,
+                      std::span<std::uint8_t> lane_failed, T tiny = T(1e-14));
 /// Solves (LU) x = b in place for every lane: x holds b on entry, n * lanes entries, entry i
 /// (ORIGINAL index) of lane l at x[i * lanes + l]; the permutation is applied internally.
 template <class T>

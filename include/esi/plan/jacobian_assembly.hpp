@@ -72,6 +72,13 @@ struct OperatorJacobian {
 OperatorJacobian compile_operator_jacobian(const esm::System& system, const Plan& plan, const Operator& op,
                                            const kernel::CompileOptions& options = {});
 
+/// The scalar form of a Jacobian compiled without a plan (a lane pool's cell model, whose
+/// system is one cell's equations with its per-cell constants hoisted): `program` with every
+/// state as a row, named `op`, so the lane layouts below apply to it. `options`: what the
+/// program was compiled with (a LaneSparse plan compiles its own value program with them).
+OperatorJacobian scalar_operator_jacobian(std::string op, kernel::JacobianProgram program,
+                                          const kernel::CompileOptions& options);
+
 enum class LayoutKind { LaneDense, LaneSparse, Csr, ColumnBanded };
 const char* layout_name(LayoutKind k);
 
