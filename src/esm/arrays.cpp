@@ -21,6 +21,7 @@
 #include "esi/core/error.hpp"
 #include "esi/expr/parse.hpp"
 #include "esm/flatten_internal.hpp"
+#include "esm/sphere_polygon.hpp"
 
 namespace esi::esm {
 
@@ -1201,29 +1202,44 @@ class Expander {
     return true;
   }
 
-  /// The planar overlap area of two polygons: Sutherland-Hodgman clipping of one by the other
-  /// (which must be convex) and the shoelace area of the clip ring.
+  /// Whether a geometry leaf's `manifold` is the unit sphere (great-circle edges, lon-lat in
+  /// degrees, areas in sr) rather than the plane; 'geodesic' (ellipsoidal edges) is refused.
+  bool on_sphere(NodeId e, const char* op) {
+    const std::string manifold = attrs(e).value("manifold", std::string());
+    if (manifold == "planar") return false;
+    if (manifold == "spherical") return true;
+    fail("unsupported_array_feature", std::string("'") + op + "' on the '" + manifold +
+                                          "' manifold is not supported yet (only 'planar' and 'spherical')");
+  }
+
+  /// The overlap area of two polygons: Sutherland-Hodgman clipping of one by the other (which
+  /// must be convex), then the shoelace area of the clip ring, or on the sphere its spherical
+  /// excess (steradians).
   NodeId polygon_intersection_area(NodeId e) {
-    const json& attrs = this->attrs(e);
-    const std::string manifold = attrs.value("manifold", std::string());
-    if (manifold != "planar")
-      fail("unsupported_array_feature",
-           "'polygon_intersection_area' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const bool spherical = on_sphere(e, "polygon_intersection_area");
     const std::vector<NodeId> args = args_of(e);
     if (args.size() != 2) fail("invalid_polygon", "'polygon_intersection_area' takes two polygons");
-    const auto subject = clipped(args[0], args[1], "polygon_intersection_area");
-    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
+    const auto subject = clipped(args[0], args[1], "polygon_intersection_area", spherical);
+    const double area = subject.size() < 3 ? 0.0 : spherical ? sphere::area(subject) : std::abs(signed_area(subject));
     return pool_.number(area, false);
   }
 
-  /// The planar overlap of two polygon operands (spec §8.6.1: deduplicated rings of at least 3
+  /// The overlap of two polygon operands (spec §8.6.1: deduplicated rings of at least 3
   /// vertices): the first clipped by the second, Sutherland-Hodgman, one of them convex.
-  std::vector<std::array<double, 2>> clipped(NodeId first, NodeId second, const char* op) {
+  std::vector<std::array<double, 2>> clipped(NodeId first, NodeId second, const char* op, bool spherical) {
     auto a = deduplicated(polygon_operand(first, "first", op));
     auto b = deduplicated(polygon_operand(second, "second", op));
     for (const auto* ring : {&a, &b})
       if (ring->size() < 3)
         fail("invalid_polygon", std::string("a polygon of '") + op + "' has fewer than 3 distinct vertices");
+    if (spherical) {
+      auto ring = sphere::clip(a, b);
+      if (!ring)
+        fail("unsupported_array_feature",
+             std::string("'") + op + "' on the sphere of two polygons neither of which is convex, or of a "
+                                     "polygon wider than a hemisphere, is not supported yet");
+      return *ring;
+    }
     if (!convex(b)) std::swap(a, b);
     if (!convex(b))
       fail("unsupported_array_feature",
@@ -1563,6 +1579,26 @@ class Expander {
     std::vector<expr::StrId> order;
     symbols_in_order(body, order);
     if (filter != expr::kNoNode) symbols_in_order(filter, order);
+    // A repeated output index (["g", "g"]): §4.3.1 defines result[O] with each index taking
+    // each value of its range, which names only the diagonal, and gives the repetition no
+    // other meaning. Each axis is read here on its own, against the index's range (so a body
+    // that does not read the index, a constant fill, is the same on every cell); a body that
+    // reads it at a cell where the axes disagree would see one of two values, and is refused.
+    for (std::size_t k = 0; k < out.size(); ++k)
+      for (std::size_t j = 0; j < k; ++j) {
+        if (!out[k].is_string() || out[j] != out[k]) continue;
+        const expr::StrId id = pool_.intern("$" + out[k].get<std::string>());
+        if (std::find(order.begin(), order.end(), id) == order.end()) continue;
+        if (test(SVal{static_cast<double>(f.pos[j].v), f.pos[j].axis}, Op::Ne,
+                 SVal{static_cast<double>(f.pos[k].v), f.pos[k].axis}))
+          fail("array_shape_mismatch",
+               "the output index '" + out[k].get<std::string>() + "' appears on output axes " +
+                   std::to_string(j + 1) + " and " + std::to_string(k + 1) +
+                   " and the body reads it, but this cell has it at " + std::to_string(f.pos[j].v) +
+                   " on one and " + std::to_string(f.pos[k].v) +
+                   " on the other: a repeated output index names the diagonal only (spec "
+                   "§4.3.1); give each axis its own index");
+      }
     for (auto it = ranges.begin(); it != ranges.end(); ++it) {
       const expr::StrId id = pool_.intern("$" + it.key());
       if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
@@ -1960,19 +1996,17 @@ class Expander {
     return reduced(terms, reduce);
   }
 
-  /// The overlap ring of an `intersect_polygon` (planar): distinct vertices, counter-clockwise,
+  /// The overlap ring of an `intersect_polygon`: distinct vertices, counter-clockwise,
   /// starting at the lowest-leftmost one, closed by repeating it; empty when the polygons do
   /// not overlap in an area.
   std::vector<std::array<double, 2>> intersection_ring(NodeId e) {
-    const std::string manifold = attrs(e).value("manifold", std::string());
-    if (manifold != "planar")
-      fail("unsupported_array_feature",
-           "'intersect_polygon' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const bool spherical = on_sphere(e, "intersect_polygon");
     const std::vector<NodeId> args = args_of(e);
     if (args.size() != 2) fail("invalid_polygon", "'intersect_polygon' takes two polygons");
-    auto ring = deduplicated(clipped(args[0], args[1], "intersect_polygon"));
+    auto ring = deduplicated(clipped(args[0], args[1], "intersect_polygon", spherical));
     if (ring.size() < 3) return {};
-    if (signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
+    // (the spherical clip already turns the ring counter-clockwise seen from outside)
+    if (!spherical && signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
     const auto lowest = std::min_element(ring.begin(), ring.end(), [](const auto& a, const auto& b) {
       return a[1] < b[1] || (a[1] == b[1] && a[0] < b[0]);
     });

@@ -4,6 +4,7 @@
 // sorted order of the keys, or an `intersect_polygon` ring (spec §8.6.1) — and `rank`, the
 // dense 0-based id of a member. Every expected value is worked out by hand beside it.
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -159,7 +160,7 @@ TEST(DerivedIndexSet, ABinSkolemJoinGivesTheCandidatePairs) {
 
 // ---- the intersect_polygon ring ----
 
-std::string ring_doc(const std::string& a, const std::string& b) {
+std::string ring_doc(const std::string& a, const std::string& b, const std::string& manifold = "planar") {
   return array_doc(
       R"({"va": {"kind": "interval", "size": 4}, "vb": {"kind": "interval", "size": )" +
           std::to_string(std::count(b.begin(), b.end(), '[') - 1) + R"(},
@@ -170,7 +171,7 @@ std::string ring_doc(const std::string& a, const std::string& b) {
       R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
           {"lhs": "a", "rhs": {"op": "const", "args": [], "value": )" + a + R"(}},
           {"lhs": "b", "rhs": {"op": "const", "args": [], "value": )" + b + R"(}},
-          {"lhs": "clip", "rhs": {"op": "intersect_polygon", "id": "clip", "manifold": "planar", "args": ["a", "b"]}},
+          {"lhs": "clip", "rhs": {"op": "intersect_polygon", "id": "clip", "manifold": ")" + manifold + R"(", "args": ["a", "b"]}},
           {"lhs": "area", "rhs": {"op": "aggregate", "args": [], "output_idx": [], "ranges": {"v": {"from": "ring"}},
             "expr": {"op": "*", "args": [0.5, {"op": "-", "args": [
               {"op": "*", "args": [{"op": "index", "args": ["clip", "v", 1]},
@@ -204,6 +205,25 @@ TEST(DerivedIndexSet, ATriangularOverlapAndNoOverlap) {
   Flat none(ring_doc("[[0,0],[1,0],[1,1],[0,1]]", "[[5,5],[6,5],[6,6],[5,6]]"));
   EXPECT_EQ(none.sys.index_sets.at("ring"), 0);
   EXPECT_EQ(none.observed().at("M.area"), 0.0);
+}
+
+TEST(DerivedIndexSet, TheSphericalIntersectionRingKeepsTheVerticesItWasGiven) {
+  // The octant (0,0), (90,0), (0,90) (padded to 4 vertices) against the octant turned 45
+  // degrees east: the triangle (45,0), (90,0), (0,90), counter-clockwise seen from outside
+  // (the equator eastward, then up to the pole), from its lowest-leftmost vertex, closed: 4
+  // members. The pole and (90,0) are vertices of the operands and come back exactly; (45,0)
+  // is where the equator crosses the meridian 45, computed.
+  Flat f(ring_doc("[[0,0],[90,0],[0,90],[0,90]]", "[[45,0],[135,0],[45,90]]", "spherical"));
+  ASSERT_EQ(f.sys.index_sets.at("ring"), 4);
+  const auto env = f.observed();
+  EXPECT_NEAR(env.at("M.clip[1,1]"), 45.0, 1e-12);
+  EXPECT_NEAR(env.at("M.clip[1,2]"), 0.0, 1e-12);
+  EXPECT_EQ(env.at("M.clip[2,1]"), 90.0);
+  EXPECT_EQ(env.at("M.clip[2,2]"), 0.0);
+  EXPECT_EQ(env.at("M.clip[3,1]"), 0.0);
+  EXPECT_EQ(env.at("M.clip[3,2]"), 90.0);
+  EXPECT_EQ(env.at("M.clip[4,1]"), env.at("M.clip[1,1]"));
+  EXPECT_EQ(env.at("M.clip[4,2]"), env.at("M.clip[1,2]"));
 }
 
 // ---- the producer's output declared without a shape, an index set among the args ----
@@ -268,6 +288,30 @@ TEST(LiftingMean, AZeroDTargetReadsTheSpatialMeanOfItsArraySource) {
     "coupling": [{"type": "variable_map", "from": "G.x", "to": "S.p", "transform": "param_to_var", "lifting": "mean"}]})";
   Flat f(text);
   EXPECT_EQ(f.observed().at("S.y"), 6.0);
+}
+
+// ---- the coupled wildfire document: a conservative regrid and unknowns held at their ic ----
+
+TEST(ConservativeRegrid, TheWildfireOceanReadsTheAtmosphereFluxRegriddedByArea) {
+  // Atmosphere cells [0,1], [1,2], [2,3], [3,4] (x [0,1]) carry 50, 150, 250, 350; ocean cells
+  // [0,2], [2,3.5], [3.5,4]. Area-weighted means: (50 + 150) / 2 = 100, (250 + 0.5 * 350) / 1.5
+  // = 283.33.., and 350 (half of atmosphere cell 4); D(SST) = flux / 4.18e6. wind_u, wind_v and
+  // u_ocean have only their ic (0): held there, D = 0.
+  const auto corpus = esi::testing::corpus_dir();
+  if (corpus.empty()) GTEST_SKIP() << "corpus not found (set ESI_CORPUS)";
+  std::ifstream in(corpus / "EarthSciAST-tests/valid/wildfire_atmosphere_ocean.esm");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Flat f(text);
+  std::map<std::string, double> u;
+  for (const auto& v : f.sys.states) u[v.name] = 1.0;
+  const auto du = f.rhs(u);
+  const std::vector<double> flux{100.0, 850.0 / 3.0, 350.0};
+  for (int o = 1; o <= 3; ++o) {
+    EXPECT_NEAR(du.at("OceanDynamics.SST[" + std::to_string(o) + "]"), flux[o - 1] / 4.18e6, 1e-15) << o;
+    EXPECT_EQ(du.at("OceanDynamics.u_ocean[" + std::to_string(o) + "]"), 0.0) << o;
+  }
+  EXPECT_EQ(du.at("AtmosphericDynamics.wind_u"), 0.0);
+  EXPECT_EQ(du.at("AtmosphericDynamics.wind_v"), 0.0);
 }
 
 // ---- skolem bin keys pruning an argmin, the coordinates given as inputs ----
