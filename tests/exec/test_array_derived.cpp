@@ -312,6 +312,13 @@ TEST(ConservativeRegrid, TheWildfireOceanReadsTheAtmosphereFluxRegriddedByArea) 
   }
   EXPECT_EQ(du.at("AtmosphericDynamics.wind_u"), 0.0);
   EXPECT_EQ(du.at("AtmosphericDynamics.wind_v"), 0.0);
+  // The tendencies are constant, so SST(3600) = 290 + 3600 D(SST): the values the document's
+  // own test expects. That test runs OceanDynamics alone (spec §6.6: tests do not reach across
+  // couplings), where flux_atmos keeps its default 0 and SST stays 290: `esi check` reports
+  // it as failed, a defect of the document, not of the regrid.
+  const std::vector<double> expected{290.0861244019, 290.2440191388, 290.3014354067};
+  for (int o = 1; o <= 3; ++o)
+    EXPECT_NEAR(290.0 + 3600.0 * du.at("OceanDynamics.SST[" + std::to_string(o) + "]"), expected[o - 1], 1e-9) << o;
 }
 
 // ---- skolem bin keys pruning an argmin, the coordinates given as inputs ----
