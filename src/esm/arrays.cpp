@@ -2007,9 +2007,14 @@ class Expander {
     if (ring.size() < 3) return {};
     // (the spherical clip already turns the ring counter-clockwise seen from outside)
     if (!spherical && signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
-    const auto lowest = std::min_element(ring.begin(), ring.end(), [](const auto& a, const auto& b) {
-      return a[1] < b[1] || (a[1] == b[1] && a[0] < b[0]);
-    });
+    // The lowest latitude, and among the vertices level with it (equal under the §8.6.1
+    // point tolerance: crossing points carry rounding) the westernmost.
+    double low = ring[0][1];
+    for (const auto& p : ring) low = std::min(low, p[1]);
+    auto lowest = ring.end();
+    for (auto it = ring.begin(); it != ring.end(); ++it)
+      if (std::abs((*it)[1] - low) <= 1e-8 + 1e-5 * std::abs(low) && (lowest == ring.end() || (*it)[0] < (*lowest)[0]))
+        lowest = it;
     std::rotate(ring.begin(), lowest, ring.end());
     ring.push_back(ring.front());
     return ring;

@@ -112,8 +112,14 @@ std::optional<std::vector<LonLat>> clip(const std::vector<LonLat>& a, const std:
   }
   // Sutherland-Hodgman keeps the subject's orientation: turn it the window's way.
   if (subject.size() >= 3 && orientation(subject, centre) < 0) std::reverse(subject.begin(), subject.end());
+  // One branch of longitude for the whole ring (an operand may write 190 where the other
+  // writes -170); a vertex already on it keeps its bits (the shift is 0).
   std::vector<LonLat> out;
-  for (const auto& v : subject) out.push_back(v.ll);
+  for (const auto& v : subject) {
+    LonLat ll = v.ll;
+    ll[0] += 360.0 * std::round((near_lon - ll[0]) / 360.0);
+    out.push_back(ll);
+  }
   return out;
 }
 

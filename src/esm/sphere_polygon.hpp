@@ -16,7 +16,8 @@ using LonLat = std::array<double, 2>;  ///< degrees east, degrees north
 /// convex on the sphere: Sutherland-Hodgman clipping of the other by the great-circle half
 /// spaces of its edges. nullopt when neither is convex (or a ring spans more than a
 /// hemisphere, where "inside" is ambiguous). The ring comes back counter-clockwise seen from
-/// outside the sphere, its longitudes within 180 degrees of the first operand's first vertex;
+/// outside the sphere, every longitude within 180 degrees of the first operand's first vertex
+/// (the operands' vertices otherwise as written, crossing points computed);
 /// empty or shorter than 3 when the overlap has no area.
 std::optional<std::vector<LonLat>> clip(const std::vector<LonLat>& a, const std::vector<LonLat>& b);
 

@@ -224,6 +224,16 @@ TEST(DerivedIndexSet, TheSphericalIntersectionRingKeepsTheVerticesItWasGiven) {
   EXPECT_EQ(env.at("M.clip[3,2]"), 90.0);
   EXPECT_EQ(env.at("M.clip[4,1]"), env.at("M.clip[1,1]"));
   EXPECT_EQ(env.at("M.clip[4,2]"), env.at("M.clip[1,2]"));
+  // Across the antimeridian: the cell 178..172 degrees west inside the one from 170 east to
+  // 190 is the overlap, its longitudes on the first operand's branch (182..188, not -178..-172).
+  Flat am(ring_doc("[[170,-10],[190,-10],[190,10],[170,10]]", "[[-178,-2],[-172,-2],[-172,2],[-178,2]]", "spherical"));
+  ASSERT_EQ(am.sys.index_sets.at("ring"), 5);
+  const auto at = am.observed();
+  const std::vector<std::pair<double, double>> ring{{182, -2}, {188, -2}, {188, 2}, {182, 2}, {182, -2}};
+  for (int v = 1; v <= 5; ++v) {
+    EXPECT_NEAR(at.at("M.clip[" + std::to_string(v) + ",1]"), ring[v - 1].first, 1e-9) << v;
+    EXPECT_NEAR(at.at("M.clip[" + std::to_string(v) + ",2]"), ring[v - 1].second, 1e-9) << v;
+  }
 }
 
 // ---- the producer's output declared without a shape, an index set among the args ----
