@@ -276,6 +276,25 @@ TEST(PolygonIntersectionArea, SphericalOverlapsByGirardAndLHuilier) {
   EXPECT_EQ(overlap(kOctant, "[[100,10],[120,10],[120,20],[100,20]]", "spherical"), 0.0);
 }
 
+TEST(PolygonIntersectionArea, SphericalFanCellsSharingEdgesByGirard) {
+  // A fan from E = (0,0), the pole of the meridian lon = 90 (every arc from E meets it at a
+  // right angle): the triangle E, (90,a), (90,b) has angles b - a, 90, 90, so its area is
+  // b - a in radians. The fine cells are 15 degrees, the coarse ones 30.
+  auto cell = [](int a, int b, bool padded) {
+    const std::string t = "[[0,0],[90," + std::to_string(a) + "],[90," + std::to_string(b) + "]";
+    return t + (padded ? ",[90," + std::to_string(b) + "]]" : "]");
+  };
+  const double deg = M_PI / 180;
+  // A fine cell inside a coarse one (two edges on the coarse one's): all of it, pi/12.
+  EXPECT_NEAR(overlap(cell(15, 30, true), cell(0, 30, false), "spherical"), 15 * deg, 1e-14);
+  EXPECT_NEAR(overlap(cell(0, 15, true), cell(0, 30, false), "spherical"), 15 * deg, 1e-14);
+  // Neighbours sharing only the arc from E to (90,30): no area.
+  EXPECT_NEAR(overlap(cell(30, 45, true), cell(0, 30, false), "spherical"), 0.0, 1e-14);
+  // The coarse cell against itself, and the whole fan against a coarse cell.
+  EXPECT_NEAR(overlap(cell(30, 60, true), cell(30, 60, false), "spherical"), 30 * deg, 1e-14);
+  EXPECT_NEAR(overlap(cell(0, 60, true), cell(30, 60, false), "spherical"), 30 * deg, 1e-14);
+}
+
 TEST(PolygonIntersectionAreaHostile, DegenerateRingsAndOtherManifoldsAreLocatedErrors) {
   auto [code, pointer] = refusal(overlap_doc("[[0,0],[1,1],[1,1],[0,0]]", "[[1,1],[3,1],[3,3],[1,3]]"));
   EXPECT_EQ(code, "invalid_polygon");
