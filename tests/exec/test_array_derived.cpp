@@ -282,6 +282,114 @@ TEST(DerivedIndexSet, AnUnshapedProducerOutputIsAnArrayOverItsSet) {
   EXPECT_EQ(env.at("M.count"), 2.0);
 }
 
+// ---- ragged index sets (schema IndexSet kind "ragged": offsets = size per parent, values =
+// the k-th member; a range {"from": S, "of": [i]} iterates the members of S at i) ----
+//
+// Two cells with 3 and 4 edges: edges_on_cell = [[1,2,3,0],[2,4,5,6]] (the 0 is padding past
+// cell 1's count and must never be read: dc[0] does not exist). dc = 1..6, dv = 10..60 over the
+// 6 edges. area_eff[i] = 1/4 sum over the edges e of cell i of dc[e] dv[e]:
+//   cell 1: (1*10 + 2*20 + 3*30) / 4 = 140 / 4 = 35
+//   cell 2: (2*20 + 4*40 + 5*50 + 6*60) / 4 = 810 / 4 = 202.5
+// and the number of edges of each cell, a sum of 1 over them: 3 and 4.
+std::string ragged_mesh(const std::string& counts = "[3, 4]", const std::string& range_of = R"(, "of": ["i"])",
+                        const std::string& offsets = "n_edges_on_cell") {
+  return array_doc(
+      R"({"cells": {"kind": "interval", "size": 2}, "local_edges": {"kind": "interval", "size": 4},
+          "edges": {"kind": "interval", "size": 6},
+          "edges_of_cell": {"kind": "ragged", "of": ["cells"], "offsets": ")" + offsets + R"(", "values": "edges_on_cell"}})",
+      R"({"s": {"type": "unknown", "default": 0.0},
+          "n_edges_on_cell": {"type": "unknown", "shape": ["cells"]},
+          "edges_on_cell": {"type": "unknown", "shape": ["cells", "local_edges"]},
+          "dc": {"type": "parameter", "shape": ["edges"]}, "dv": {"type": "parameter", "shape": ["edges"]},
+          "area_eff": {"type": "unknown", "shape": ["cells"]}, "n": {"type": "unknown", "shape": ["cells"]}})",
+      R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+          {"lhs": "n_edges_on_cell", "rhs": {"op": "const", "args": [], "value": )" + counts + R"(}},
+          {"lhs": "edges_on_cell", "rhs": {"op": "const", "args": [], "value": [[1,2,3,0],[2,4,5,6]]}},
+          {"lhs": {"op": "index", "args": ["area_eff", "i"]},
+           "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"],
+                   "ranges": {"i": {"from": "cells"}, "e": {"from": "edges_of_cell")" + range_of + R"(}},
+                   "expr": {"op": "*", "args": [0.25, {"op": "index", "args": ["dc", "e"]}, {"op": "index", "args": ["dv", "e"]}]}}},
+          {"lhs": {"op": "index", "args": ["n", "i"]},
+           "rhs": {"op": "aggregate", "args": [], "output_idx": ["i"],
+                   "ranges": {"i": {"from": "cells"}, "e": {"from": "edges_of_cell")" + range_of + R"(}},
+                   "expr": 1}}])");
+}
+
+esi::esm::FlattenOptions edge_lengths() {
+  esi::esm::FlattenOptions fo;
+  fo.inputs = nlohmann::json::parse(R"({"M.dc": [1, 2, 3, 4, 5, 6], "M.dv": [10, 20, 30, 40, 50, 60]})");
+  return fo;
+}
+
+TEST(RaggedIndexSet, ASumOverTheEdgesOfEachCellReadsOnlyItsOwnMembers) {
+  Flat f(ragged_mesh(), edge_lengths());
+  const auto env = f.observed();
+  EXPECT_EQ(env.at("M.area_eff[1]"), 35.0);
+  EXPECT_EQ(env.at("M.area_eff[2]"), 202.5);
+  EXPECT_EQ(env.at("M.n[1]"), 3.0);
+  EXPECT_EQ(env.at("M.n[2]"), 4.0);
+  // A cell with no edges sums over nothing: 0.
+  Flat none(ragged_mesh("[0, 4]"), edge_lengths());
+  EXPECT_EQ(none.observed().at("M.area_eff[1]"), 0.0);
+  EXPECT_EQ(none.observed().at("M.area_eff[2]"), 202.5);
+}
+
+TEST(RaggedIndexSet, TheEdgesOfTwoTrianglesFromTheirVertexLists) {
+  // Faces {1,2,3} and {2,3,4} (the canonical 2-triangle mesh), vertices as a ragged set per
+  // face; the vertex pairs a < b of each face mint skolem(edge, a, b): (1,2) (1,3) (2,3) from
+  // the first, (2,3) (2,4) (3,4) from the second, so 5 distinct edges, sorted; `code` reads
+  // each as 10 a + b: 12, 13, 23, 24, 34.
+  const std::string producer = R"({"op": "aggregate", "id": "ID", "args": [], "semiring": "SEMIRING", "distinct": true,
+      "output_idx": ["m"],
+      "ranges": {"f": {"from": "faces"}, "a": {"from": "face_vertices", "of": ["f"]}, "b": {"from": "face_vertices", "of": ["f"]}},
+      "filter": {"op": "<", "args": ["a", "b"]},
+      "key": {"op": "skolem", "label": "edge", "args": ["a", "b"]},
+      "expr": BODY})";
+  auto make = [&](const std::string& id, const std::string& semiring, const std::string& body) {
+    std::string t = producer;
+    t.replace(t.find("ID"), 2, id);
+    t.replace(t.find("SEMIRING"), 8, semiring);
+    t.replace(t.find("BODY"), 4, body);
+    return t;
+  };
+  const std::string text = array_doc(
+      R"({"faces": {"kind": "interval", "size": 2}, "corners": {"kind": "interval", "size": 3},
+          "face_vertices": {"kind": "ragged", "of": ["faces"], "offsets": "n_verts", "values": "verts"},
+          "edges": {"kind": "derived", "from_faq": "edge_set"}, "coded": {"kind": "derived", "from_faq": "edge_code"}})",
+      R"({"s": {"type": "unknown", "default": 0.0},
+          "n_verts": {"type": "parameter", "shape": ["faces"], "default": 3},
+          "verts": {"type": "unknown", "shape": ["faces", "corners"]},
+          "exists": {"type": "unknown", "shape": ["edges"]}, "code": {"type": "unknown", "shape": ["coded"]}})",
+      R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+          {"lhs": "verts", "rhs": {"op": "const", "args": [], "value": [[1,2,3],[2,3,4]]}},
+          {"lhs": {"op": "index", "args": ["exists", "m"]}, "rhs": )" + make("edge_set", "bool_and_or", R"({"op": "true", "args": []})") + R"(},
+          {"lhs": {"op": "index", "args": ["code", "m"]}, "rhs": )" +
+          make("edge_code", "max_product", R"({"op": "+", "args": [{"op": "*", "args": [10, "a"]}, "b"]})") + "}]");
+  Flat f(text);
+  EXPECT_EQ(f.sys.index_sets.at("edges"), 5);
+  const auto env = f.observed();
+  const std::vector<double> codes{12, 13, 23, 24, 34};
+  for (int m = 1; m <= 5; ++m) {
+    EXPECT_EQ(env.at("M.exists[" + std::to_string(m) + "]"), 1.0) << m;
+    EXPECT_EQ(env.at("M.code[" + std::to_string(m) + "]"), codes[m - 1]) << m;
+  }
+}
+
+TEST(RaggedIndexSetHostile, MissingOrBadFactorsAreLocatedErrors) {
+  auto [code, pointer] = refusal(ragged_mesh("[3, 4]", ""), edge_lengths());  // no "of"
+  EXPECT_EQ(code, "invalid_range");
+  EXPECT_EQ(pointer, "/models/M/equations/3");
+  std::tie(code, pointer) = refusal(ragged_mesh("[3, 4]", R"(, "of": ["i"])", "nowhere"), edge_lengths());
+  EXPECT_EQ(code, "undefined_variable");
+  EXPECT_EQ(pointer, "/index_sets/edges_of_cell/offsets");
+  // 5 edges for cell 2, but edges_on_cell stores 4 per cell.
+  std::tie(code, pointer) = refusal(ragged_mesh("[3, 5]"), edge_lengths());
+  EXPECT_EQ(code, "invalid_ragged_set");
+  EXPECT_EQ(pointer, "/models/M/equations/3");
+  std::tie(code, pointer) = refusal(ragged_mesh("[3, 2.5]"), edge_lengths());
+  EXPECT_EQ(code, "invalid_ragged_set");
+}
+
 // ---- lifting "mean" ----
 
 TEST(LiftingMean, AZeroDTargetReadsTheSpatialMeanOfItsArraySource) {
