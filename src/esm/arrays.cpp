@@ -2096,9 +2096,12 @@ class Expander {
       --runtime_probe_;
       if (!deriving_.empty()) throw;
       fail("unsupported_array_feature",
-           "a 'skolem' key of " + why.name + ", a value known only while the model runs, is not "
-           "supported: keys are minted once, when the model is built (RFC semiring-faq §5.7), so "
-           "their arguments must be constants");
+           "a 'skolem' key of " + why.name +
+               (why.parameter ? ", a parameter with no value in the document (data a caller may supply, "
+                                "e.g. with --inputs),"
+                              : ", a value known only while the model runs,") +
+               " cannot be minted: keys are minted once, when the model is built (RFC semiring-faq "
+               "§5.7), so their arguments must be constants then");
     } catch (...) {
       --runtime_probe_;
       throw;

@@ -509,6 +509,12 @@ TEST(SkolemJoinHostile, WithoutTheCoordinatesTheKeysCannotBeMinted) {
   const auto [code, pointer] = refusal(nearest_binned());
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/1");  // point_bin's skolem
+  try {
+    Flat f(nearest_binned());
+  } catch (const esi::Error& e) {
+    EXPECT_NE(e.diagnostic().message.find("'M.px[1]', a parameter with no value in the document"), std::string::npos)
+        << e.diagnostic().message;
+  }
 }
 
 // ---- hostile input ----
