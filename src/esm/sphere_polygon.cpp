@@ -14,7 +14,9 @@ constexpr double kDegree = 3.14159265358979323846 / 180.0;
 Vec cross(const Vec& a, const Vec& b) {
   return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
 }
-double dot(const Vec& a, const Vec& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+double dot(const Vec& a, const Vec& b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 
 /// A vertex as a unit vector, with the lon-lat it was given as: vertices of the operands come
 /// back exactly as written, only crossing points are converted back from vectors.
@@ -56,7 +58,8 @@ bool in_hemisphere(const std::vector<Vertex>& ring, Vec& centre) {
 /// Positive when the ring runs counter-clockwise seen from outside, around `centre`.
 double orientation(const std::vector<Vertex>& ring, const Vec& centre) {
   double s = 0;
-  for (std::size_t i = 0; i < ring.size(); ++i) s += dot(cross(ring[i].p, ring[(i + 1) % ring.size()].p), centre);
+  for (std::size_t i = 0; i < ring.size(); ++i)
+    s += dot(cross(ring[i].p, ring[(i + 1) % ring.size()].p), centre);
   return s;
 }
 
@@ -75,7 +78,8 @@ bool convex(const std::vector<Vertex>& ring) {
 
 }  // namespace
 
-std::optional<std::vector<LonLat>> clip(const std::vector<LonLat>& a, const std::vector<LonLat>& b) {
+std::optional<std::vector<LonLat>> clip(const std::vector<LonLat>& a,
+                                        const std::vector<LonLat>& b) {
   std::vector<Vertex> subject = vertices(a), window = vertices(b);
   Vec centre_a{}, centre_b{};
   if (!in_hemisphere(subject, centre_a) || !in_hemisphere(window, centre_b)) return std::nullopt;
@@ -111,7 +115,8 @@ std::optional<std::vector<LonLat>> clip(const std::vector<LonLat>& a, const std:
     subject = std::move(kept);
   }
   // Sutherland-Hodgman keeps the subject's orientation: turn it the window's way.
-  if (subject.size() >= 3 && orientation(subject, centre) < 0) std::reverse(subject.begin(), subject.end());
+  if (subject.size() >= 3 && orientation(subject, centre) < 0)
+    std::reverse(subject.begin(), subject.end());
   // One branch of longitude for the whole ring (an operand may write 190 where the other
   // writes -170); a vertex already on it keeps its bits (the shift is 0).
   std::vector<LonLat> out;
