@@ -399,6 +399,7 @@ void BM_PpmLon(benchmark::State& state) {
 BENCHMARK(BM_RegionFrontEnd)
     ->Args({0, 7, 7, 7})
     ->Args({0, 72, 72, 72})
+    ->Args({0, 72, 46, 72})
     ->Args({1, 7, 7, 7})
     ->Args({1, 57, 17, 72})
     ->Unit(benchmark::kMillisecond)

@@ -21,6 +21,7 @@
 #include "esi/core/error.hpp"
 #include "esi/expr/parse.hpp"
 #include "esm/flatten_internal.hpp"
+#include "esm/sphere_polygon.hpp"
 
 namespace esi::esm {
 
@@ -997,6 +998,10 @@ class Expander {
   struct Range {
     std::int64_t start = 1, step = 1, stop = 0;
     std::string from;  ///< index-set name when given as {"from": set}
+    /// For {"from": S, "of": [i, ...]} over a ragged S: the enclosing indices whose members
+    /// it iterates (empty for every other range).
+    std::vector<expr::StrId> of;
+    bool ragged() const { return !of.empty(); }
     bool contains(std::int64_t v) const {
       return step > 0 ? v >= start && v <= stop && (v - start) % step == 0
                       : v <= start && v >= stop && (start - v) % (-step) == 0;
@@ -1015,6 +1020,23 @@ class Expander {
     Range out;
     if (r.is_object() && r.contains("from") && r["from"].is_string()) {
       out.from = r["from"].get<std::string>();
+      if (const json* set = ragged_set(out.from)) {
+        const json parents = set->value("of", json::array());
+        const json of = r.value("of", json::array());
+        if (!of.is_array() || of.size() != parents.size() || of.empty())
+          fail("invalid_range", "index '" + sym + "' ranges over the ragged index set '" + out.from + "' of " +
+                                    parents.dump() + ", so its range needs \"of\" naming " +
+                                    std::to_string(parents.size()) +
+                                    " enclosing index(es) whose members it iterates");
+        for (const auto& p : of) {
+          if (!p.is_string()) fail("invalid_range", "the \"of\" of index '" + sym + "' must name indices");
+          out.of.push_back(pool_.intern("$" + p.get<std::string>()));
+        }
+        return out;
+      }
+      if (r.contains("of"))
+        fail("invalid_range", "index '" + sym + "' has \"of\" but ranges over '" + out.from +
+                                  "', which is not a ragged index set");
       auto size = st_.doc.index_set_sizes.find(out.from);
       if (size == st_.doc.index_set_sizes.end() && is_derived(out.from)) {
         out.stop = derived_size(out.from);
@@ -1036,6 +1058,184 @@ class Expander {
     }
     fail("unsupported_array_feature", "index '" + sym + "' has the range " + r.dump() +
                                           ", a form not supported yet");
+  }
+
+  /// The declaration of index set `name` when it is ragged (schema IndexSet kind "ragged": a
+  /// per-parent inner set given by an `offsets` factor, its size for each parent, and a
+  /// `values` factor, its k-th member), else nullptr.
+  const json* ragged_set(const std::string& name) const {
+    auto sets = st_.doc.doc.find("index_sets");  // (not value(): a pointer into it is kept)
+    if (sets == st_.doc.doc.end() || !sets->is_object()) return nullptr;
+    auto it = sets->find(name);
+    if (it == sets->end() || !it->is_object() || it->value("kind", std::string()) != "ragged") return nullptr;
+    return &*it;
+  }
+
+  /// The flat name of the array a ragged set names as its `role` factor (a document-scoped
+  /// index set names it as its model declares it).
+  std::string ragged_factor(const std::string& set, const char* role) {
+    const json& decl = *ragged_set(set);
+    const std::string name = decl.value(role, std::string());
+    const std::string where = "the ragged index set '" + set + "' names '" + name + "' as its " + role;
+    if (st_.arrays.count(name)) return name;
+    std::vector<std::string> hits;
+    for (const auto& [flat, shape] : st_.arrays)
+      if (flat.size() > name.size() + 1 && flat.ends_with("." + name)) hits.push_back(flat);
+    if (hits.size() == 1) return hits[0];
+    if (hits.empty())
+      throw Error("undefined_variable", st_.doc.file, pointer_join(pointer_join("/index_sets", set), role),
+                  where + ", but no model declares an array of that name");
+    throw Error("ambiguous_reference", st_.doc.file, pointer_join(pointer_join("/index_sets", set), role),
+                where + ", which several models declare (" + hits[0] + ", " + hits[1] + ")");
+  }
+
+  /// An integer cell of a ragged set's factor, known when the model is built.
+  std::int64_t ragged_int(const std::string& set, const std::string& array, const std::vector<std::int64_t>& cell) {
+    const ArrayShape& a = st_.arrays.at(array);
+    if (a.extents.size() != cell.size())
+      fail("invalid_ragged_set", "the ragged index set '" + set + "' reads '" + array + "' with " +
+                                     std::to_string(cell.size()) + " indices, but it has " +
+                                     std::to_string(a.extents.size()) + " axes");
+    for (std::size_t d = 0; d < cell.size(); ++d)
+      if (cell[d] < 1 || cell[d] > a.extents[d])
+        fail("invalid_ragged_set", "the ragged index set '" + set + "' reads " + cell_name(array, cell) +
+                                       ", outside '" + array + "' (" + std::to_string(a.extents[d]) +
+                                       " along '" + a.axes[d] + "')");
+    if (const ArrayShape* shape = array_of(pool_.symbol(array))) ready(*shape);
+    double v = 0;
+    ++runtime_probe_;
+    try {
+      v = static_constant(pool_.symbol(cell_name(array, cell)));
+      --runtime_probe_;
+    } catch (const RuntimeIndex&) {
+      --runtime_probe_;
+      fail("unsupported_array_feature",
+           "the ragged index set '" + set + "' reads " + cell_name(array, cell) +
+               ", which has no constant value in the document; its members are enumerated when the "
+               "model is built, so its offsets and values must be known then");
+    } catch (...) {
+      --runtime_probe_;
+      throw;
+    }
+    if (v != std::floor(v) || std::abs(v) > 9.0e15)
+      fail("invalid_ragged_set", "the ragged index set '" + set + "' reads " + cell_name(array, cell) + " = " +
+                                     std::to_string(v) + ", which is not an integer");
+    return static_cast<std::int64_t>(v);
+  }
+
+  /// The members of a ragged range at the current values of its enclosing indices, in the
+  /// order the `values` factor stores them: values[parent..., k] for k = 1 .. offsets[parent...].
+  std::vector<std::int64_t> ragged_members(const Range& r, expr::StrId sym) {
+    std::vector<std::int64_t> parent;
+    for (expr::StrId p : r.of) {
+      const auto ix = bound(p);
+      if (!ix)
+        fail("array_index_unbound", "index '" + std::string(pool_.str(sym)).substr(1) + "' iterates the members of '" +
+                                        r.from + "' of index '" + std::string(pool_.str(p)).substr(1) +
+                                        "', which no output index or range of the aggregate binds");
+      if (relative_ && ix->axis >= 0) throw NotRelative{"the members of a ragged index set"};
+      parent.push_back(ix->v);
+    }
+    const std::string offsets = ragged_factor(r.from, "offsets"), values = ragged_factor(r.from, "values");
+    const std::int64_t n = ragged_int(r.from, offsets, parent);
+    if (n < 0)
+      fail("invalid_ragged_set", "the ragged index set '" + r.from + "' has " + std::to_string(n) +
+                                     " members at " + cell_name(offsets, parent));
+    std::vector<std::int64_t> out;
+    std::vector<std::int64_t> cell = parent;
+    cell.push_back(0);
+    for (std::int64_t k = 1; k <= n; ++k) {
+      cell.back() = k;
+      out.push_back(ragged_int(r.from, values, cell));
+    }
+    return out;
+  }
+
+  /// `over` with each ragged index moved after the indices it depends on (otherwise the
+  /// order is kept: the first index is the outermost, spec §4.3.1's accumulation order).
+  static void parents_first(std::vector<std::pair<expr::StrId, Range>>& over) {
+    std::vector<std::pair<expr::StrId, Range>> out, waiting;
+    auto placed = [&](expr::StrId p) {
+      for (const auto& [id, r] : out)
+        if (id == p) return true;
+      // not one of these indices: bound outside (an output index), or nowhere (reported then)
+      for (const auto& [id, r] : over)
+        if (id == p) return false;
+      return true;
+    };
+    auto ready_now = [&](const Range& r) { return std::all_of(r.of.begin(), r.of.end(), placed); };
+    for (auto& e : over) {
+      if (e.second.ragged() && !ready_now(e.second)) {
+        waiting.push_back(std::move(e));
+        continue;
+      }
+      out.push_back(std::move(e));
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (auto it = waiting.begin(); it != waiting.end(); ++it)
+          if (ready_now(it->second)) {
+            out.push_back(std::move(*it));
+            waiting.erase(it);
+            moved = true;
+            break;
+          }
+      }
+    }
+    for (auto& e : waiting) out.push_back(std::move(e));  // a cycle: ragged_members reports it
+    over = std::move(out);
+  }
+
+  /// Visits every combination of the indices `over`, whose values sit in env_[first + i]: the
+  /// first index outermost, each ascending through its range, a ragged one through the members
+  /// of its enclosing indices' set in stored order (recomputed when those move).
+  template <class Visit>
+  void each_combination(const std::vector<std::pair<expr::StrId, Range>>& over, std::size_t first, Visit&& visit) {
+    const std::size_t n = over.size();
+    std::vector<std::int64_t> pos(n, 0), len(n, 0);
+    std::vector<std::vector<std::int64_t>> members(n);
+    auto place = [&](std::size_t i) {
+      const Range& r = over[i].second;
+      env_[first + i].second =
+          Ix{r.ragged() ? members[i][static_cast<std::size_t>(pos[i])] : r.start + pos[i] * r.step, -1};
+    };
+    auto setup = [&](std::size_t i) {
+      const Range& r = over[i].second;
+      pos[i] = 0;
+      if (r.ragged()) {
+        members[i] = ragged_members(r, over[i].first);
+        len[i] = static_cast<std::int64_t>(members[i].size());
+      } else {
+        const std::int64_t span = r.step > 0 ? r.stop - r.start : r.start - r.stop;
+        len[i] = span < 0 ? 0 : span / (r.step > 0 ? r.step : -r.step) + 1;
+      }
+      if (len[i] > 0) place(i);
+    };
+    // The deepest index below `level` that can take its next value; nullopt when none can.
+    auto advance = [&](std::size_t level) -> std::optional<std::size_t> {
+      for (std::size_t e = level; e-- > 0;)
+        if (++pos[e] < len[e]) {
+          place(e);
+          return e;
+        }
+      return std::nullopt;
+    };
+    std::size_t level = 0;
+    for (;;) {
+      while (level < n) {
+        setup(level);
+        if (len[level] > 0) {
+          ++level;
+          continue;
+        }
+        const auto e = advance(level);
+        if (!e) return;
+        level = *e + 1;
+      }
+      visit();
+      const auto e = advance(n);
+      if (!e) return;
+      level = *e + 1;
+    }
   }
 
   /// The extent an unranged contracted index runs over: the axis of the first array it indexes.
@@ -1201,29 +1401,44 @@ class Expander {
     return true;
   }
 
-  /// The planar overlap area of two polygons: Sutherland-Hodgman clipping of one by the other
-  /// (which must be convex) and the shoelace area of the clip ring.
+  /// Whether a geometry leaf's `manifold` is the unit sphere (great-circle edges, lon-lat in
+  /// degrees, areas in sr) rather than the plane; 'geodesic' (ellipsoidal edges) is refused.
+  bool on_sphere(NodeId e, const char* op) {
+    const std::string manifold = attrs(e).value("manifold", std::string());
+    if (manifold == "planar") return false;
+    if (manifold == "spherical") return true;
+    fail("unsupported_array_feature", std::string("'") + op + "' on the '" + manifold +
+                                          "' manifold is not supported yet (only 'planar' and 'spherical')");
+  }
+
+  /// The overlap area of two polygons: Sutherland-Hodgman clipping of one by the other (which
+  /// must be convex), then the shoelace area of the clip ring, or on the sphere its spherical
+  /// excess (steradians).
   NodeId polygon_intersection_area(NodeId e) {
-    const json& attrs = this->attrs(e);
-    const std::string manifold = attrs.value("manifold", std::string());
-    if (manifold != "planar")
-      fail("unsupported_array_feature",
-           "'polygon_intersection_area' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const bool spherical = on_sphere(e, "polygon_intersection_area");
     const std::vector<NodeId> args = args_of(e);
     if (args.size() != 2) fail("invalid_polygon", "'polygon_intersection_area' takes two polygons");
-    const auto subject = clipped(args[0], args[1], "polygon_intersection_area");
-    const double area = subject.size() < 3 ? 0.0 : std::abs(signed_area(subject));
+    const auto subject = clipped(args[0], args[1], "polygon_intersection_area", spherical);
+    const double area = subject.size() < 3 ? 0.0 : spherical ? sphere::area(subject) : std::abs(signed_area(subject));
     return pool_.number(area, false);
   }
 
-  /// The planar overlap of two polygon operands (spec §8.6.1: deduplicated rings of at least 3
+  /// The overlap of two polygon operands (spec §8.6.1: deduplicated rings of at least 3
   /// vertices): the first clipped by the second, Sutherland-Hodgman, one of them convex.
-  std::vector<std::array<double, 2>> clipped(NodeId first, NodeId second, const char* op) {
+  std::vector<std::array<double, 2>> clipped(NodeId first, NodeId second, const char* op, bool spherical) {
     auto a = deduplicated(polygon_operand(first, "first", op));
     auto b = deduplicated(polygon_operand(second, "second", op));
     for (const auto* ring : {&a, &b})
       if (ring->size() < 3)
         fail("invalid_polygon", std::string("a polygon of '") + op + "' has fewer than 3 distinct vertices");
+    if (spherical) {
+      auto ring = sphere::clip(a, b);
+      if (!ring)
+        fail("unsupported_array_feature",
+             std::string("'") + op + "' on the sphere of two polygons neither of which is convex, or of a "
+                                     "polygon wider than a hemisphere, is not supported yet");
+      return *ring;
+    }
     if (!convex(b)) std::swap(a, b);
     if (!convex(b))
       fail("unsupported_array_feature",
@@ -1278,8 +1493,12 @@ class Expander {
     if (arg.empty() || !ranges.is_object() || !ranges.contains(arg))
       fail("invalid_aggregate", std::string("an '") + op + "' needs an 'arg' naming one of its 'ranges' indices");
     std::vector<std::pair<expr::StrId, Range>> over;
-    for (auto it = ranges.begin(); it != ranges.end(); ++it)
+    for (auto it = ranges.begin(); it != ranges.end(); ++it) {
       over.emplace_back(pool_.intern("$" + it.key()), range_of(*it, it.key()));
+      if (over.back().second.ragged())
+        fail("unsupported_array_feature", std::string("an '") + op + "' over the ragged index set '" +
+                                              over.back().second.from + "' is not supported yet");
+    }
     const expr::StrId arg_id = pool_.intern("$" + arg);
     // A join prunes the candidates (the bin-skolem broad phase): its keys must be known when
     // the model is built, the enclosing aggregates' indices and these ranges place them.
@@ -1540,6 +1759,10 @@ class Expander {
       const expr::StrId id = pool_.intern("$" + sym);
       if (auto r = ranges.find(sym); r != ranges.end()) {
         const Range range = range_of(*r, sym);
+        if (range.ragged())
+          fail("unsupported_array_feature", "the output index '" + sym + "' ranges over the ragged index set '" +
+                                                range.from + "'; an array over a ragged set is not supported "
+                                                "yet (a ragged set may be contracted over)");
         if (!contains(range, f.pos[k]))
           fail("array_region_uncovered",
                "the aggregate defines '" + sym + "' over " + r->dump() + " but is asked for " +
@@ -1563,6 +1786,26 @@ class Expander {
     std::vector<expr::StrId> order;
     symbols_in_order(body, order);
     if (filter != expr::kNoNode) symbols_in_order(filter, order);
+    // A repeated output index (["g", "g"]): §4.3.1 defines result[O] with each index taking
+    // each value of its range, which names only the diagonal, and gives the repetition no
+    // other meaning. Each axis is read here on its own, against the index's range (so a body
+    // that does not read the index, a constant fill, is the same on every cell); a body that
+    // reads it at a cell where the axes disagree would see one of two values, and is refused.
+    for (std::size_t k = 0; k < out.size(); ++k)
+      for (std::size_t j = 0; j < k; ++j) {
+        if (!out[k].is_string() || out[j] != out[k]) continue;
+        const expr::StrId id = pool_.intern("$" + out[k].get<std::string>());
+        if (std::find(order.begin(), order.end(), id) == order.end()) continue;
+        if (test(SVal{static_cast<double>(f.pos[j].v), f.pos[j].axis}, Op::Ne,
+                 SVal{static_cast<double>(f.pos[k].v), f.pos[k].axis}))
+          fail("array_shape_mismatch",
+               "the output index '" + out[k].get<std::string>() + "' appears on output axes " +
+                   std::to_string(j + 1) + " and " + std::to_string(k + 1) +
+                   " and the body reads it, but this cell has it at " + std::to_string(f.pos[j].v) +
+                   " on one and " + std::to_string(f.pos[k].v) +
+                   " on the other: a repeated output index names the diagonal only (spec "
+                   "§4.3.1); give each axis its own index");
+      }
     for (auto it = ranges.begin(); it != ranges.end(); ++it) {
       const expr::StrId id = pool_.intern("$" + it.key());
       if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
@@ -1574,6 +1817,7 @@ class Expander {
       if (auto r = ranges.find(sym); r != ranges.end()) contracted.emplace_back(id, range_of(*r, sym));
       else if (!bound(id)) contracted.emplace_back(id, inferred_range(body, id));
     }
+    parents_first(contracted);
     for (const auto& [id, range] : contracted)
       if (!range.from.empty()) drawn_from.emplace_back(id, range.from);
     const json join = attrs.value("join", json::array());
@@ -1583,21 +1827,11 @@ class Expander {
     drawn_env_.insert(drawn_env_.end(), drawn_from.begin(), drawn_from.end());
 
     std::vector<NodeId> terms;
-    std::vector<std::int64_t> value(contracted.size());
-    for (std::size_t i = 0; i < contracted.size(); ++i) {
-      value[i] = contracted[i].second.start;
-      env_.emplace_back(contracted[i].first, Ix{value[i], -1});
-    }
+    for (const auto& [id, r] : contracted) env_.emplace_back(id, Ix{r.start, -1});
     const std::size_t first = env_.size() - contracted.size();
-    auto in_range = [&](std::size_t i) {
-      const Range& r = contracted[i].second;
-      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
-    };
-    bool empty = false;
-    for (std::size_t i = 0; i < contracted.size(); ++i) empty = empty || !in_range(i);
-    // Odometer over the contracted indices, the first one outermost (ascending order: the
-    // normative accumulation order of §4.3.1).
-    while (!empty) {
+    // Every combination of the contracted indices, the first one outermost (ascending order:
+    // the normative accumulation order of §4.3.1).
+    each_combination(contracted, first, [&] {
       const bool admitted =
           filter == expr::kNoNode || test(static_value(filter), Op::Ne, SVal{0.0, -1});
       std::optional<NodeId> joined = join.empty() ? std::optional<NodeId>(expr::kNoNode)
@@ -1609,20 +1843,7 @@ class Expander {
         if (*joined != expr::kNoNode) term = pool_.make(Op::IfElse, std::vector<NodeId>{*joined, term, identity});
         terms.push_back(term);
       }
-      std::size_t d = contracted.size();
-      bool done = true;
-      while (d-- > 0) {
-        value[d] += contracted[d].second.step;
-        if (in_range(d)) {
-          env_[first + d].second = Ix{value[d], -1};
-          done = false;
-          break;
-        }
-        value[d] = contracted[d].second.start;
-        env_[first + d].second = Ix{value[d], -1};
-      }
-      if (done) break;
-    }
+    });
     env_.resize(mark);
     drawn_env_.resize(drawn_mark);
     return reduced(terms, reduce);
@@ -1820,18 +2041,9 @@ class Expander {
     const json join = attrs.value("join", json::array());
     std::map<std::pair<std::string, std::vector<double>>,
              std::vector<std::vector<std::pair<expr::StrId, std::int64_t>>>> members;
-    std::vector<std::int64_t> value;
-    for (const auto& [id, r] : over) {
-      value.push_back(r.start);
-      env_.emplace_back(id, Ix{r.start, -1});
-    }
-    auto in_range = [&](std::size_t i) {
-      const Range& r = over[i].second;
-      return r.step > 0 ? value[i] <= r.stop : value[i] >= r.stop;
-    };
-    bool empty = false;
-    for (std::size_t i = 0; i < over.size(); ++i) empty = empty || !in_range(i);
-    while (!empty) {
+    parents_first(over);
+    for (const auto& [id, r] : over) env_.emplace_back(id, Ix{r.start, -1});
+    each_combination(over, 0, [&] {
       memo_.clear();
       const bool admitted = filter == expr::kNoNode || static_value(filter).v != 0.0;
       bool joined = true;
@@ -1843,23 +2055,10 @@ class Expander {
       }
       if (admitted && joined) {
         std::vector<std::pair<expr::StrId, std::int64_t>> binding;
-        for (std::size_t i = 0; i < over.size(); ++i) binding.emplace_back(over[i].first, value[i]);
+        for (std::size_t i = 0; i < over.size(); ++i) binding.emplace_back(over[i].first, env_[i].second.v);
         members[static_key(key)].push_back(std::move(binding));
       }
-      std::size_t d = over.size();
-      bool done = true;
-      while (d-- > 0) {
-        value[d] += over[d].second.step;
-        if (in_range(d)) {
-          env_[d].second = Ix{value[d], -1};
-          done = false;
-          break;
-        }
-        value[d] = over[d].second.start;
-        env_[d].second = Ix{value[d], -1};
-      }
-      if (done) break;
-    }
+    });
     env_.clear();
     for (auto& [k, list] : members) out.contributions.push_back(std::move(list));
     out.size = static_cast<std::int64_t>(out.contributions.size());
@@ -1897,9 +2096,12 @@ class Expander {
       --runtime_probe_;
       if (!deriving_.empty()) throw;
       fail("unsupported_array_feature",
-           "a 'skolem' key of " + why.name + ", a value known only while the model runs, is not "
-           "supported: keys are minted once, when the model is built (RFC semiring-faq §5.7), so "
-           "their arguments must be constants");
+           "a 'skolem' key of " + why.name +
+               (why.parameter ? ", a parameter with no value in the document (data a caller may supply, "
+                                "e.g. with --inputs),"
+                              : ", a value known only while the model runs,") +
+               " cannot be minted: keys are minted once, when the model is built (RFC semiring-faq "
+               "§5.7), so their arguments must be constants then");
     } catch (...) {
       --runtime_probe_;
       throw;
@@ -1960,22 +2162,25 @@ class Expander {
     return reduced(terms, reduce);
   }
 
-  /// The overlap ring of an `intersect_polygon` (planar): distinct vertices, counter-clockwise,
+  /// The overlap ring of an `intersect_polygon`: distinct vertices, counter-clockwise,
   /// starting at the lowest-leftmost one, closed by repeating it; empty when the polygons do
   /// not overlap in an area.
   std::vector<std::array<double, 2>> intersection_ring(NodeId e) {
-    const std::string manifold = attrs(e).value("manifold", std::string());
-    if (manifold != "planar")
-      fail("unsupported_array_feature",
-           "'intersect_polygon' on the '" + manifold + "' manifold is not supported yet (only 'planar')");
+    const bool spherical = on_sphere(e, "intersect_polygon");
     const std::vector<NodeId> args = args_of(e);
     if (args.size() != 2) fail("invalid_polygon", "'intersect_polygon' takes two polygons");
-    auto ring = deduplicated(clipped(args[0], args[1], "intersect_polygon"));
+    auto ring = deduplicated(clipped(args[0], args[1], "intersect_polygon", spherical));
     if (ring.size() < 3) return {};
-    if (signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
-    const auto lowest = std::min_element(ring.begin(), ring.end(), [](const auto& a, const auto& b) {
-      return a[1] < b[1] || (a[1] == b[1] && a[0] < b[0]);
-    });
+    // (the spherical clip already turns the ring counter-clockwise seen from outside)
+    if (!spherical && signed_area(ring) < 0) std::reverse(ring.begin(), ring.end());
+    // The lowest latitude, and among the vertices level with it (equal under the §8.6.1
+    // point tolerance: crossing points carry rounding) the westernmost.
+    double low = ring[0][1];
+    for (const auto& p : ring) low = std::min(low, p[1]);
+    auto lowest = ring.end();
+    for (auto it = ring.begin(); it != ring.end(); ++it)
+      if (std::abs((*it)[1] - low) <= 1e-8 + 1e-5 * std::abs(low) && (lowest == ring.end() || (*it)[0] < (*lowest)[0]))
+        lowest = it;
     std::rotate(ring.begin(), lowest, ring.end());
     ring.push_back(ring.front());
     return ring;

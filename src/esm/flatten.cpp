@@ -587,6 +587,29 @@ void check_substituted_depth(const System& sys) {
 
 }  // namespace
 
+/// An unknown whose only equation is its `ic` is held at that initial value: D(x) = 0. The
+/// spec states an unknown's behaviour by its equations alone (§6.3) and gives no other meaning
+/// to `ic(x) ~ v` for an x nothing else defines; the structural balance already credits such
+/// an `ic` (structural_balance.cpp), and documents rely on it (valid/wildfire_atmosphere_ocean:
+/// "u_ocean stays 0"). An unknown an observed, an implicit equation or a coupling defines keeps
+/// its `ic_of_non_state` refusal: there the `ic` contradicts, or guesses for, that definition.
+void hold_unknowns_given_only_an_initial_value(detail::FlattenState& st) {
+  std::set<std::string> in_implicit;
+  for (const auto& eq : st.algebraic_eqs) {
+    detail::free_symbols(st.sys.pool, eq.lhs, in_implicit);
+    detail::free_symbols(st.sys.pool, eq.rhs, in_implicit);
+  }
+  for (const auto& [x, eq] : st.initial_eqs) {
+    auto d = st.declared.find(x);
+    if (d == st.declared.end() || !d->second.unknown || d->second.species) continue;
+    if (st.tendencies.count(x) || st.observed_eqs.count(x) || in_implicit.count(x) ||
+        st.replacements.count(x) || st.removed_parameters.count(x))
+      continue;
+    st.tendency_order.push_back(x);
+    st.tendencies[x].push_back({st.sys.pool.number(0.0, true), d->second.component, eq.file, eq.pointer});
+  }
+}
+
 namespace {
 System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& options) {
   using namespace detail;
@@ -608,6 +631,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   }
   for (const auto& extra : options.extra_arrays) add_extra_array(st, extra);
   if (options.component.empty()) apply_coupling(st);
+  hold_unknowns_given_only_an_initial_value(st);
   st.grid = options.grid;
   st.inputs = &options.inputs;
   expand_arrays(st);
@@ -661,7 +685,8 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   for (const auto& [x, eq] : st.initial_eqs)
     if (!state_names.count(x))
       throw Error("ic_of_non_state", eq.file, eq.pointer,
-                  "ic(" + x + ") is given but '" + x + "' has no time-derivative equation");
+                  "ic(" + x + ") is given but '" + x + "' has no time-derivative equation (it is "
+                  "defined by an observed, implicit or coupling equation, or is not an unknown)");
 
   for (const auto& y : order_observed(st)) {
     auto d = st.declared.find(y);

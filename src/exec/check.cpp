@@ -40,9 +40,19 @@ std::string resolve_local(const esm::System& sys, const std::string& scope, cons
           n[n.size() - key.size() - 1] == '.')
         hits.push_back(n);
   if (hits.size() == 1) return hits[0];
-  if (hits.empty())
+  if (hits.empty()) {
+    // A cell name "x[i,j]" of a scalar x: typically a species that coupling lifts onto a grid,
+    // while a test runs its component alone (§6.6), where x is 0-D.
+    std::string why;
+    if (const auto bracket = key.find('['); bracket != std::string::npos && bracket > 0 && key.back() == ']') {
+      const std::string base = key.substr(0, bracket);
+      if (has(scope + "." + base) || has(base))
+        why = "; '" + base + "' is a scalar there: a test runs its own component alone (spec §6.6), "
+              "so a variable that only the coupling lifts onto a grid has no cells in it";
+    }
     throw Error("unknown_override", file, pointer,
-                "'" + key + "' names no variable of component '" + scope + "'");
+                "'" + key + "' names no variable of component '" + scope + "'" + why);
+  }
   std::string list;
   for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
   throw Error("ambiguous_override", file, pointer, "'" + key + "' matches several variables: " + list);

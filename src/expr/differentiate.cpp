@@ -218,7 +218,12 @@ NodeId Differ::elementary(NodeId e, NodeId a) {
     case Op::Exp: return times(e, da);
     case Op::Log: return over(da, a);
     case Op::Log10: return over(da, make(Op::Mul, {a, unary(Op::Log, num(10.0))}));
-    case Op::Sqrt: return over(da, make(Op::Mul, {num(2.0), e}));
+    case Op::Sqrt: {
+      // 0 where the tangent da is 0, also at a = 0 where the quotient is 0/0: sqrt(u^2 + v^2)
+      // at u = v = 0 (a calm wind speed) would otherwise put NaN into the Jacobian.
+      const NodeId q = over(da, make(Op::Mul, {num(2.0), e}));
+      return make(Op::IfElse, {make(Op::Eq, {da, zero_}), zero_, q});
+    }
     case Op::Abs: return times(unary(Op::Sign, a), da);  // sign(0) = 0: the convention at a kink
     case Op::Sin: return times(unary(Op::Cos, a), da);
     case Op::Cos: return neg(times(unary(Op::Sin, a), da));

@@ -232,6 +232,36 @@ TEST(Flatten, InitialValuesAndOverrides) {
   EXPECT_EQ(error_code([&] { flatten_text(dir, body, unknown); }), "unknown_override");
 }
 
+TEST(Flatten, AnUnknownGivenOnlyAnInitialValueIsHeldThere) {
+  // w has its ic and nothing else: a state with D(w) = 0 starting at 2k = 6, which x reads.
+  // v is an observed; an ic for it contradicts its equation and is still refused.
+  TempDir dir;
+  const std::string body = R"("models": {"M": {"variables": {
+      "x": {"type": "unknown", "default": 1}, "w": {"type": "unknown"}, "v": {"type": "unknown"},
+      "k": {"type": "parameter", "default": 3}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": ["w", "x"]}},
+                  {"lhs": {"op": "ic", "args": ["w"]}, "rhs": {"op": "*", "args": ["k", 2]}},
+                  {"lhs": "v", "rhs": "x"}IC_V]}})";
+  auto with = [&](const std::string& ic_v) {
+    std::string b = body;
+    b.replace(b.find("IC_V"), 4, ic_v);
+    return b;
+  };
+  const System s = flatten_text(dir, with(""));
+  const int w = s.state_index("M.w");
+  ASSERT_GE(w, 0);
+  EXPECT_EQ(eval(s.pool, s.state_rhs[w], {{"M.w", 5.0}, {"M.x", 7.0}, {"M.k", 3}}), 0.0);
+  EXPECT_EQ(eval(s.pool, s.states[w].initial, {{"M.k", 3}}), 6.0);
+  EXPECT_EQ(rhs_of(s, "M.x", {{"M.w", 5.0}, {"M.x", 7.0}, {"M.k", 3}}), 35.0);
+  try {
+    flatten_text(dir, with(R"(, {"lhs": {"op": "ic", "args": ["v"]}, "rhs": 1.0})"));
+    ADD_FAILURE() << "ic of an observed flattened";
+  } catch (const esi::Error& e) {
+    EXPECT_EQ(e.code(), "ic_of_non_state");
+    EXPECT_EQ(e.diagnostic().pointer, "/models/M/equations/3");
+  }
+}
+
 TEST(Flatten, SingleComponentKeepsItsSubsystems) {
   TempDir dir;
   const std::string body = R"("models": {

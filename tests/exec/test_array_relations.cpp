@@ -221,8 +221,8 @@ std::string overlap_doc(const std::string& a, const std::string& b, const std::s
           R"(", "args": ["ring", {"op": "const", "args": [], "value": )" + b + "}]}}]");
 }
 
-double overlap(const std::string& a, const std::string& b) {
-  Flat f(overlap_doc(a, b));
+double overlap(const std::string& a, const std::string& b, const std::string& manifold = "planar") {
+  Flat f(overlap_doc(a, b, manifold));
   return f.observed({{"M.s", 0.0}}).at("M.A");
 }
 
@@ -240,12 +240,72 @@ TEST(PolygonIntersectionArea, PlanarOverlapsWorkedOutByHand) {
   EXPECT_EQ(overlap("[[0,0],[2,0],[0,2],[0,2]]", "[[0,0],[2,0],[2,2],[0,2],[0,2],[0,0]]"), 2.0);
 }
 
+// ---- polygon_intersection_area (spherical: lon-lat in degrees, great-circle edges, sr) ----
+//
+// Expected areas by Girard's theorem (a spherical triangle's area is its angle sum less pi) or,
+// where the angles are not obvious, by L'Huilier's theorem on the side lengths (each side the
+// great-circle distance acos(p.q)), computed apart from the code under test:
+//   tan(E/4) = sqrt(tan(s/2) tan((s-a)/2) tan((s-b)/2) tan((s-c)/2)),  s = (a+b+c)/2.
+
+// Bounded by the equator and two meridians; the first operand is a 4-vertex array here, so the
+// triangle repeats its last vertex (padding, dropped as §8.6.1 says).
+const std::string kOctant = "[[0,0],[90,0],[0,90],[0,90]]";
+
+TEST(PolygonIntersectionArea, SphericalOverlapsByGirardAndLHuilier) {
+  // The octant against itself: three right angles, pi/2.
+  EXPECT_NEAR(overlap(kOctant, kOctant, "spherical"), M_PI / 2, 1e-14);
+  // The octant against the one turned 45 degrees east: the triangle between the meridians 45
+  // and 90 and the equator, right angles at the equator and 45 degrees at the pole: pi/4.
+  EXPECT_NEAR(overlap(kOctant, "[[45,0],[135,0],[45,90]]", "spherical"), M_PI / 4, 1e-14);
+  // A quad from 30 to 60 east whose edges join (.,-30) and (.,30) by great circles, against the
+  // octant: the equator cuts it at (30,0) and (60,0) (its side edges are meridians), leaving
+  // (30,0), (60,0), (60,30), (30,30); L'Huilier on the two halves split along (30,0)-(60,30):
+  // 0.26636308214247170. The quad is symmetric about the equator, so that is also half its
+  // own area, which the clip is checked against too.
+  const std::string quad = "[[30,-30],[60,-30],[60,30],[30,30]]";
+  EXPECT_NEAR(overlap(kOctant, quad, "spherical"), 0.26636308214247170, 1e-14);
+  EXPECT_NEAR(overlap(quad, quad, "spherical") / 2, 0.26636308214247170, 1e-14);
+  // Across the antimeridian, where planar clipping sees nothing in common: a cell from 178 to
+  // 172 degrees west inside one from 170 east to 170 west (written 190), so the overlap is the
+  // small cell: L'Huilier 0.0073160123231152795.
+  const std::string wide = "[[170,-10],[190,-10],[190,10],[170,10]]";
+  const std::string small = "[[-178,-2],[-172,-2],[-172,2],[-178,2]]";
+  EXPECT_NEAR(overlap(wide, small, "spherical"), 0.0073160123231152795, 1e-15);
+  EXPECT_EQ(overlap(wide, small, "planar"), 0.0);
+  // Disjoint cells: 0.
+  EXPECT_EQ(overlap(kOctant, "[[100,10],[120,10],[120,20],[100,20]]", "spherical"), 0.0);
+}
+
+TEST(PolygonIntersectionArea, SphericalFanCellsSharingEdgesByGirard) {
+  // A fan from E = (0,0), the pole of the meridian lon = 90 (every arc from E meets it at a
+  // right angle): the triangle E, (90,a), (90,b) has angles b - a, 90, 90, so its area is
+  // b - a in radians. The fine cells are 15 degrees, the coarse ones 30.
+  auto cell = [](int a, int b, bool padded) {
+    const std::string t = "[[0,0],[90," + std::to_string(a) + "],[90," + std::to_string(b) + "]";
+    return t + (padded ? ",[90," + std::to_string(b) + "]]" : "]");
+  };
+  const double deg = M_PI / 180;
+  // A fine cell inside a coarse one (two edges on the coarse one's): all of it, pi/12.
+  EXPECT_NEAR(overlap(cell(15, 30, true), cell(0, 30, false), "spherical"), 15 * deg, 1e-14);
+  EXPECT_NEAR(overlap(cell(0, 15, true), cell(0, 30, false), "spherical"), 15 * deg, 1e-14);
+  // Neighbours sharing only the arc from E to (90,30): no area.
+  EXPECT_NEAR(overlap(cell(30, 45, true), cell(0, 30, false), "spherical"), 0.0, 1e-14);
+  // The coarse cell against itself, and the whole fan against a coarse cell.
+  EXPECT_NEAR(overlap(cell(30, 60, true), cell(30, 60, false), "spherical"), 30 * deg, 1e-14);
+  EXPECT_NEAR(overlap(cell(0, 60, true), cell(30, 60, false), "spherical"), 30 * deg, 1e-14);
+}
+
 TEST(PolygonIntersectionAreaHostile, DegenerateRingsAndOtherManifoldsAreLocatedErrors) {
   auto [code, pointer] = refusal(overlap_doc("[[0,0],[1,1],[1,1],[0,0]]", "[[1,1],[3,1],[3,3],[1,3]]"));
   EXPECT_EQ(code, "invalid_polygon");
   EXPECT_EQ(pointer, "/models/M/equations/2");
   std::tie(code, pointer) =
-      refusal(overlap_doc("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]", "spherical"));
+      refusal(overlap_doc("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]", "geodesic"));
+  EXPECT_EQ(code, "unsupported_array_feature");
+  EXPECT_EQ(pointer, "/models/M/equations/2");
+  // A band all the way round the equator has no inside that fits in a hemisphere.
+  std::tie(code, pointer) = refusal(overlap_doc(
+      kOctant, "[[0,-10],[120,-10],[240,-10],[240,10],[120,10],[0,10]]", "spherical"));
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/2");
 }

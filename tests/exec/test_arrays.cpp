@@ -82,6 +82,29 @@ TEST(Arrays, RegionsThatLeaveACellUncoveredAreRefused) {
   EXPECT_EQ(code_of(text), "array_region_uncovered");
 }
 
+// The halo data of transport_3d: qbc ([a, b]) = aggregate over output ["g", "g"], g from b.
+std::string repeated_output_index(int a, int b, const std::string& body) {
+  return array_doc(
+      R"({"a": {"kind": "interval", "size": )" + std::to_string(a) + R"(}, "b": {"kind": "interval", "size": )" +
+          std::to_string(b) + "}}",
+      R"({"s": {"type": "unknown", "default": 0.0}, "q": {"type": "unknown", "shape": ["a", "b"]}})",
+      R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
+          {"lhs": "q", "rhs": {"op": "aggregate", "output_idx": ["g", "g"], "args": [],
+                               "ranges": {"g": {"from": "b"}}, "expr": )" + body + "}}]");
+}
+
+TEST(Arrays, ARepeatedOutputIndexIsReadAxisByAxisAndRefusedWhereTheBodyWouldBeAmbiguous) {
+  // A constant body: each axis is checked against g's range on its own, so a 2 x 3 array
+  // (2 <= 3) is all ones, and a 4 x 3 one asks for g = 4 outside b.
+  Flat fill(repeated_output_index(2, 3, "1.0"));
+  const auto env = fill.observed();
+  for (int i = 1; i <= 2; ++i)
+    for (int j = 1; j <= 3; ++j) EXPECT_EQ(env.at(cell("M.q", {i, j})), 1.0) << i << "," << j;
+  EXPECT_EQ(code_of(repeated_output_index(4, 3, "1.0")), "array_region_uncovered");
+  // A body that reads g: off the diagonal it would see one of two values.
+  EXPECT_EQ(code_of(repeated_output_index(3, 3, R"({"op": "*", "args": [2, "g"]})")), "array_shape_mismatch");
+}
+
 TEST(Arrays, ASpatialDerivativeNoRuleLowersIsALocatedError) {
   const std::string text = array_doc(R"({"x": {"kind": "interval", "size": 3}})",
                                     R"({"u": {"type": "unknown", "shape": ["x"], "default": 1.0}})",

@@ -124,6 +124,21 @@ TEST(Check, UnknownOverrideKeyIsATestError) {
   EXPECT_EQ(esi::exec::summarize({r}).skipped, 1u);
 }
 
+TEST(Check, ACellOfAScalarSaysTheComponentRunsAlone) {
+  // A test asserting x[1,1] of the scalar x (as a reaction system's test does for a species
+  // only the coupling lifts onto a grid): the error says why there are no cells.
+  esi::testing::TempDir dir;
+  const auto file = dir.write("m.esm", doc_with_tests(R"([
+    {"id": "a", "time_span": {"start": 0, "end": 1},
+     "assertions": [{"variable": "x[1,1]", "time": 1, "expected": 1}]}])"));
+  const auto r = esi::exec::check_file(file);
+  ASSERT_EQ(r.tests.size(), 1u);
+  ASSERT_TRUE(r.tests[0].error);
+  EXPECT_EQ(r.tests[0].error->code, "unknown_override");
+  EXPECT_EQ(r.tests[0].error->pointer, "/models/M/tests/0/assertions/0/variable");
+  EXPECT_NE(r.tests[0].error->message.find("'x' is a scalar there"), std::string::npos) << r.tests[0].error->message;
+}
+
 TEST(Check, UnloadableFileIsAFileErrorNotACrash) {
   esi::testing::TempDir dir;
   const auto file = dir.write("bad.esm", "{ not json");

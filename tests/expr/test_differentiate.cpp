@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -425,6 +426,12 @@ TEST(ExprDifferentiate, PiecewiseOpsFollowTheBranchTaken) {
   const char* ie = R"({"op":"ifelse","args":[{"op":"<","args":["x",0]},{"op":"*","args":[3,"x"]},{"op":"^","args":["x",2]}]})";
   EXPECT_EQ(at(ie, "x", {-1, 0, 0}), 3.0);
   EXPECT_EQ(at(ie, "x", {2, 0, 0}), 4.0);
+  // sqrt: a zero tangent adds nothing, also at 0. The length of (x, y): y / |(x, y)|, so 4/5
+  // at (3, 4), and 0 (not 0/0) at the origin; sqrt(x) at x = 0 keeps its infinite slope.
+  const char* len = R"({"op":"sqrt","args":[{"op":"+","args":[{"op":"^","args":["x",2]},{"op":"^","args":["y",2]}]}]})";
+  EXPECT_DOUBLE_EQ(at(len, "y", {3, 4, 0}), 0.8);
+  EXPECT_EQ(at(len, "y", {0, 0, 0}), 0.0);
+  EXPECT_EQ(at(R"({"op":"sqrt","args":["x"]})", "x", {0, 0, 0}), std::numeric_limits<double>::infinity());
 }
 
 TEST(ExprDifferentiate, RulesHaveTheDocumentedShape) {

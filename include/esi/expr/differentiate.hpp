@@ -8,7 +8,8 @@
 // expr.hpp has a rule; the derivative of a piecewise op is the derivative of the branch taken:
 //   ifelse(c, a, b) -> ifelse(c, da, db);     min(a, b) -> ifelse(a <= b, da, db) (a tie takes
 //   the first operand), max(a, b) -> ifelse(a >= b, da, db), n-ary min / max as left folds;
-//   abs(a) -> sign(a) * da (0 at a = 0);  sign, floor, ceil, comparisons, and / or / not,
+//   abs(a) -> sign(a) * da (0 at a = 0);  sqrt(a) -> ifelse(da == 0, 0, da / (2 sqrt(a))) (a
+//   zero tangent adds nothing, also at a = 0);  sign, floor, ceil, comparisons, and / or / not,
 //   true -> 0;  a ^ c with a Number c -> c * a^(c-1) * da;  a ^ b -> b * a^(b-1) * da
 //   + a^b * log(a) * db with structurally zero terms dropped;  n-ary * -> the sum over i of
 //   (product of the other operands, in order) * d_i, skipping zero d_i; negation is unary `-`.
