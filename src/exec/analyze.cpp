@@ -859,6 +859,9 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
   const bool implicit_possible =
       so.integrator.method == method::MethodId::Auto || method::method_info(so.integrator.method).needs_jacobian;
   std::vector<std::unique_ptr<detail::Model>> models(workers);
+  // Every worker's model has the same equations: the symbolic Jacobian (most of a build) is
+  // made once, and only when a run's method needs it.
+  const auto shared_jacobian = std::make_shared<detail::SharedJacobian>();
   detail::parallel_for(plan.points.size(), workers, [&](std::size_t i, unsigned worker) {
     std::unique_ptr<detail::Model>& m = models[worker];
     result.runs[i].point = plan.points[i];
@@ -867,7 +870,8 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
         esm::System sys = base;
         for (std::size_t d = 0; d < swept.size(); ++d)
           for (const std::string& flat : swept[d]) set_value(sys, flat, plan.points[i][d], "", true);
-        m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native);
+        m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native, 1,
+                               shared_jacobian);
       } else {
         for (std::size_t d = 0; d < swept.size(); ++d)
           for (const std::string& flat : swept[d]) set_value(m->system, flat, plan.points[i][d], "", true);
