@@ -108,7 +108,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
-  CsvWriter csv(path.string());
+  CsvWriter csv(path.string(), /*streaming=*/false);
   csv.header(traj.names);
   for (std::size_t k = 0; k < traj.times.size(); ++k)
     csv.row(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
@@ -377,7 +377,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   const json plots = exec::plot_data(result);  // before any file: a bad plot writes nothing
   const fs::path folder = dir / w.dir;
   fs::create_directories(folder);
-  CsvWriter runs((folder / "runs.csv").string());
+  CsvWriter runs((folder / "runs.csv").string(), /*streaming=*/false);
   std::vector<std::string> head;
   for (const auto& d : plan.sweep) head.push_back(d.parameter);
   head.push_back("file");
@@ -397,8 +397,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
     line += "," + file + "," + std::to_string(traj.times.size()) + "," +
             csv_field(traj.ok() ? std::string("ok") : "failed: " + traj.message);
     if (!traj.ok()) ++failed;
-    // CsvWriter writes numbers; this row mixes text, so it goes through the header call.
-    runs.header({}, line);
+    runs.text_row(line);
   }
   runs.close();
   if (failed > 0) w.notes.push_back(std::to_string(failed) + " run(s) stopped early; runs.csv says why");

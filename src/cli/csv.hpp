@@ -32,10 +32,12 @@ inline std::string csv_field(const std::string& text) {
 /// `output_write_failed` (which ends the run). Rows are collected whole and handed to the
 /// system in one write() of complete lines (at most every 0.2 s or 1 MiB, and at the end), so a
 /// run killed at any moment, even by SIGKILL, leaves a file whose rows are a prefix of the
-/// full run's, never half a line.
+/// full run's, never half a line. A writer that is not `streaming` (a file written whole from
+/// results already at hand, as `esi analyze` does) reads no clock: it writes every 1 MiB and at
+/// the end.
 class CsvWriter {
  public:
-  explicit CsvWriter(const std::string& path) : path_(path) {
+  explicit CsvWriter(const std::string& path, bool streaming = true) : path_(path), streaming_(streaming) {
     if (path == "-") {  // standard output, as Unix tools spell it
       file_ = stdout;
       to_stdout_ = true;
@@ -58,7 +60,14 @@ class CsvWriter {
     std::string line = first;
     for (const std::string& n : names) line += "," + csv_field(n);
     put(line + "\n");
-    drain();
+    if (streaming_) drain();  // a streamed file shows its columns at once
+  }
+
+  /// A row already spelled out (fields joined, quoted where csv_field says), without its line
+  /// break; unlike header(), it waits for the next write like any row.
+  void text_row(const std::string& line) {
+    pending_ += line;
+    put("\n");
   }
 
   /// Numbers in their shortest round-trip spelling (4e-06, not 3.9999999999999998e-06).
@@ -122,12 +131,12 @@ class CsvWriter {
   }
   void put(const std::string& text) {
     pending_ += text;
-    const auto now = std::chrono::steady_clock::now();
-    if (pending_.size() >= (std::size_t{1} << 20) || now - last_drain_ >= std::chrono::milliseconds(200)) drain();
+    if (pending_.size() >= (std::size_t{1} << 20)) return drain();
+    if (streaming_ && std::chrono::steady_clock::now() - last_drain_ >= std::chrono::milliseconds(200)) drain();
   }
   /// Complete lines to the file descriptor, bypassing stdio's buffer (which splits lines).
   void drain() {
-    last_drain_ = std::chrono::steady_clock::now();
+    if (streaming_) last_drain_ = std::chrono::steady_clock::now();
     if (pending_.empty() || file_ == nullptr) return;
     if (std::fflush(file_) != 0) fail(errno);
     const int fd = ::fileno(file_);
@@ -149,6 +158,7 @@ class CsvWriter {
   std::FILE* file_ = nullptr;
   bool to_stdout_ = false;
   bool existed_ = false;
+  bool streaming_ = true;
   std::string line_;
   std::vector<std::string> column_text_;  ///< each column's last value as written
   std::vector<std::uint64_t> column_bits_;
