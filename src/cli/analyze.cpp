@@ -364,7 +364,7 @@ bool images_current(const fs::path& folder, const std::string& stem, const std::
 
 /// Runs one analysis and writes its folder; returns what index.html shows.
 Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref, const AnalyzeArgs& a,
-                    const fs::path& dir) {
+                    const fs::path& dir, exec::AnalysisCache& cache) {
   Written w;
   w.id = ref.id;
   w.component = ref.component;
@@ -373,6 +373,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   const exec::AnalysisPlan plan = exec::plan_analysis(ref);
   exec::AnalyzeOptions options;
   options.jobs = a.jobs;
+  options.cache = &cache;
   const exec::AnalysisResult result = exec::run_analysis(doc, plan, options);
   const json plots = exec::plot_data(result);  // before any file: a bad plot writes nothing
   const fs::path folder = dir / w.dir;
@@ -589,9 +590,10 @@ bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& wi
   if (ec || !fs::is_directory(job.out))
     throw Error("output_not_writable", job.out.string(), "", "cannot create the output folder: " + ec.message());
   bool ok = true;
+  exec::AnalysisCache cache;  // analyses of the same component compile their Jacobian once
   for (const exec::AnalysisRef& ref : found) {
     try {
-      job.written.push_back(analyze_one(doc, ref, a, job.out));
+      job.written.push_back(analyze_one(doc, ref, a, job.out, cache));
       const Written& w = job.written.back();
       if (!w.plots_json.empty()) pool.submit(w.plots_json, w.to_draw);
     } catch (const Error& e) {
