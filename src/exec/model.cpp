@@ -200,6 +200,9 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
       for (std::size_t k = 0; k < where.size(); ++k) p[where[k]] = values[k];
     }
   }
+  // Which parameters the equations read matters only for one without a value (a sweep resets
+  // the values at every point: walking the equations each time was most of the reset).
+  if (std::none_of(p.begin(), p.end(), [](double x) { return std::isnan(x); })) return p;
   const std::set<std::string> read = parameters_read(sys, events, with_observeds);
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
