@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -107,11 +108,32 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!f) throw Error("output_write_failed", path.string(), "", "cannot write the file");
 }
 
-void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
+/// The spelling of each output time of the previous run written (row by row), reused while a
+/// run's times are the same bits, as a sweep's are.
+struct TimeTexts {
+  std::vector<double> times;
+  std::vector<std::string> texts;
+  const std::string& of(std::size_t row, double t) {
+    const bool known = row < times.size();
+    if (!known) {
+      times.resize(row + 1);
+      texts.resize(row + 1);
+    }
+    if (!known || std::memcmp(&times[row], &t, sizeof t) != 0) {
+      char buf[32];
+      texts[row].assign(buf, std::to_chars(buf, buf + sizeof buf, t).ptr);
+      times[row] = t;
+    }
+    return texts[row];
+  }
+};
+
+void write_run_csv(const fs::path& path, const exec::Trajectory& traj, TimeTexts& time_texts) {
   CsvWriter csv(path.string(), /*streaming=*/false);
   csv.header(traj.names);
   for (std::size_t k = 0; k < traj.times.size(); ++k)
-    csv.row(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
+    csv.row(time_texts.of(k, traj.times[k]),
+            std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
   csv.close();
 }
 
@@ -386,12 +408,13 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   head.push_back("status");
   runs.header(head, "run");
   std::size_t failed = 0;
+  TimeTexts time_texts;
   for (std::size_t i = 0; i < result.runs.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "run_%04zu.csv", i + 1);
     const std::string file = result.runs.size() == 1 && plan.sweep.empty() ? "data.csv" : name;
     const exec::Trajectory& traj = result.runs[i].trajectory;
-    write_run_csv(folder / file, traj);
+    write_run_csv(folder / file, traj, time_texts);
     if (a.netcdf) write_run_netcdf((folder / file).replace_extension(".nc"), result, result.runs[i], doc, ref);
     std::string line = std::to_string(i + 1);
     for (double v : result.runs[i].point) line += "," + format_number(v);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "esi/core/error.hpp"
@@ -77,6 +78,18 @@ class CsvWriter {
   void row(double t, std::span<const double> values) {
     line_.clear();
     append_number(t);
+    append_values(values);
+  }
+
+  /// The same with the time already spelled (as row() would spell it): the runs of a sweep
+  /// share their output times, and formatting them again for every file showed in profiles.
+  void row(std::string_view t_text, std::span<const double> values) {
+    line_.assign(t_text);
+    append_values(values);
+  }
+
+ private:
+  void append_values(std::span<const double> values) {
     if (column_text_.size() != values.size()) {
       column_text_.assign(values.size(), std::string());
       column_bits_.assign(values.size(), 0);
@@ -98,6 +111,8 @@ class CsvWriter {
     line_ += '\n';
     put(line_);
   }
+
+ public:
 
   /// Flushes and closes; a failure (a full disk shows here at the latest) throws.
   void close() {
