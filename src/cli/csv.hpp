@@ -88,32 +88,6 @@ class CsvWriter {
     append_values(values);
   }
 
- private:
-  void append_values(std::span<const double> values) {
-    if (column_text_.size() != values.size()) {
-      column_text_.assign(values.size(), std::string());
-      column_bits_.assign(values.size(), 0);
-      column_known_.assign(values.size(), false);
-    }
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      line_ += ',';
-      std::uint64_t bits;
-      std::memcpy(&bits, &values[i], sizeof bits);
-      if (!column_known_[i] || column_bits_[i] != bits) {
-        char buf[32];
-        const auto end = std::to_chars(buf, buf + sizeof buf, values[i]).ptr;
-        column_text_[i].assign(buf, end);
-        column_bits_[i] = bits;
-        column_known_[i] = true;
-      }
-      line_ += column_text_[i];
-    }
-    line_ += '\n';
-    put(line_);
-  }
-
- public:
-
   /// Flushes and closes; a failure (a full disk shows here at the latest) throws.
   void close() {
     drain();
@@ -139,6 +113,29 @@ class CsvWriter {
   }
 
  private:
+  void append_values(std::span<const double> values) {
+    if (column_text_.size() != values.size()) {
+      column_text_.assign(values.size(), std::string());
+      column_bits_.assign(values.size(), 0);
+      column_known_.assign(values.size(), false);
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      line_ += ',';
+      std::uint64_t bits;
+      std::memcpy(&bits, &values[i], sizeof bits);
+      if (!column_known_[i] || column_bits_[i] != bits) {
+        char buf[32];
+        const auto end = std::to_chars(buf, buf + sizeof buf, values[i]).ptr;
+        column_text_[i].assign(buf, end);
+        column_bits_[i] = bits;
+        column_known_[i] = true;
+      }
+      line_ += column_text_[i];
+    }
+    line_ += '\n';
+    put(line_);
+  }
+
   void append_number(double x) {
     char buf[32];
     const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;

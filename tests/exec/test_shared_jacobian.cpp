@@ -45,7 +45,8 @@ struct Relaxation {
     options.document = &doc;
   }
   void set_k(detail::Model& m, double k) {
-    m.system.parameters[static_cast<std::size_t>(m.system.parameter_index("M.k"))].default_value = k;
+    m.system.parameters[static_cast<std::size_t>(m.system.parameter_index("M.k"))].default_value =
+        k;
     m.reset_parameters(options.require_observed_values);
   }
 };
@@ -136,7 +137,8 @@ TEST(SharedJacobian, AnalysesOfOneComponentShareTheirJacobianThroughTheCache) {
       const Trajectory& p = plain[a].runs[i].trajectory;
       const Trajectory& c = cached[a].runs[i].trajectory;
       ASSERT_TRUE(c.ok()) << c.message;
-      EXPECT_EQ(c.method, refs[a].id == "mild" ? esi::method::MethodId::Tsit5 : esi::method::MethodId::Rodas5P);
+      EXPECT_EQ(c.method, refs[a].id == "mild" ? esi::method::MethodId::Tsit5
+                                               : esi::method::MethodId::Rodas5P);
       EXPECT_EQ(p.values, c.values) << refs[a].id << " run " << i;  // bit for bit
     }
   }
