@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -107,11 +108,32 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!f) throw Error("output_write_failed", path.string(), "", "cannot write the file");
 }
 
-void write_run_csv(const fs::path& path, const exec::Trajectory& traj) {
-  CsvWriter csv(path.string());
+/// The spelling of each output time of the previous run written (row by row), reused while a
+/// run's times are the same bits, as a sweep's are.
+struct TimeTexts {
+  std::vector<double> times;
+  std::vector<std::string> texts;
+  const std::string& of(std::size_t row, double t) {
+    const bool known = row < times.size();
+    if (!known) {
+      times.resize(row + 1);
+      texts.resize(row + 1);
+    }
+    if (!known || std::memcmp(&times[row], &t, sizeof t) != 0) {
+      char buf[32];
+      texts[row].assign(buf, std::to_chars(buf, buf + sizeof buf, t).ptr);
+      times[row] = t;
+    }
+    return texts[row];
+  }
+};
+
+void write_run_csv(const fs::path& path, const exec::Trajectory& traj, TimeTexts& time_texts) {
+  CsvWriter csv(path.string(), /*streaming=*/false);
   csv.header(traj.names);
   for (std::size_t k = 0; k < traj.times.size(); ++k)
-    csv.row(traj.times[k], std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
+    csv.row(time_texts.of(k, traj.times[k]),
+            std::span<const double>(traj.values.data() + k * traj.names.size(), traj.names.size()));
   csv.close();
 }
 
@@ -364,7 +386,7 @@ bool images_current(const fs::path& folder, const std::string& stem, const std::
 
 /// Runs one analysis and writes its folder; returns what index.html shows.
 Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref, const AnalyzeArgs& a,
-                    const fs::path& dir) {
+                    const fs::path& dir, exec::AnalysisCache& cache) {
   Written w;
   w.id = ref.id;
   w.component = ref.component;
@@ -373,11 +395,12 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   const exec::AnalysisPlan plan = exec::plan_analysis(ref);
   exec::AnalyzeOptions options;
   options.jobs = a.jobs;
+  options.cache = &cache;
   const exec::AnalysisResult result = exec::run_analysis(doc, plan, options);
   const json plots = exec::plot_data(result);  // before any file: a bad plot writes nothing
   const fs::path folder = dir / w.dir;
   fs::create_directories(folder);
-  CsvWriter runs((folder / "runs.csv").string());
+  CsvWriter runs((folder / "runs.csv").string(), /*streaming=*/false);
   std::vector<std::string> head;
   for (const auto& d : plan.sweep) head.push_back(d.parameter);
   head.push_back("file");
@@ -385,20 +408,20 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
   head.push_back("status");
   runs.header(head, "run");
   std::size_t failed = 0;
+  TimeTexts time_texts;
   for (std::size_t i = 0; i < result.runs.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "run_%04zu.csv", i + 1);
     const std::string file = result.runs.size() == 1 && plan.sweep.empty() ? "data.csv" : name;
     const exec::Trajectory& traj = result.runs[i].trajectory;
-    write_run_csv(folder / file, traj);
+    write_run_csv(folder / file, traj, time_texts);
     if (a.netcdf) write_run_netcdf((folder / file).replace_extension(".nc"), result, result.runs[i], doc, ref);
     std::string line = std::to_string(i + 1);
     for (double v : result.runs[i].point) line += "," + format_number(v);
     line += "," + file + "," + std::to_string(traj.times.size()) + "," +
             csv_field(traj.ok() ? std::string("ok") : "failed: " + traj.message);
     if (!traj.ok()) ++failed;
-    // CsvWriter writes numbers; this row mixes text, so it goes through the header call.
-    runs.header({}, line);
+    runs.text_row(line);
   }
   runs.close();
   if (failed > 0) w.notes.push_back(std::to_string(failed) + " run(s) stopped early; runs.csv says why");
@@ -590,9 +613,10 @@ bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& wi
   if (ec || !fs::is_directory(job.out))
     throw Error("output_not_writable", job.out.string(), "", "cannot create the output folder: " + ec.message());
   bool ok = true;
+  exec::AnalysisCache cache;  // analyses of the same component compile their Jacobian once
   for (const exec::AnalysisRef& ref : found) {
     try {
-      job.written.push_back(analyze_one(doc, ref, a, job.out));
+      job.written.push_back(analyze_one(doc, ref, a, job.out, cache));
       const Written& w = job.written.back();
       if (!w.plots_json.empty()) pool.submit(w.plots_json, w.to_draw);
     } catch (const Error& e) {

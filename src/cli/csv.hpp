@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "esi/core/error.hpp"
@@ -32,10 +33,12 @@ inline std::string csv_field(const std::string& text) {
 /// `output_write_failed` (which ends the run). Rows are collected whole and handed to the
 /// system in one write() of complete lines (at most every 0.2 s or 1 MiB, and at the end), so a
 /// run killed at any moment, even by SIGKILL, leaves a file whose rows are a prefix of the
-/// full run's, never half a line.
+/// full run's, never half a line. A writer that is not `streaming` (a file written whole from
+/// results already at hand, as `esi analyze` does) reads no clock: it writes every 1 MiB and at
+/// the end.
 class CsvWriter {
  public:
-  explicit CsvWriter(const std::string& path) : path_(path) {
+  explicit CsvWriter(const std::string& path, bool streaming = true) : path_(path), streaming_(streaming) {
     if (path == "-") {  // standard output, as Unix tools spell it
       file_ = stdout;
       to_stdout_ = true;
@@ -58,7 +61,14 @@ class CsvWriter {
     std::string line = first;
     for (const std::string& n : names) line += "," + csv_field(n);
     put(line + "\n");
-    drain();
+    if (streaming_) drain();  // a streamed file shows its columns at once
+  }
+
+  /// A row already spelled out (fields joined, quoted where csv_field says), without its line
+  /// break; unlike header(), it waits for the next write like any row.
+  void text_row(const std::string& line) {
+    pending_ += line;
+    put("\n");
   }
 
   /// Numbers in their shortest round-trip spelling (4e-06, not 3.9999999999999998e-06).
@@ -68,26 +78,14 @@ class CsvWriter {
   void row(double t, std::span<const double> values) {
     line_.clear();
     append_number(t);
-    if (column_text_.size() != values.size()) {
-      column_text_.assign(values.size(), std::string());
-      column_bits_.assign(values.size(), 0);
-      column_known_.assign(values.size(), false);
-    }
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      line_ += ',';
-      std::uint64_t bits;
-      std::memcpy(&bits, &values[i], sizeof bits);
-      if (!column_known_[i] || column_bits_[i] != bits) {
-        char buf[32];
-        const auto end = std::to_chars(buf, buf + sizeof buf, values[i]).ptr;
-        column_text_[i].assign(buf, end);
-        column_bits_[i] = bits;
-        column_known_[i] = true;
-      }
-      line_ += column_text_[i];
-    }
-    line_ += '\n';
-    put(line_);
+    append_values(values);
+  }
+
+  /// The same with the time already spelled (as row() would spell it): the runs of a sweep
+  /// share their output times, and formatting them again for every file showed in profiles.
+  void row(std::string_view t_text, std::span<const double> values) {
+    line_.assign(t_text);
+    append_values(values);
   }
 
   /// Flushes and closes; a failure (a full disk shows here at the latest) throws.
@@ -115,6 +113,29 @@ class CsvWriter {
   }
 
  private:
+  void append_values(std::span<const double> values) {
+    if (column_text_.size() != values.size()) {
+      column_text_.assign(values.size(), std::string());
+      column_bits_.assign(values.size(), 0);
+      column_known_.assign(values.size(), false);
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      line_ += ',';
+      std::uint64_t bits;
+      std::memcpy(&bits, &values[i], sizeof bits);
+      if (!column_known_[i] || column_bits_[i] != bits) {
+        char buf[32];
+        const auto end = std::to_chars(buf, buf + sizeof buf, values[i]).ptr;
+        column_text_[i].assign(buf, end);
+        column_bits_[i] = bits;
+        column_known_[i] = true;
+      }
+      line_ += column_text_[i];
+    }
+    line_ += '\n';
+    put(line_);
+  }
+
   void append_number(double x) {
     char buf[32];
     const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
@@ -122,12 +143,12 @@ class CsvWriter {
   }
   void put(const std::string& text) {
     pending_ += text;
-    const auto now = std::chrono::steady_clock::now();
-    if (pending_.size() >= (std::size_t{1} << 20) || now - last_drain_ >= std::chrono::milliseconds(200)) drain();
+    if (pending_.size() >= (std::size_t{1} << 20)) return drain();
+    if (streaming_ && std::chrono::steady_clock::now() - last_drain_ >= std::chrono::milliseconds(200)) drain();
   }
   /// Complete lines to the file descriptor, bypassing stdio's buffer (which splits lines).
   void drain() {
-    last_drain_ = std::chrono::steady_clock::now();
+    if (streaming_) last_drain_ = std::chrono::steady_clock::now();
     if (pending_.empty() || file_ == nullptr) return;
     if (std::fflush(file_) != 0) fail(errno);
     const int fd = ::fileno(file_);
@@ -149,6 +170,7 @@ class CsvWriter {
   std::FILE* file_ = nullptr;
   bool to_stdout_ = false;
   bool existed_ = false;
+  bool streaming_ = true;
   std::string line_;
   std::vector<std::string> column_text_;  ///< each column's last value as written
   std::vector<std::uint64_t> column_bits_;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -721,6 +723,34 @@ bool defined_by_equation(const esm::System& sys, const std::string& flat) {
 }
 }  // namespace
 
+struct AnalysisCache::Impl {
+  const esm::ResolvedDocument* document = nullptr;
+  /// By component and a fingerprint of the flattened system (a guard: flattening the same
+  /// component of the same document gives the same pool and names every time).
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<detail::SharedJacobian>> jacobians;
+};
+AnalysisCache::AnalysisCache() : impl_(std::make_unique<Impl>()) {}
+AnalysisCache::~AnalysisCache() = default;
+std::size_t AnalysisCache::compiled_jacobians() const {
+  std::size_t n = 0;
+  for (const auto& [key, shared] : impl_->jacobians) {
+    const std::lock_guard<std::mutex> lock(shared->mutex);
+    n += shared->compiled && shared->program ? 1 : 0;
+  }
+  return n;
+}
+
+namespace {
+std::string equations_fingerprint(const esm::System& sys) {
+  std::string f = std::to_string(sys.pool.size());
+  for (const auto* list : {&sys.states, &sys.parameters, &sys.observed, &sys.algebraic})
+    for (const auto& v : *list) f += "|" + v.name;
+  for (expr::NodeId id : sys.state_rhs) f += "," + std::to_string(id);
+  for (expr::NodeId id : sys.observed_rhs) f += "," + std::to_string(id);
+  return f;
+}
+}  // namespace
+
 AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan& plan, const AnalyzeOptions& options) {
   AnalysisResult result;
   result.plan = plan;
@@ -859,6 +889,22 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
   const bool implicit_possible =
       so.integrator.method == method::MethodId::Auto || method::method_info(so.integrator.method).needs_jacobian;
   std::vector<std::unique_ptr<detail::Model>> models(workers);
+  // Every worker's model has the same equations: the symbolic Jacobian (most of a build) is
+  // made once, and only when a run's method needs it; once per document for analyses of a
+  // component flattened plainly, whose systems differ only in values.
+  std::shared_ptr<detail::SharedJacobian> shared_jacobian;
+  if (options.cache && !injected && initial_fields.empty()) {
+    AnalysisCache::Impl& cache = options.cache->impl();
+    if (cache.document != &doc) {
+      cache.jacobians.clear();
+      cache.document = &doc;
+    }
+    auto& slot = cache.jacobians[{ref.component, equations_fingerprint(base)}];
+    if (!slot) slot = std::make_shared<detail::SharedJacobian>();
+    shared_jacobian = slot;
+  } else {
+    shared_jacobian = std::make_shared<detail::SharedJacobian>();
+  }
   detail::parallel_for(plan.points.size(), workers, [&](std::size_t i, unsigned worker) {
     std::unique_ptr<detail::Model>& m = models[worker];
     result.runs[i].point = plan.points[i];
@@ -867,7 +913,8 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
         esm::System sys = base;
         for (std::size_t d = 0; d < swept.size(); ++d)
           for (const std::string& flat : swept[d]) set_value(sys, flat, plan.points[i][d], "", true);
-        m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native);
+        m = detail::build_model(sys, so.document, implicit_possible, so.require_observed_values, so.native, 1,
+                               shared_jacobian);
       } else {
         for (std::size_t d = 0; d < swept.size(); ++d)
           for (const std::string& flat : swept[d]) set_value(m->system, flat, plan.points[i][d], "", true);

@@ -200,6 +200,9 @@ std::vector<double> parameter_values(const esm::System& sys, const EventSet& eve
       for (std::size_t k = 0; k < where.size(); ++k) p[where[k]] = values[k];
     }
   }
+  // Which parameters the equations read matters only for one without a value (a sweep resets
+  // the values at every point: walking the equations each time was most of the reset).
+  if (std::none_of(p.begin(), p.end(), [](double x) { return std::isnan(x); })) return p;
   const std::set<std::string> read = parameters_read(sys, events, with_observeds);
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::isnan(p[i]) && read.count(sys.parameters[i].name))
@@ -247,16 +250,21 @@ void jacobian_callback(void* context, double t, const double* u, double* values)
   kernel::run(m.jacobian->values, *m.jacobian_ws, args);
 }
 
-void attach_jacobian(Model& m) {
-  try {
-    m.jacobian = kernel::compile_jacobian(m.system);
-  } catch (const Error&) {
-    return;  // not differentiable: implicit methods use finite differences instead
-  }
+void attach_jacobian(Model& m, std::optional<kernel::JacobianProgram> program) {
+  if (!program) return;  // not differentiable: implicit methods use finite differences instead
+  m.jacobian = std::move(program);
   m.jacobian_ws = m.jacobian->values.make_workspace(1);
   m.problem.jac_row_ptr = m.jacobian->row_ptr;
   m.problem.jac_col = m.jacobian->col;
   m.problem.jacobian = &jacobian_callback;
+}
+
+std::optional<kernel::JacobianProgram> try_compile_jacobian(const esm::System& system) {
+  try {
+    return kernel::compile_jacobian(system);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 /// The RHS and Jacobian as native code; without a compiler they stay tapes (results are the
@@ -315,6 +323,26 @@ void Model::prepare_all() {
     if (*e) (*e)->prepare(p);
 }
 
+void Model::ensure_jacobian() {
+  if (!deferred_jacobian) return;
+  const std::shared_ptr<SharedJacobian> shared = std::move(deferred_jacobian);
+  deferred_jacobian.reset();
+  std::optional<kernel::JacobianProgram> program;
+  {
+    // Compiled under the lock: a second worker waits for it rather than doing it again.
+    const std::lock_guard<std::mutex> lock(shared->mutex);
+    if (!shared->compiled) {
+      shared->program = try_compile_jacobian(system);
+      if (shared->program && native)
+        shared->program->values = kernel::with_native(shared->program->values, kernel::resolve_native_toolchain());
+      shared->compiled = true;
+    }
+    program = shared->program;  // a copy: the tape itself is shared, immutable
+  }
+  attach_jacobian(*this, std::move(program));
+  if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
+}
+
 void Model::reset_parameters(bool require_observed_values) {
   p = parameter_values(system, events, require_observed_values);
   prepare_all();
@@ -363,7 +391,7 @@ std::vector<double> default_parameter_values(const esm::System& system) {
 
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
                                    bool with_jacobian, bool require_observed_values, bool native,
-                                   unsigned grid_threads) {
+                                   unsigned grid_threads, std::shared_ptr<SharedJacobian> shared_jacobian) {
   auto m = std::make_unique<Model>();
   m->grid_threads = std::max(1u, grid_threads);
   m->system = system;
@@ -400,7 +428,12 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
     m->rhs_ws = m->rhs->make_workspace(1);
     m->problem.rhs = &rhs_callback;
     m->problem.autonomous = !m->rhs->reads_time();
-    if (with_jacobian) attach_jacobian(*m);
+    if (with_jacobian && shared_jacobian) {
+      m->deferred_jacobian = std::move(shared_jacobian);
+      m->native = native;
+    } else if (with_jacobian) {
+      attach_jacobian(*m, try_compile_jacobian(m->system));
+    }
     if (native) use_native(*m);
   }
   m->observed.emplace(m->system, m->system.observed_rhs);

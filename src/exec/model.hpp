@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <set>
@@ -70,6 +71,15 @@ struct EventSet {
 /// Throws `unsupported_event` for §5 features the driver does not run.
 EventSet parse_events(esm::System& system, const esm::ResolvedDocument* document);
 
+/// An analytic Jacobian compiled at most once for every model of the same equations (a
+/// sweep's workers, whose systems differ only in parameter and initial values), by the first
+/// of them whose run needs one: explicit runs never pay for the symbolic differentiation.
+struct SharedJacobian {
+  std::mutex mutex;
+  bool compiled = false;
+  std::optional<kernel::JacobianProgram> program;  ///< none: not differentiable
+};
+
 /// The compiled model. Not movable once built: `problem.context` points at it.
 struct Model {
   esm::System system;  ///< algebraic unknowns substituted, event expressions added
@@ -90,6 +100,10 @@ struct Model {
   std::optional<Evaluator> conditions;  ///< events.conditions
   std::optional<Evaluator> affects;     ///< events.affects
   method::OdeProblem problem;
+  /// Set when build_model was given a SharedJacobian: the Jacobian is attached by
+  /// ensure_jacobian, not at build time.
+  std::shared_ptr<SharedJacobian> deferred_jacobian;
+  bool native = false;  ///< the Jacobian too is made native code when it is attached
 
   Model() = default;
   Model(const Model&) = delete;
@@ -102,15 +116,21 @@ struct Model {
   /// compiling them again.
   void reset_parameters(bool require_observed_values);
   std::vector<double> initial_state();
+  /// Attaches the deferred Jacobian (compiling it if no model sharing it has yet), prepared
+  /// for `p`; nothing when there is none to attach. Call before a run with an implicit method.
+  void ensure_jacobian();
 };
 
 /// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is
 /// differentiable (otherwise implicit methods fall back to finite differences).
 /// `require_observed_values`: see SimulateOptions. `grid_threads`: the threads the
-/// per-region programs run on (kernel::make_grid_workspace).
+/// per-region programs run on (kernel::make_grid_workspace). `shared_jacobian` (with
+/// `with_jacobian`): the Jacobian is not compiled here but by Model::ensure_jacobian, once for
+/// every model built with the same object, which must be given systems of the same equations.
 std::unique_ptr<Model> build_model(const esm::System& system, const esm::ResolvedDocument* document,
                                    bool with_jacobian, bool require_observed_values = true,
-                                   bool native = false, unsigned grid_threads = 1);
+                                   bool native = false, unsigned grid_threads = 1,
+                                   std::shared_ptr<SharedJacobian> shared_jacobian = nullptr);
 
 /// Substitutes index-0 algebraic unknowns so they become observeds (what build_model does
 /// first); throws `unsupported_algebraic` for constraints that need a DAE solver.

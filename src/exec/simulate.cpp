@@ -74,6 +74,7 @@ class Driver {
     method::IntegratorOptions io = o_.integrator;
     if (io.method == method::MethodId::Auto)
       io.method = method::choose_method(m_.problem, o_.t0, o_.t1, u0);
+    if (method::method_info(io.method).needs_jacobian) m_.ensure_jacobian();
     integrator_.emplace(m_.problem, io, o_.t0, u0);
     out_.method = integrator_->method();
     fire_presets_at_start();

@@ -18,6 +18,7 @@
 // coordinates: a profile for one axis, a grid for two.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,11 +60,31 @@ struct AnalysisPlan {
 };
 AnalysisPlan plan_analysis(const AnalysisRef& ref);
 
+/// What the analyses of one document may share: the analytic Jacobian of a component
+/// flattened plainly (no injected discretization, no initial fields), compiled once for all of
+/// its analyses, whose systems differ only in parameter and initial values. Give every
+/// run_analysis of one document the same cache, one call at a time.
+class AnalysisCache {
+ public:
+  AnalysisCache();
+  ~AnalysisCache();
+  AnalysisCache(const AnalysisCache&) = delete;
+  AnalysisCache& operator=(const AnalysisCache&) = delete;
+  /// Jacobians compiled through this cache so far (each once, whatever shares it).
+  std::size_t compiled_jacobians() const;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 struct AnalyzeOptions {
   double rtol = 1e-8;
   double atol = 1e-10;
   method::MethodId method = method::MethodId::Auto;
   unsigned jobs = 1;
+  AnalysisCache* cache = nullptr;  ///< none: each analysis compiles its own
 };
 
 struct AnalysisRun {

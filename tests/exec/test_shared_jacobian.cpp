@@ -1,0 +1,151 @@
+// Deferred, shared Jacobians (exec/model.hpp SharedJacobian): models built with one
+// SharedJacobian compile the analytic Jacobian once, only when a run's method needs it, and
+// their runs are the same bits as those of a model that compiled its own at build time.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "esi/esm/flatten.hpp"
+#include "esi/exec/analyze.hpp"
+#include "esi/exec/simulate.hpp"
+#include "exec/model.hpp"
+#include "exec/run_support.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using esi::exec::SimulateOptions;
+using esi::exec::Trajectory;
+namespace detail = esi::exec::detail;
+
+// x' = -k (x - 1): stiff for large k (the automatic method picks Rodas5P), with the exact
+// solution x(t) = 1 + (x0 - 1) exp(-k t); y' = -y keeps a second state in the Jacobian.
+const char* kRelaxation = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {
+  "variables": {"x": {"type": "unknown", "default": 3.0}, "y": {"type": "unknown", "default": 1.0},
+                "k": {"type": "parameter", "default": 1000.0}},
+  "equations": [
+    {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+     "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, {"op": "-", "args": ["x", 1]}]}},
+    {"lhs": {"op": "D", "args": ["y"], "wrt": "t"}, "rhs": {"op": "-", "args": ["y"]}}]}}})";
+
+struct Relaxation {
+  esi::testing::TempDir dir;
+  esi::esm::ResolvedDocument doc;
+  esi::esm::System system;
+  SimulateOptions options;
+  Relaxation() {
+    doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxation));
+    system = esi::esm::flatten(doc);
+    options.t0 = 0;
+    options.t1 = 1;
+    options.sample_times = {0.001, 0.01, 0.5, 1};
+    options.integrator.rtol = 1e-8;
+    options.integrator.atol = 1e-10;
+    options.document = &doc;
+  }
+  void set_k(detail::Model& m, double k) {
+    m.system.parameters[static_cast<std::size_t>(m.system.parameter_index("M.k"))].default_value =
+        k;
+    m.reset_parameters(options.require_observed_values);
+  }
+};
+
+double at(const Trajectory& tr, double t, const std::string& name) {
+  for (std::size_t k = 0; k < tr.times.size(); ++k)
+    if (tr.times[k] == t) return tr.at(k, static_cast<std::size_t>(tr.column(name)));
+  ADD_FAILURE() << "no output at t = " << t;
+  return NAN;
+}
+
+TEST(SharedJacobian, CompiledOnceWhenAnImplicitRunNeedsItWithTheSameBitsAsAnOwnOne) {
+  Relaxation r;
+  const auto shared = std::make_shared<detail::SharedJacobian>();
+  const auto a = detail::build_model(r.system, &r.doc, true, true, false, 1, shared);
+  const auto b = detail::build_model(r.system, &r.doc, true, true, false, 1, shared);
+  const auto own = detail::build_model(r.system, &r.doc, true);
+  ASSERT_TRUE(own->jacobian.has_value());  // compiled at build time without a SharedJacobian
+  EXPECT_FALSE(a->jacobian.has_value());   // deferred
+  EXPECT_FALSE(shared->compiled);
+
+  // An explicit run (k small: not stiff) needs none and compiles none.
+  r.set_k(*a, 1.0);
+  const Trajectory mild = detail::simulate_model(*a, r.options);
+  ASSERT_TRUE(mild.ok()) << mild.message;
+  EXPECT_EQ(mild.method, esi::method::MethodId::Tsit5);
+  EXPECT_FALSE(a->jacobian.has_value());
+  EXPECT_FALSE(shared->compiled);
+  EXPECT_NEAR(at(mild, 0.5, "M.x"), 1 + 2 * std::exp(-0.5), 1e-6);
+
+  // Stiff runs: the first compiles it, the second model takes the same compiled program.
+  for (double k : {1000.0, 1e5}) {
+    r.set_k(*a, k);
+    r.set_k(*b, k);
+    r.set_k(*own, k);
+    const Trajectory ta = detail::simulate_model(*a, r.options);
+    const Trajectory tb = detail::simulate_model(*b, r.options);
+    const Trajectory to = detail::simulate_model(*own, r.options);
+    ASSERT_TRUE(ta.ok()) << ta.message;
+    EXPECT_EQ(ta.method, esi::method::MethodId::Rodas5P) << k;
+    EXPECT_GT(ta.stats.jacobian_evaluations, 0) << k;
+    // The analytic Jacobian, not differences (which cost right-hand sides of their own).
+    EXPECT_EQ(ta.stats.jacobian_evaluations, to.stats.jacobian_evaluations) << k;
+    EXPECT_EQ(ta.stats.rhs_evaluations, to.stats.rhs_evaluations) << k;
+    EXPECT_NEAR(at(ta, 0.001, "M.x"), 1 + 2 * std::exp(-k * 0.001), 1e-6) << k;
+    EXPECT_NEAR(at(ta, 1, "M.y"), std::exp(-1.0), 1e-7) << k;
+    EXPECT_EQ(ta.times, to.times) << k;
+    EXPECT_EQ(ta.values, to.values) << k;  // bit for bit
+    EXPECT_EQ(tb.values, to.values) << k;
+  }
+  EXPECT_TRUE(shared->compiled);
+  ASSERT_TRUE(a->jacobian.has_value() && b->jacobian.has_value());
+  EXPECT_EQ(a->jacobian->values.tape_ptr(), b->jacobian->values.tape_ptr());  // one compilation
+  EXPECT_NE(a->jacobian->values.tape_ptr(), own->jacobian->values.tape_ptr());
+}
+
+// Three analyses of one stiff component through one AnalysisCache: the Jacobian is compiled
+// once for the two whose runs are implicit (none for the explicit one), and every run is the
+// same bits as without the cache, on one worker or two.
+TEST(SharedJacobian, AnalysesOfOneComponentShareTheirJacobianThroughTheCache) {
+  esi::testing::TempDir dir;
+  std::string text = kRelaxation;
+  text.replace(text.rfind("]}}}"), 4, R"(],
+    "analyses": [
+      {"id": "sweep", "time_span": {"start": 0, "end": 1},
+       "parameter_sweep": {"type": "cartesian", "dimensions": [{"parameter": "k", "values": [1000, 10000]}]}},
+      {"id": "mild", "time_span": {"start": 0, "end": 1}, "parameters": {"k": 1}},
+      {"id": "other_start", "time_span": {"start": 0, "end": 1}, "parameters": {"k": 100000},
+       "initial_state": {"x": 5}}]}}})");
+  const esi::esm::ResolvedDocument doc = esi::esm::load_resolved(dir.write("m.esm", text));
+  const auto refs = esi::exec::find_analyses(doc);
+  ASSERT_EQ(refs.size(), 3u);
+  std::vector<esi::exec::AnalysisResult> plain, cached;
+  esi::exec::AnalysisCache cache;
+  for (const auto& ref : refs) {
+    const esi::exec::AnalysisPlan plan = esi::exec::plan_analysis(ref);
+    esi::exec::AnalyzeOptions o;
+    plain.push_back(esi::exec::run_analysis(doc, plan, o));
+    o.cache = &cache;
+    o.jobs = 2;
+    cached.push_back(esi::exec::run_analysis(doc, plan, o));
+    if (ref.id == "mild") EXPECT_EQ(cache.compiled_jacobians(), 1u);  // the sweep's, not another
+  }
+  EXPECT_EQ(cache.compiled_jacobians(), 1u);
+  for (std::size_t a = 0; a < refs.size(); ++a) {
+    ASSERT_EQ(plain[a].runs.size(), cached[a].runs.size());
+    for (std::size_t i = 0; i < plain[a].runs.size(); ++i) {
+      const Trajectory& p = plain[a].runs[i].trajectory;
+      const Trajectory& c = cached[a].runs[i].trajectory;
+      ASSERT_TRUE(c.ok()) << c.message;
+      EXPECT_EQ(c.method, refs[a].id == "mild" ? esi::method::MethodId::Tsit5
+                                               : esi::method::MethodId::Rodas5P);
+      EXPECT_EQ(p.values, c.values) << refs[a].id << " run " << i;  // bit for bit
+    }
+  }
+  // x(t) = 1 + (x0 - 1) exp(-k t) at the first output after 0 (t = 0.01).
+  const Trajectory& fast = cached[2].runs[0].trajectory;
+  EXPECT_NEAR(at(fast, 0.01, "M.x"), 1 + 4 * std::exp(-1000.0), 1e-7);
+  EXPECT_NEAR(at(cached[0].runs[0].trajectory, 0.01, "M.x"), 1 + 2 * std::exp(-10.0), 1e-6);
+}
+
+}  // namespace
