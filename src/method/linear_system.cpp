@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "esi/core/error.hpp"
+#include "esi/linalg/sparse_lu.hpp"
+
 namespace esi::method::detail {
 
 void Evaluator::rhs(double t, const double* u, double* du) const {
@@ -46,9 +49,20 @@ struct LinearSystem::Impl {
   std::vector<int> csr_to_value;  // csr_to_value[k]: slot of CSR nonzero k in sparse_M
   std::vector<int> diag_to_value;  // diag_to_value[i]: slot of M(i, i)
   Eigen::SparseLU<SparseMatrix, Eigen::COLAMDOrdering<int>> sparse_lu;
+  bool eigen_ready = false;  // sparse_M and its symbolic analysis, built on first need
   Eigen::VectorXd rhs_copy;
+  /// The planned LU of linalg (Markowitz order, diagonal pivots, no allocation per
+  /// factorization) at one lane: about 20x faster than SparseLU's factorize on GEOS-Chem's
+  /// 272-state Jacobian. A pivot it finds tiny hands that factorization to SparseLU (partial
+  /// pivoting), so no step fails that SparseLU alone would have taken.
+  bool planned = false;
+  bool planned_factored = false;  // the last factorization is the planned one
+  linalg::SparseLuPlan plan;
+  linalg::LaneVector<double> lu_values;
 
   void setup_sparse();
+  void setup_eigen();
+  bool factorize_eigen(double alpha);
   void finite_difference_jacobian(double t, const double* u, const double* g_at_u);
   void scatter_analytic_to_dense();
   void evaluate_g(double t, const double* u, double* out) {
@@ -59,7 +73,31 @@ struct LinearSystem::Impl {
   }
 };
 
+/// Systems up to this size factor with the planned LU; above it Markowitz planning (whose cost
+/// grows faster than the nonzeros) is left to SparseLU's COLAMD.
+constexpr std::size_t kPlannedLimit = 4096;
+
 void LinearSystem::Impl::setup_sparse() {
+  const OdeProblem& p = *eval.problem;
+  if (n <= kPlannedLimit) {
+    linalg::Pattern pattern;
+    pattern.n = int(n);
+    pattern.row_ptr.assign(p.jac_row_ptr.begin(), p.jac_row_ptr.end());
+    pattern.col.assign(p.jac_col.begin(), p.jac_col.end());
+    try {
+      plan = linalg::plan_sparse_lu(pattern);
+      lu_values.resize(plan.nonzeros());
+      planned = true;
+      return;
+    } catch (const Error&) {
+      // A pattern the planner refuses (columns not increasing): SparseLU takes it as it is.
+    }
+  }
+  setup_eigen();
+}
+
+void LinearSystem::Impl::setup_eigen() {
+  eigen_ready = true;
   const OdeProblem& p = *eval.problem;
   std::vector<Eigen::Triplet<double, int>> entries;
   for (std::size_t i = 0; i < n; ++i) {
@@ -159,19 +197,40 @@ bool LinearSystem::factorize(double alpha) {
     const auto diag = m.dense_lu.matrixLU().diagonal();
     return diag.allFinite() && (diag.array() != 0.0).all();
   }
-  double* values = m.sparse_M.valuePtr();
-  std::fill(values, values + m.sparse_M.nonZeros(), 0.0);
-  for (std::size_t k = 0; k < m.csr_values.size(); ++k) values[m.csr_to_value[k]] -= m.csr_values[k];
-  for (std::size_t i = 0; i < m.n; ++i) values[m.diag_to_value[i]] += alpha;
-  for (Eigen::Index k = 0; k < m.sparse_M.nonZeros(); ++k)
+  m.planned_factored = false;
+  if (m.planned) {
+    if (!std::isfinite(alpha)) return false;
+    for (double v : m.csr_values)
+      if (!std::isfinite(v)) return false;
+    linalg::assemble_shifted(m.plan, m.csr_values.data(), &alpha, m.lu_values.data(), 1);
+    std::uint8_t failed = 0;
+    if (linalg::lu_factor(m.plan, m.lu_values.data(), 1, std::span<std::uint8_t>(&failed, 1)) == 0) {
+      m.planned_factored = true;
+      return true;
+    }
+  }
+  return m.factorize_eigen(alpha);
+}
+
+bool LinearSystem::Impl::factorize_eigen(double alpha) {
+  if (!eigen_ready) setup_eigen();
+  double* values = sparse_M.valuePtr();
+  std::fill(values, values + sparse_M.nonZeros(), 0.0);
+  for (std::size_t k = 0; k < csr_values.size(); ++k) values[csr_to_value[k]] -= csr_values[k];
+  for (std::size_t i = 0; i < n; ++i) values[diag_to_value[i]] += alpha;
+  for (Eigen::Index k = 0; k < sparse_M.nonZeros(); ++k)
     if (!std::isfinite(values[k])) return false;
-  m.sparse_lu.factorize(m.sparse_M);  // allocates (Eigen's supernodal storage)
-  return m.sparse_lu.info() == Eigen::Success;
+  sparse_lu.factorize(sparse_M);  // allocates (Eigen's supernodal storage)
+  return sparse_lu.info() == Eigen::Success;
 }
 
 bool LinearSystem::solve(double* x) {
   Impl& m = *impl_;
   ++m.eval.stats->linear_solves;
+  if (m.planned_factored) {
+    linalg::lu_solve(m.plan, m.lu_values.data(), x, 1);
+    return true;
+  }
   Eigen::Map<Eigen::VectorXd> xv(x, Eigen::Index(m.n));
   m.rhs_copy = xv;
   if (!m.sparse) {

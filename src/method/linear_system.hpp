@@ -3,8 +3,9 @@
 // (J, alpha) and solved many times (Eigen's "compute once, solve many").
 //
 // Dense PartialPivLU for n <= kDenseLimit or when the Jacobian comes from differences;
-// SparseLU on the CSR pattern plus the diagonal otherwise (its factorize allocates; the
-// symbolic analysis is done once at construction). A singular or non-finite factorization is
+// otherwise linalg's planned sparse LU (Markowitz order planned once at construction, diagonal
+// pivots), with Eigen's SparseLU (partial pivoting; its factorize allocates) for a
+// factorization whose pivot the plan finds tiny and for systems too large to plan. A singular or non-finite factorization is
 // reported as `false`, a recoverable outcome (the step is retried smaller), never a throw.
 #pragma once
 

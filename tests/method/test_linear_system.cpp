@@ -1,0 +1,112 @@
+// The iteration matrix M = alpha I - J of implicit methods on a sparse system (n > 64): the
+// planned LU without pivoting, and Eigen's SparseLU with partial pivoting for a factorization
+// whose diagonal pivot the plan finds zero. Exact solutions of 2 x 2 blocks are the oracle.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "esi/method/integrator.hpp"
+#include "esi/method/problem.hpp"
+#include "method/linear_system.hpp"
+
+namespace {
+
+using esi::method::IntegratorStats;
+using esi::method::OdeProblem;
+using esi::method::detail::Evaluator;
+using esi::method::detail::JacobianOf;
+using esi::method::detail::LinearSystem;
+
+constexpr int kPairs = 40;  // 80 states: past the dense limit, so the sparse path runs
+static_assert(2 * kPairs > static_cast<int>(esi::method::detail::kDenseLimit));
+
+/// J in pairs (2k, 2k+1): [[d_k, c], [c, d_k]] with d_k = diagonal, c = coupling (context).
+struct Pairs {
+  double diagonal = 0, coupling = 0;
+};
+
+void pair_jacobian(void* context, double, const double*, double* values) {
+  const Pairs& p = *static_cast<const Pairs*>(context);
+  for (int i = 0; i < 2 * kPairs; ++i) {  // row i: columns in increasing order
+    const bool first = i % 2 == 0;
+    values[2 * i] = first ? p.diagonal : p.coupling;
+    values[2 * i + 1] = first ? p.coupling : p.diagonal;
+  }
+}
+
+void no_rhs(void*, double, const double*, double* du) {
+  for (int i = 0; i < 2 * kPairs; ++i) du[i] = 0;
+}
+
+OdeProblem pair_problem(Pairs& pairs) {
+  OdeProblem p;
+  p.size = 2 * kPairs;
+  p.context = &pairs;
+  p.rhs = no_rhs;
+  p.jacobian = pair_jacobian;
+  p.jac_row_ptr.push_back(0);
+  for (int i = 0; i < 2 * kPairs; ++i) {
+    const int lo = i - i % 2;
+    p.jac_col.push_back(lo);
+    p.jac_col.push_back(lo + 1);
+    p.jac_row_ptr.push_back(static_cast<int>(p.jac_col.size()));
+  }
+  return p;
+}
+
+/// Solves M x = b for b_i = i + 1 and checks x against the 2 x 2 closed form of every block
+/// M = [[a, -c], [-c, a]], a = alpha - d: x = [a b0 + c b1, c b0 + a b1] / (a^2 - c^2).
+void expect_block_solutions(LinearSystem& system, double alpha, const Pairs& p) {
+  std::vector<double> x(2 * kPairs);
+  for (int i = 0; i < 2 * kPairs; ++i) x[i] = i + 1;
+  ASSERT_TRUE(system.solve(x.data()));
+  const double a = alpha - p.diagonal, c = p.coupling, det = a * a - c * c;
+  for (int k = 0; k < kPairs; ++k) {
+    const double b0 = 2 * k + 1, b1 = 2 * k + 2;
+    EXPECT_NEAR(x[2 * k], (a * b0 + c * b1) / det, 1e-13 * std::abs(b1 / det)) << "pair " << k;
+    EXPECT_NEAR(x[2 * k + 1], (c * b0 + a * b1) / det, 1e-13 * std::abs(b1 / det)) << "pair " << k;
+  }
+}
+
+TEST(LinearSystem, ASparseSystemFactorsAndSolvesToTheClosedForm) {
+  Pairs pairs{1.0, 0.5};
+  const OdeProblem problem = pair_problem(pairs);
+  IntegratorStats stats;
+  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
+  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
+  system.evaluate_jacobian(0.0, u.data(), g.data());
+  ASSERT_TRUE(system.factorize(3.0));  // blocks [[2, -0.5], [-0.5, 2]]: diagonal pivots fine
+  expect_block_solutions(system, 3.0, pairs);
+}
+
+// alpha = d makes every diagonal of M zero: [[0, -c], [-c, 0]] is nonsingular but has no
+// diagonal pivot, which the planned LU refuses; the factorization must still succeed (by
+// partial pivoting) and solve exactly, and the next well-posed one must go back to the plan.
+TEST(LinearSystem, AZeroDiagonalPivotIsFactoredWithPivotingInstead) {
+  Pairs pairs{2.0, 0.75};
+  const OdeProblem problem = pair_problem(pairs);
+  IntegratorStats stats;
+  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
+  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
+  system.evaluate_jacobian(0.0, u.data(), g.data());
+  ASSERT_TRUE(system.factorize(2.0));
+  expect_block_solutions(system, 2.0, pairs);
+  ASSERT_TRUE(system.factorize(10.0));
+  expect_block_solutions(system, 10.0, pairs);
+  EXPECT_EQ(stats.factorizations, 2);
+}
+
+// A singular M (alpha - d = c: blocks [[c, -c], [-c, c]]) is reported, not thrown or solved.
+TEST(LinearSystem, ASingularMatrixIsReportedAsAFailedFactorization) {
+  Pairs pairs{1.0, 0.5};
+  const OdeProblem problem = pair_problem(pairs);
+  IntegratorStats stats;
+  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
+  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
+  system.evaluate_jacobian(0.0, u.data(), g.data());
+  EXPECT_FALSE(system.factorize(1.5));
+  EXPECT_FALSE(system.factorize(NAN));
+}
+
+}  // namespace
