@@ -533,9 +533,12 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
                     double(r.rhs_lane_evaluations) / double(std::max(1L, r.steps_total)),
                     double(r.factorizations) / double(std::max(1L, r.steps_total)),
                     static_cast<unsigned long long>(r.digest));
-      if (threads == 2)
+      if (threads == 2 && one_thread > 0)
         std::printf("%-34s two-thread efficiency %.0f %% (1-thread wall / (2 x 2-thread wall)); digest %016llx\n",
                     "", 100.0 * one_thread / (2.0 * r.wall), static_cast<unsigned long long>(r.digest));
+      else if (threads == 2)  // --pool-threads 2 alone: no 1-thread row to compare with
+        std::printf("%-34s two-thread efficiency: run with 1 thread too; digest %016llx\n", "",
+                    static_cast<unsigned long long>(r.digest));
     }
   }
 #endif
