@@ -56,29 +56,39 @@ template <int L>
   }
 }
 
+/// One state's terms of the Hairer weighted RMS norm of every lane: (e / (atol + rtol *
+/// max(|u0|, |u1|)))^2 added to sum, and bad set where u1 is not finite.
 template <int L>
-[[gnu::always_inline]] inline void error_norms(size_t n, const double* e, const double* u0,
-                                               const double* u1, const double* atol, double rtol,
-                                               double* out, std::uint8_t* nonfinite) {
+[[gnu::always_inline]] inline void add_weighted_squares(const double* e, const double* a0,
+                                                        const double* a1, double at, double rtol,
+                                                        double* sum, double* bad) {
   constexpr double kLargest = std::numeric_limits<double>::max();
-  double sum[L], bad[L];
-  ESI_LANES for (int l = 0; l < L; ++l) sum[l] = 0.0, bad[l] = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double at = atol[i];
-    const double* a0 = u0 + i * L;
-    const double* a1 = u1 + i * L;
-    const double* ei = e + i * L;
-    ESI_LANES for (int l = 0; l < L; ++l) {
-      const double m1 = std::abs(a1[l]);
-      const double w = ei[l] / (at + rtol * std::max(std::abs(a0[l]), m1));
-      sum[l] += w * w;
-      bad[l] = m1 <= kLargest ? bad[l] : 1.0;
-    }
+  ESI_LANES for (int l = 0; l < L; ++l) {
+    const double m1 = std::abs(a1[l]);
+    const double w = e[l] / (at + rtol * std::max(std::abs(a0[l]), m1));
+    sum[l] += w * w;
+    bad[l] = m1 <= kLargest ? bad[l] : 1.0;
   }
+}
+
+template <int L>
+[[gnu::always_inline]] inline void finish_norms(size_t n, const double* sum, const double* bad,
+                                                double* out, std::uint8_t* nonfinite) {
   for (int l = 0; l < L; ++l) {
     out[l] = std::sqrt(sum[l] / double(n));
     nonfinite[l] = bad[l] != 0.0 ? 1 : 0;
   }
+}
+
+template <int L>
+[[gnu::always_inline]] inline void error_norms(size_t n, const double* e, const double* u0,
+                                               const double* u1, const double* atol, double rtol,
+                                               double* out, std::uint8_t* nonfinite) {
+  double sum[L], bad[L];
+  ESI_LANES for (int l = 0; l < L; ++l) sum[l] = 0.0, bad[l] = 0.0;
+  for (size_t i = 0; i < n; ++i)
+    add_weighted_squares<L>(e + i * L, u0 + i * L, u1 + i * L, atol[i], rtol, sum, bad);
+  finish_norms<L>(n, sum, bad, out, nonfinite);
 }
 
 template <int L>
@@ -87,7 +97,6 @@ template <int L>
                                             const double* btilde, int stages, const double* atol,
                                             double rtol, double* u1, double* out,
                                             std::uint8_t* nonfinite) {
-  constexpr double kLargest = std::numeric_limits<double>::max();
   double sum[L], bad[L];
   ESI_LANES for (int l = 0; l < L; ++l) sum[l] = 0.0, bad[l] = 0.0;
   for (size_t i = 0; i < n; ++i) {
@@ -111,18 +120,9 @@ template <int L>
       const double* kj = k + size_t(j) * k_stride + x0;
       ESI_LANES for (int l = 0; l < L; ++l) e[l] += wj * kj[l];
     }
-    const double at = atol[i];
-    ESI_LANES for (int l = 0; l < L; ++l) {
-      const double m1 = std::abs(u1[x0 + l]);
-      const double w = e[l] / (at + rtol * std::max(std::abs(u0[x0 + l]), m1));
-      sum[l] += w * w;
-      bad[l] = m1 <= kLargest ? bad[l] : 1.0;
-    }
+    add_weighted_squares<L>(e, u0 + x0, u1 + x0, atol[i], rtol, sum, bad);
   }
-  for (int l = 0; l < L; ++l) {
-    out[l] = std::sqrt(sum[l] / double(n));
-    nonfinite[l] = bad[l] != 0.0 ? 1 : 0;
-  }
+  finish_norms<L>(n, sum, bad, out, nonfinite);
 }
 
 template <int L>

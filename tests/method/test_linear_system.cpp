@@ -55,6 +55,21 @@ OdeProblem pair_problem(Pairs& pairs) {
   return p;
 }
 
+/// The pair problem with its Jacobian evaluated, ready to factor.
+struct PairSystem {
+  Pairs pairs;
+  OdeProblem problem;
+  IntegratorStats stats;
+  LinearSystem system;
+  PairSystem(double diagonal, double coupling)
+      : pairs{diagonal, coupling},
+        problem(pair_problem(pairs)),
+        system(Evaluator{&problem, &stats}, JacobianOf::Rhs) {
+    std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
+    system.evaluate_jacobian(0.0, u.data(), g.data());
+  }
+};
+
 /// Solves M x = b for b_i = i + 1 and checks x against the 2 x 2 closed form of every block
 /// M = [[a, -c], [-c, a]], a = alpha - d: x = [a b0 + c b1, c b0 + a b1] / (a^2 - c^2).
 void expect_block_solutions(LinearSystem& system, double alpha, const Pairs& p) {
@@ -70,43 +85,28 @@ void expect_block_solutions(LinearSystem& system, double alpha, const Pairs& p) 
 }
 
 TEST(LinearSystem, ASparseSystemFactorsAndSolvesToTheClosedForm) {
-  Pairs pairs{1.0, 0.5};
-  const OdeProblem problem = pair_problem(pairs);
-  IntegratorStats stats;
-  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
-  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
-  system.evaluate_jacobian(0.0, u.data(), g.data());
-  ASSERT_TRUE(system.factorize(3.0));  // blocks [[2, -0.5], [-0.5, 2]]: diagonal pivots fine
-  expect_block_solutions(system, 3.0, pairs);
+  PairSystem s(1.0, 0.5);
+  ASSERT_TRUE(s.system.factorize(3.0));  // blocks [[2, -0.5], [-0.5, 2]]: diagonal pivots fine
+  expect_block_solutions(s.system, 3.0, s.pairs);
 }
 
 // alpha = d makes every diagonal of M zero: [[0, -c], [-c, 0]] is nonsingular but has no
 // diagonal pivot, which the planned LU refuses; the factorization must still succeed (by
 // partial pivoting) and solve exactly, and the next well-posed one must go back to the plan.
 TEST(LinearSystem, AZeroDiagonalPivotIsFactoredWithPivotingInstead) {
-  Pairs pairs{2.0, 0.75};
-  const OdeProblem problem = pair_problem(pairs);
-  IntegratorStats stats;
-  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
-  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
-  system.evaluate_jacobian(0.0, u.data(), g.data());
-  ASSERT_TRUE(system.factorize(2.0));
-  expect_block_solutions(system, 2.0, pairs);
-  ASSERT_TRUE(system.factorize(10.0));
-  expect_block_solutions(system, 10.0, pairs);
-  EXPECT_EQ(stats.factorizations, 2);
+  PairSystem s(2.0, 0.75);
+  ASSERT_TRUE(s.system.factorize(2.0));
+  expect_block_solutions(s.system, 2.0, s.pairs);
+  ASSERT_TRUE(s.system.factorize(10.0));
+  expect_block_solutions(s.system, 10.0, s.pairs);
+  EXPECT_EQ(s.stats.factorizations, 2);
 }
 
 // A singular M (alpha - d = c: blocks [[c, -c], [-c, c]]) is reported, not thrown or solved.
 TEST(LinearSystem, ASingularMatrixIsReportedAsAFailedFactorization) {
-  Pairs pairs{1.0, 0.5};
-  const OdeProblem problem = pair_problem(pairs);
-  IntegratorStats stats;
-  LinearSystem system(Evaluator{&problem, &stats}, JacobianOf::Rhs);
-  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
-  system.evaluate_jacobian(0.0, u.data(), g.data());
-  EXPECT_FALSE(system.factorize(1.5));
-  EXPECT_FALSE(system.factorize(NAN));
+  PairSystem s(1.0, 0.5);
+  EXPECT_FALSE(s.system.factorize(1.5));
+  EXPECT_FALSE(s.system.factorize(NAN));
 }
 
 }  // namespace
