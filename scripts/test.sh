@@ -72,6 +72,7 @@ if wants asan; then
   cmake --build build-asan -j "$jobs"
   stage "ctest under ASan + UBSan (build-asan/)"
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1} \
+  LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan.supp:print_suppressions=0} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 fi

@@ -55,7 +55,7 @@ class Reader {
     const auto n = get<std::uint64_t>();
     if (n > (bytes_.size() - at_) / sizeof(double)) fail("a count runs past the end of the file");
     std::vector<double> v(n);
-    std::memcpy(v.data(), bytes_.data() + at_, n * sizeof(double));
+    if (n > 0) std::memcpy(v.data(), bytes_.data() + at_, n * sizeof(double));  // data() may be null
     at_ += n * sizeof(double);
     return v;
   }
