@@ -421,9 +421,10 @@ void Block::time_derivative() {
     }
 }
 
-// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and the error norms enorm_ out, failed_ set
-// for lanes whose iteration matrix had a tiny pivot. The lane loops over whole vectors are
-// linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512 clones).
+// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and the error norms enorm_
+// out, failed_ set for lanes whose iteration matrix had a tiny pivot. The lane loops over
+// whole vectors are linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512
+// clones).
 void Block::attempt() {
   // J at (t, u0) again for every attempt (the factorisation overwrites it; a lane whose (t,
   // u0) did not change gets the same bits), formed into s I - J and factored in place.

@@ -15,19 +15,27 @@ namespace {
 
 using std::size_t;
 
+/// acc[l] = sum_j w[j] k_j[x0 + l] over the stages with a nonzero weight, in stage order: one
+/// state's weighted stage sum in every lane (the same sums in the same order wherever used).
+template <int L>
+[[gnu::always_inline]] inline void weighted_stage_sum(const double* k, size_t k_stride, size_t x0,
+                                                      const double* w, int count, double* acc) {
+  ESI_LANES for (int l = 0; l < L; ++l) acc[l] = 0.0;
+  for (int j = 0; j < count; ++j) {
+    if (w[j] == 0.0) continue;
+    const double wj = w[j];
+    const double* kj = k + size_t(j) * k_stride + x0;
+    ESI_LANES for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
+  }
+}
+
 template <int L>
 [[gnu::always_inline]] inline void combination(size_t n, const double* base, const double* k,
                                                size_t k_stride, const double* w, int count,
                                                double* out) {
   for (size_t x0 = 0; x0 < n * L; x0 += L) {
     double acc[L];
-    ESI_LANES for (int l = 0; l < L; ++l) acc[l] = 0.0;
-    for (int j = 0; j < count; ++j) {
-      if (w[j] == 0.0) continue;
-      const double wj = w[j];
-      const double* kj = k + size_t(j) * k_stride + x0;
-      ESI_LANES for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
-    }
+    weighted_stage_sum<L>(k, k_stride, x0, w, count, acc);
     if (base) {
       ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = base[x0 + l] + acc[l];
     } else {
@@ -103,23 +111,11 @@ template <int L>
     const size_t x0 = i * L;
     if (b) {
       double acc[L];
-      ESI_LANES for (int l = 0; l < L; ++l) acc[l] = 0.0;
-      for (int j = 0; j < stages; ++j) {
-        if (b[j] == 0.0) continue;
-        const double wj = b[j];
-        const double* kj = k + size_t(j) * k_stride + x0;
-        ESI_LANES for (int l = 0; l < L; ++l) acc[l] += wj * kj[l];
-      }
+      weighted_stage_sum<L>(k, k_stride, x0, b, stages, acc);
       ESI_LANES for (int l = 0; l < L; ++l) u1[x0 + l] = u0[x0 + l] + acc[l];
     }
     double e[L];
-    ESI_LANES for (int l = 0; l < L; ++l) e[l] = 0.0;
-    for (int j = 0; j < stages; ++j) {
-      if (btilde[j] == 0.0) continue;
-      const double wj = btilde[j];
-      const double* kj = k + size_t(j) * k_stride + x0;
-      ESI_LANES for (int l = 0; l < L; ++l) e[l] += wj * kj[l];
-    }
+    weighted_stage_sum<L>(k, k_stride, x0, btilde, stages, e);
     add_weighted_squares<L>(e, u0 + x0, u1 + x0, atol[i], rtol, sum, bad);
   }
   finish_norms<L>(n, sum, bad, out, nonfinite);
