@@ -435,17 +435,24 @@ void Block::attempt() {
                             std::span<std::uint8_t>(failed_));
   ++lu_calls_;
   const std::size_t nl = n_ * L_;
+  const double* f = nullptr;  // f at stage i's point
+  bool stage_at_u0 = true;    // stage i's point is u0 itself (us_ not formed)
   for (int i = 0; i < tab_.stages; ++i) {
     // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order); stage 0 reads
     // f0 = f(u0) and no U_0.
-    const double* f = f0_.data();
-    if (i > 0) {
+    // A stage at the previous stage's point reuses its f (and, from stage 0, f0 and u0).
+    if (i == 0) {
+      f = f0_.data();
+      stage_at_u0 = true;
+    } else if (!method::detail::rosenbrock_stage_repeats_previous(tab_, i)) {
       combine(u0_.data(), tab_.a[i], i, us_.data());
       for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
       rhs(tt_.data(), us_.data(), fs_.data());
       f = fs_.data();
+      stage_at_u0 = false;
     }
-    if (fsal_ && i == tab_.stages - 1) std::copy(us_.begin(), us_.end(), u1_.begin());
+    if (fsal_ && i == tab_.stages - 1)
+      std::copy((stage_at_u0 ? u0_ : us_).begin(), (stage_at_u0 ? u0_ : us_).end(), u1_.begin());
     double* k = k_.data() + std::size_t(i) * nl;
     // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
     for (int j = 0; j < i; ++j)

@@ -117,9 +117,17 @@ class RosenbrockStepper final : public Stepper {
     const double* f = f0;
     if (i > 0) {
       double* target = (fsal_ && i == tab_.stages - 1) ? f_last_.data() : f_stage_.data();
-      eval_.rhs(t + tab_.c[i] * h, state, target);
-      f = target;
+      if (rosenbrock_stage_repeats_previous(tab_, i)) {
+        // f at the previous stage's point (f0 or the stage buffer); an FSAL last stage keeps
+        // its copy for the next step.
+        f = stage_f_;
+        if (target == f_last_.data()) f = std::copy(stage_f_, stage_f_ + n_, target) - n_;
+      } else {
+        eval_.rhs(t + tab_.c[i] * h, state, target);
+        f = target;
+      }
     }
+    stage_f_ = f;
     double* k = slope(i);
     const double hd = h * tab_.d[i];
     for (std::size_t m = 0; m < n_; ++m) {
@@ -144,6 +152,7 @@ class RosenbrockStepper final : public Stepper {
   Evaluator eval_;
   LinearSystem system_;
   std::vector<double> k_, f_stage_, f_last_, f_t_;
+  const double* stage_f_ = nullptr;  // f at the point of the stage solved last
   bool fsal_;
   const RosenbrockDense* dense_;
   std::vector<double> k_accepted_;  // slopes of the last accepted step (dense output)

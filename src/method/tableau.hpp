@@ -37,6 +37,18 @@ struct RosenbrockTableau {
   double d[kMaxStages] = {};
 };
 
+/// True when stage i evaluates f where stage i - 1 did: the same weights on the earlier slopes
+/// (a[i][i-1] == 0) at the same time (Rodas3's second stage sits at u0, like its first). The
+/// stage point is then formed by the same nonzero products summed in the same order, so f there
+/// is the previous stage's f bit for bit, and a stepper reuses it instead of evaluating f again
+/// (KPP's ros_NewF).
+constexpr bool rosenbrock_stage_repeats_previous(const RosenbrockTableau& tab, int i) {
+  if (i <= 0 || tab.c[i] != tab.c[i - 1] || tab.a[i][i - 1] != 0.0) return false;
+  for (int j = 0; j + 1 < i; ++j)
+    if (tab.a[i][j] != tab.a[i - 1][j]) return false;
+  return true;
+}
+
 /// Diagonally implicit RK whose first stage is explicit (ESDIRK; a[0][0] == 0) and whose
 /// implicit stages share the diagonal gamma: Y_i = u0 + h sum_{j<i} a[i][j] k_j + h gamma k_i.
 /// The error estimate h sum btilde[j] k_j is filtered by (I - h gamma J)^{-1} (Shampine).

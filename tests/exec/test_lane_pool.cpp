@@ -311,6 +311,26 @@ TEST(LanePool, AFailingCellFailsAloneAndOthersKeepTheirBits) {
   }
 }
 
+TEST(LanePool, AStageAtThePreviousStagesPointCostsNoRhs) {
+  // Rodas3's second stage sits at u0 and ROS3P's third at its second stage's point: each lane
+  // attempt evaluates f only at the distinct stage points after the first (Rodas3 2, ROS3P 1),
+  // plus f(u0) once per new step and a few calls per cell for its starting step (half a call
+  // per lane-step bounds those here). Evaluating every stage would cost one more per attempt.
+  const esi::esm::System s = superfast();
+  if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto model = superfast_model(s);
+  const Cells cells = heterogeneous(s, 40, 3);
+  for (const auto& [method, distinct] : {std::pair{MethodId::Rodas3, 2L}, std::pair{MethodId::ROS3P, 1L}}) {
+    LanePoolOptions o;
+    o.method = method;
+    const PoolRun r = run(*model, cells, o);
+    ASSERT_EQ(r.stats.failed_cells, 0u) << r.stats.message;
+    ASSERT_GT(r.stats.lane_slots, 0);
+    EXPECT_GE(r.stats.rhs_evaluations, distinct * r.stats.lane_slots);
+    EXPECT_LT(2 * r.stats.rhs_evaluations, (2 * distinct + 3) * r.stats.lane_slots);
+  }
+}
+
 TEST(LanePool, BadOptionsAndNamesAreClearErrors) {
   const esi::esm::System s = superfast();
   if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";

@@ -89,6 +89,46 @@ TEST(Adaptive, AutonomousProblemsSkipTheTimeDerivative) {
   }
 }
 
+// Robertson with its analytic Jacobian, recording every point f is evaluated at.
+struct RecordedRobertson {
+  std::vector<std::vector<double>> points;  // t, u0, u1, u2 of each rhs call
+  static void rhs(void* c, double t, const double* u, double* du) {
+    static_cast<RecordedRobertson*>(c)->points.push_back({t, u[0], u[1], u[2]});
+    testing::Robertson::rhs(nullptr, t, u, du);
+  }
+  static void jacobian(void*, double, const double* u, double* v) {
+    const double row0[] = {-0.04, 1e4 * u[2], 1e4 * u[1]};
+    const double row1[] = {0.04, -1e4 * u[2] - 6e7 * u[1], -1e4 * u[1]};
+    const double row2[] = {0.0, 6e7 * u[1], 0.0};
+    for (int j = 0; j < 3; ++j) v[j] = row0[j], v[3 + j] = row1[j], v[6 + j] = row2[j];
+  }
+};
+
+TEST(Adaptive, RosenbrockStagesNeverEvaluateFTwiceAtOnePoint) {
+  // Rodas3's second stage sits at u0, where f0 was just evaluated: a stage at the previous
+  // stage's point reuses its f (tableau.hpp), so no call repeats the point of the call before.
+  for (MethodId id : all_methods()) {
+    if (!is_rosenbrock(id)) continue;
+    RecordedRobertson rec;
+    OdeProblem p = testing::Robertson::problem();
+    p.context = &rec;
+    p.rhs = RecordedRobertson::rhs;
+    p.jacobian = RecordedRobertson::jacobian;
+    p.jac_row_ptr = {0, 3, 6, 9};
+    p.jac_col = {0, 1, 2, 0, 1, 2, 0, 1, 2};
+    p.autonomous = true;
+    IntegratorOptions o;
+    o.method = id;
+    o.rtol = 1e-6, o.atol = 1e-10;
+    IntegratorStats stats;
+    solve(p, o, {1, 0, 0}, 40.0, &stats);
+    ASSERT_GT(rec.points.size(), 10u) << method_info(id).name;
+    EXPECT_EQ(static_cast<long>(rec.points.size()), stats.rhs_evaluations) << method_info(id).name;
+    for (std::size_t k = 1; k < rec.points.size(); ++k)
+      ASSERT_NE(rec.points[k], rec.points[k - 1]) << method_info(id).name << " call " << k;
+  }
+}
+
 // rhs that turns NaN in its second component after t = 0.5.
 void nan_after_half(void*, double t, const double* u, double* du) {
   du[0] = -u[0];
