@@ -12,6 +12,7 @@
 // independent of the grid size) is the next step; this expansion is its reference.
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -25,10 +26,29 @@
 
 namespace esi::esm {
 
+void assign_cell_name(std::string& out, const std::string& name, const std::vector<std::int64_t>& cell) {
+  // One allocation at most (a grid names 10^5-10^6 cells this way): digits go straight into
+  // the string's own buffer.
+  char digits[24];
+  std::size_t length = name.size() + 1 + cell.size();  // "[", the commas and "]"
+  for (const std::int64_t c : cell)
+    length += static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, c).ptr - digits);
+  out.clear();
+  out.reserve(length);
+  out += name;
+  out += '[';
+  for (std::size_t i = 0; i < cell.size(); ++i) {
+    if (i) out += ',';
+    const auto end = std::to_chars(digits, digits + sizeof digits, cell[i]).ptr;
+    out.append(digits, end);
+  }
+  out += ']';
+}
+
 std::string cell_name(const std::string& name, const std::vector<std::int64_t>& cell) {
-  std::string out = name + "[";
-  for (std::size_t i = 0; i < cell.size(); ++i) out += (i ? "," : "") + std::to_string(cell[i]);
-  return out + "]";
+  std::string out;
+  assign_cell_name(out, name, cell);
+  return out;
 }
 
 namespace detail {

@@ -722,6 +722,20 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   // Algebraic unknowns: declared unknowns with neither kind of defining equation.
   std::unordered_set<std::string> observed_names;
   for (const auto& v : sys.observed) observed_names.insert(v.name);
+  {
+    // One reservation for every state array's cells: one per array would copy all the cells
+    // before it again each time (10^6 of them on a chemistry grid).
+    std::size_t cells = 0;
+    for (const auto& name : st.declaration_order)
+      if (st.declared[name].grid_cell)
+        for (const auto& arr : sys.arrays)
+          if (arr.name == name) {
+            std::size_t n = 1;
+            for (auto e : arr.extents) n *= static_cast<std::size_t>(e);
+            cells += n;
+          }
+    sys.states.reserve(sys.states.size() + cells);
+  }
   for (const auto& name : st.declaration_order) {
     const Declared& d = st.declared[name];
     if (d.grid_cell) {  // a state array whose derivative is a region program (System::grid)
@@ -733,16 +747,17 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
       cell_var.shape.clear();
       cell_var.description.clear();  // kept once, on System::Array
       cell_var.array = name;
+      cell_var.name.clear();
       std::int64_t n = 1;
       for (auto e : a->extents) n *= e;
-      sys.states.reserve(sys.states.size() + static_cast<std::size_t>(n));
       sys.state_rhs.resize(sys.state_rhs.size() + static_cast<std::size_t>(n), expr::kNoNode);
       sys.state_sources.resize(sys.state_rhs.size());
       std::vector<std::int64_t> cell(a->extents.size(), 1);
       for (std::int64_t k = 0; k < n; ++k) {
-        cell_var.name = cell_name(name, cell);
-        cell_var.cell = cell;
-        sys.states.push_back(cell_var);
+        // Copied with an empty name, which is then written in place: one allocation for it.
+        FlatVariable& v = sys.states.emplace_back(cell_var);
+        assign_cell_name(v.name, name, cell);
+        v.cell = cell;
         for (std::size_t ax = 0; ax < cell.size() && ++cell[ax] > a->extents[ax]; ++ax) cell[ax] = 1;
       }
       continue;
