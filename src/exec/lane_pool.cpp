@@ -278,7 +278,7 @@ class Block {
 
   ShardResult run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
                   std::span<std::int32_t> cell_steps);
-  const double* hoisted_ = nullptr;  // the model's cell constants, [k * cells + cell]
+  const double* hoisted_ = nullptr;  // the model's cell constants, [cell * hoisted + k]
 
  private:
   bool is_fsal() const {
@@ -294,7 +294,8 @@ class Block {
     for (std::size_t s = 0; s < n_; ++s) u0_[s * L_ + l] = data.states[s * C + cell];
     const std::size_t Q = m_.cell_parameter_index.size();
     for (std::size_t q = 0; q < Q; ++q) par_[q * L_ + l] = data.cell_parameters[q * C + cell];
-    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L_ + l] = hoisted_[k * C + cell];
+    const double* constants = hoisted_ + cell * m_.hoisted;
+    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L_ + l] = constants[k];
     t_[l] = t0;
     double h = opt_.dt_initial;
     if (!(h > 0) && !data.step_size.empty() && data.step_size[cell] > 0) h = data.step_size[cell];
@@ -706,7 +707,16 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
     a.du = {hoisted.data(), m.hoisted, C, C};
     kernel::run(*m.cell_setup, ws, a);
   }
-  for (auto& b : blocks) b->hoisted_ = hoisted.data();
+  // Cell-major for the blocks: a lane's load then reads one contiguous run of constants (fullchem
+  // has about a thousand; strided by the cell count they cost a cache line and a page each).
+  std::vector<double> by_cell(hoisted.size());
+  constexpr std::size_t kTile = 32;
+  for (std::size_t k0 = 0; k0 < m.hoisted; k0 += kTile)
+    for (std::size_t c0 = 0; c0 < C; c0 += kTile)
+      for (std::size_t k = k0; k < std::min(m.hoisted, k0 + kTile); ++k)
+        for (std::size_t c = c0; c < std::min(C, c0 + kTile); ++c)
+          by_cell[c * m.hoisted + k] = hoisted[k * C + c];
+  for (auto& b : blocks) b->hoisted_ = by_cell.data();
   std::vector<ShardResult> results(shards);
   detail::parallel_for(shards, workers, [&](std::size_t s, unsigned worker) {
     const std::size_t begin = s * options.shard_cells;
