@@ -78,8 +78,12 @@ const std::string& CellModel::native_status() const {
 }
 
 std::string CellModel::describe() const {
+  const auto rhs = impl_->rhs->stats();
+  const auto jac = impl_->jacobian_layout->direct->stats();
   return std::to_string(impl_->n) + " states, " + std::to_string(jacobian_nonzeros()) +
-         " Jacobian nonzeros, LU " + linalg::describe(impl_->lu) +
+         " Jacobian nonzeros, LU " + linalg::describe(impl_->lu) + ", " +
+         std::to_string(impl_->hoisted) + " cell constants, lane instructions RHS " +
+         std::to_string(rhs.lane_instructions) + " / J " + std::to_string(jac.lane_instructions) +
          (impl_->rhs->is_native() ? ", native" : ", tape");
 }
 

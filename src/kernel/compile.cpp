@@ -287,9 +287,38 @@ struct Lowering {
   }
 };
 
+/// y when `id` is -1 * y or y * -1 (a loss term of a mass-action sum), else kNoNode.
+NodeId negated_operand(const expr::Pool& pool, NodeId id) {
+  const expr::Node& n = pool.node(id);
+  if (n.op != Op::Mul) return expr::kNoNode;
+  const auto args = pool.args(id);
+  if (args.size() != 2) return expr::kNoNode;
+  for (int side = 0; side < 2; ++side) {
+    const expr::Node& c = pool.node(args[side]);
+    if (c.op == Op::Number && c.number == -1.0) return args[1 - side];
+  }
+  return expr::kNoNode;
+}
+
 Value Lowering::operation(NodeId id) {
   const expr::Node& n = pool.node(id);
   const auto args = pool.args(id);
+  // -1 * y is -y exactly, and a + (-y) is a - y by definition (IEEE 754 subtraction), so a
+  // sum's later operands of that form subtract y, and -1 * y alone is a negation: the same
+  // bits as the oracle's left fold, one multiply fewer per loss term (fullchem has 1,259).
+  if (const NodeId y = negated_operand(pool, id); y != expr::kNoNode) {
+    const Value v = value(y);
+    return emit(v.tier, Opcode::Neg, v.reg);
+  }
+  if (n.op == Op::Add && args.size() >= 2) {
+    Value acc = value(args[0]);
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      const NodeId y = negated_operand(pool, args[i]);
+      const Value x = value(y != expr::kNoNode ? y : args[i]);
+      acc = binary(std::max(acc.tier, x.tier), y != expr::kNoNode ? Opcode::Sub : Opcode::Add, acc, x);
+    }
+    return acc;
+  }
   std::vector<Value> xs;
   xs.reserve(args.size());
   for (NodeId a : args) xs.push_back(value(a));

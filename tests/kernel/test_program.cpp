@@ -2,6 +2,10 @@
 // parameter-only work, register reuse, DOF subsets, forcing, f32, NaN poisoning, errors.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "esi/core/error.hpp"
@@ -107,6 +111,49 @@ TEST(Program, WorkIsHoistedIntoSetupAndTimeTapes) {
   for (const char* absent : {"julian_day", "datetime", "load_param", "const", "load_time "})
     EXPECT_EQ(lane_part.find(absent), std::string::npos) << absent << "\n" << tape;
   EXPECT_NE(lane_part.find("load_time_value"), std::string::npos);
+}
+
+TEST(Program, LossTermsSubtractWithTheOraclesBits) {
+  // dx = x + -1*y + y*-1 + -1*(x*y): three loss terms, and dy = -1*x: a negation. They compile
+  // to two subtractions and a negation, with no multiply by -1, and give the oracle's bits
+  // (a + (-1 * b) is a - b in IEEE 754), signed zeros and infinities included.
+  json doc = {{"models",
+               {{"M",
+                 {{"variables", {{"x", {{"type", "unknown"}, {"default", 0.5}}},
+                                 {"y", {{"type", "unknown"}, {"default", 0.9}}}}},
+                  {"equations",
+                   {eq(ddt("x"), op("+", {"x", op("*", {-1, "y"}), op("*", {"y", -1}),
+                                          op("*", {-1, op("*", {"x", "y"})})})),
+                    eq(ddt("y"), op("*", {-1, "x"}))}}}}}}};
+  const auto s = esi::testing::system_from_json(doc);
+  const Program prog = compile(s);
+  const std::string tape = prog.disassemble();
+  const std::string lane_part = tape.substr(tape.find("lane ("));
+  EXPECT_EQ(lane_part.find("mul_s"), std::string::npos) << tape;
+  EXPECT_NE(lane_part.find("sub"), std::string::npos) << tape;
+  EXPECT_NE(lane_part.find("neg"), std::string::npos) << tape;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::array<double, 2>> points{
+      {0.5, 0.9}, {0.0, 0.0}, {-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0}, {1e308, -1e308},
+      {inf, 1.0}, {-inf, 2.0}, {3.0, inf}, {5e-324, -5e-324}};
+  const std::size_t lanes = points.size();
+  std::vector<double> u(2 * lanes);
+  for (std::size_t l = 0; l < lanes; ++l) u[l] = points[l][0], u[lanes + l] = points[l][1];
+  Workspace ws = prog.make_workspace(lanes);
+  prog.prepare(ws, {});
+  const auto du = run_whole<double>(prog, ws, u, lanes, std::vector<double>(lanes, 0.0));
+  for (std::size_t l = 0; l < lanes; ++l) {
+    std::vector<double> want(2);
+    oracle_rhs(s, points[l].data(), nullptr, 0.0, want.data());
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(du[i * lanes + l])) << "lane " << l;
+        continue;
+      }
+      EXPECT_EQ(std::signbit(du[i * lanes + l]), std::signbit(want[i])) << "lane " << l << " row " << i;
+      EXPECT_EQ(du[i * lanes + l], want[i]) << "lane " << l << " row " << i;
+    }
+  }
 }
 
 TEST(Program, RegistersAreReusedAfterTheirLastRead) {
