@@ -72,6 +72,7 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split)
   problem_.rhs = &ImexOperator::rhs_cb;
   problem_.rhs_split = &ImexOperator::split_cb;
   problem_.rhs_implicit = &ImexOperator::implicit_cb;
+  problem_.rhs_explicit = &ImexOperator::explicit_cb;
   problem_.implicit_jacobian = &ImexOperator::jacobian_cb;
   problem_.names = rest.problem.names;
   prepare();
@@ -127,6 +128,10 @@ void ImexOperator::split_cb(void* c, double t, const double* u, double* de, doub
   self.implicit_part(t, u, di);
 }
 
+void ImexOperator::explicit_cb(void* c, double t, const double* u, double* de) {
+  auto& self = *static_cast<ImexOperator*>(c);
+  self.m_.problem.rhs(self.m_.problem.context, t, u, de);
+}
 void ImexOperator::implicit_cb(void* c, double t, const double* u, double* di) {
   static_cast<ImexOperator*>(c)->implicit_part(t, u, di);
 }

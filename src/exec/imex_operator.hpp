@@ -27,7 +27,7 @@ class ImexOperator {
   ImexOperator(const ImexOperator&) = delete;
   ImexOperator& operator=(const ImexOperator&) = delete;
 
-  /// The problem (context = this): rhs, rhs_split, rhs_implicit, implicit_jacobian with its
+  /// The problem (context = this): rhs, rhs_split, rhs_implicit, rhs_explicit, implicit_jacobian with its
   /// CSR pattern over the whole state vector.
   const method::OdeProblem& problem() const { return problem_; }
   /// The rest model's parameters changed (forcing): the cell program's scalar parameters
@@ -43,6 +43,7 @@ class ImexOperator {
   static void rhs_cb(void* c, double t, const double* u, double* du);
   static void split_cb(void* c, double t, const double* u, double* de, double* di);
   static void implicit_cb(void* c, double t, const double* u, double* di);
+  static void explicit_cb(void* c, double t, const double* u, double* de);
   static void jacobian_cb(void* c, double t, const double* u, double* values);
 
   Model& m_;

@@ -413,6 +413,7 @@ class Runner {
     if (problem_.jacobian) problem_.jacobian = &Runner::jacobian_at_stage;
     if (problem_.rhs_split) problem_.rhs_split = &Runner::rhs_split_at_stage;
     if (problem_.rhs_implicit) problem_.rhs_implicit = &Runner::rhs_implicit_at_stage;
+    if (problem_.rhs_explicit) problem_.rhs_explicit = &Runner::rhs_explicit_at_stage;
     if (problem_.implicit_jacobian)
       problem_.implicit_jacobian = &Runner::implicit_jacobian_at_stage;
     for (const auto& s : model_->system.states) traj_.names.push_back(s.name);
@@ -776,6 +777,10 @@ class Runner {
   static void rhs_implicit_at_stage(void* c, double t, const double* u, double* di) {
     static_cast<Runner*>(c)->at_stage(
         t, [&](const method::OdeProblem& p) { p.rhs_implicit(p.context, t, u, di); });
+  }
+  static void rhs_explicit_at_stage(void* c, double t, const double* u, double* de) {
+    static_cast<Runner*>(c)->at_stage(
+        t, [&](const method::OdeProblem& p) { p.rhs_explicit(p.context, t, u, de); });
   }
   static void rhs_at_stage(void* c, double t, const double* u, double* du) {
     static_cast<Runner*>(c)->at_stage(

@@ -6,7 +6,8 @@
 // Per attempt: the Jacobian of f_I is taken at (t, u0) once per state (like the SDIRK
 // stepper), M = I/(h gamma) - J_I is factorized once, and each implicit stage is a simplified
 // Newton solve of Y = psi + h gamma f_I(t_i, Y) that evaluates f_I alone (rhs_implicit when the
-// problem has it). f_E is evaluated once per stage at the converged stage value.
+// problem has it). f_E is evaluated once per stage at the converged stage value (rhs_explicit
+// when the problem has it, so f_I is not evaluated there again).
 #include <algorithm>
 
 #include "method/newton.hpp"
@@ -60,7 +61,7 @@ class ArkStepper final : public Stepper {
       const double ti = t + tab_.c[i] * h;
       const AttemptStatus s = newton_.solve(system_, ti, hg, psi_.data(), Y, implicit_slope(i));
       if (s != AttemptStatus::Ok) return s;
-      eval_.split(ti, Y, explicit_slope(i), scratch_.data());
+      eval_.explicit_part(ti, Y, explicit_slope(i), scratch_.data());
     }
     for (std::size_t m = 0; m < n_; ++m) {
       double sum = 0, estimate_implicit = 0, estimate_explicit = 0;

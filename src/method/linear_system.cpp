@@ -31,6 +31,16 @@ void Evaluator::implicit_part(double t, const double* u, double* du_implicit,
   split(t, u, scratch, du_implicit);
 }
 
+void Evaluator::explicit_part(double t, const double* u, double* du_explicit,
+                              double* scratch) const {
+  if (problem->rhs_explicit) {
+    ++stats->rhs_evaluations;
+    problem->rhs_explicit(problem->context, t, u, du_explicit);
+    return;
+  }
+  split(t, u, du_explicit, scratch);
+}
+
 namespace {
 using SparseMatrix = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
 }  // namespace

@@ -30,6 +30,8 @@ struct Evaluator {
   void split(double t, const double* u, double* du_explicit, double* du_implicit) const;
   /// f_implicit alone (into du_implicit; `scratch` receives the explicit part).
   void implicit_part(double t, const double* u, double* du_implicit, double* scratch) const;
+  /// f_explicit alone (into du_explicit; `scratch` receives the implicit part).
+  void explicit_part(double t, const double* u, double* du_explicit, double* scratch) const;
 };
 
 class LinearSystem {

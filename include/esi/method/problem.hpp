@@ -36,6 +36,10 @@ struct OdeProblem {
   /// Optional f_implicit alone (the Newton iterations of IMEX methods evaluate only it); when
   /// null they call rhs_split and drop the explicit part, which may cost far more (transport).
   void (*rhs_implicit)(void* context, double t, const double* u, double* du_implicit) = nullptr;
+  /// Optional f_explicit alone (the additive methods evaluate it once per stage, at the
+  /// converged stage value, where the stage already has its implicit slope); when null they
+  /// call rhs_split and drop the implicit part, one f_implicit (chemistry) more per stage.
+  void (*rhs_explicit)(void* context, double t, const double* u, double* du_explicit) = nullptr;
 
   /// Optional state names (flattened names such as "SuperFast.O3") used in failure messages.
   std::vector<std::string> names;
