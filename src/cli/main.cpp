@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
+#include "esi/esm/schema.hpp"
 
 namespace esi::cli {
 namespace {
@@ -119,6 +120,11 @@ int dispatch(const std::vector<std::string>& argv) {
   }
   const std::string& command = argv[0];
   const Args rest(argv.data() + 1, argv.size() - 1);
+  // Every command below reads documents through the checking pipeline; without the schema
+  // its first layer is skipped, which a person must hear about (validate says it per file).
+  if (command != "validate" && command != "help" && command != "-h" && command != "--help" &&
+      command != "--version" && command != "version" && !esm::locate_esm_schema())
+    std::fprintf(stderr, "esi: warning: %s\n", esm::schema_not_found_message().c_str());
   if (command == "validate") return run_validate(rest);
   if (command == "inspect") return run_inspect(rest);
   if (command == "import-kpp") return run_import_kpp(rest);

@@ -723,6 +723,19 @@ std::optional<std::filesystem::path> locate_esm_schema() {
   return std::nullopt;
 }
 
+std::string schema_not_found_message() {
+  std::string where;
+  if (const char* env = std::getenv("ESI_SCHEMA"); env && *env)
+    where = "ESI_SCHEMA names '" + std::string(env) + "', which is not a file";
+  else
+    where = "ESI_SCHEMA is not set";
+#ifdef ESI_DEFAULT_SCHEMA
+  where += ", and the build's default '" ESI_DEFAULT_SCHEMA "' does not exist";
+#endif
+  return "the ESM JSON schema (esm-schema.json) was not found (" + where +
+         "), so documents are not checked against it; set ESI_SCHEMA to its path";
+}
+
 const JsonSchema* esm_schema() {
   // A throwing initializer leaves the static uninitialized, so a later call tries again.
   static const std::unique_ptr<const JsonSchema> schema =

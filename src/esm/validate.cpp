@@ -131,6 +131,11 @@ bool is_unsupported_code(const std::string& code) {
 
 ValidationReport validate_file(const std::filesystem::path& file, const LoadOptions& options) {
   CheckedDocument checked = load_checked(file, options);
+  // Without the schema the other layers still run, but a verdict must not claim a check that
+  // did not happen.
+  if (options.schema && !locate_esm_schema())
+    checked.report.notes.push_back(
+        {"schema_not_found", checked.report.file, "", schema_not_found_message(), Layer::Schema});
   if (!checked.doc || checked.doc->library_only) return std::move(checked.report);
   // The trial flatten: what simulate and check would refuse (missing initial values, unknown
   // couplings, ...) is a finding here too.

@@ -18,6 +18,7 @@
 
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
+#include "esi/esm/load.hpp"
 #include "esi/esm/schema.hpp"
 
 namespace fs = std::filesystem;
@@ -532,6 +533,33 @@ std::vector<fs::path> esm_files_under(const fs::path& dir) {
 }
 
 }  // namespace
+
+TEST(EsmSchemaLocate, AMissingSchemaIsSaidNotSkippedSilently) {
+  // The message names where esi looked and what to set.
+  const fs::path missing = fs::temp_directory_path() / "esi_no_such_schema.json";
+  {
+    ScopedEnv env("ESI_SCHEMA", missing.string());
+    const std::string m = esi::esm::schema_not_found_message();
+    EXPECT_NE(m.find(missing.string()), std::string::npos) << m;
+    EXPECT_NE(m.find("set ESI_SCHEMA"), std::string::npos) << m;
+    EXPECT_NE(m.find(ESI_DEFAULT_SCHEMA), std::string::npos) << m;
+  }
+  // validate_file notes the skipped layer exactly when the schema cannot be found (on a
+  // machine with the build's default schema: never; without it: on every file).
+  const fs::path doc = fs::temp_directory_path() / "esi_schema_note_decay.esm";
+  std::ofstream(doc) << R"({"esm": "1.0.0", "metadata": {"name": "decay"}, "models": {"M": {)"
+                     << R"("variables": {"x": {"type": "unknown", "default": 2.0, "units": "1"},)"
+                     << R"("k": {"type": "parameter", "default": 0.5, "units": "1/s"}},)"
+                     << R"("equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},)"
+                     << R"("rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})";
+  const auto report = esi::esm::validate_file(doc);
+  const bool noted = std::any_of(report.notes.begin(), report.notes.end(), [](const esi::Diagnostic& d) {
+    return d.code == "schema_not_found";
+  });
+  EXPECT_EQ(noted, !esi::esm::locate_esm_schema().has_value());
+  EXPECT_TRUE(report.valid()) << (report.errors.empty() ? "" : report.errors[0].message);
+  fs::remove(doc);
+}
 
 TEST(EsmSchema, CompilesOnceAndIsShared) {
   ESI_REQUIRE_ESM_SCHEMA(schema);

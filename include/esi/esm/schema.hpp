@@ -49,6 +49,8 @@ class JsonSchema {
 /// Where esm-schema.json is: $ESI_SCHEMA if set, else the path configured at build time.
 /// nullopt when neither exists.
 std::optional<std::filesystem::path> locate_esm_schema();
+/// Why locate_esm_schema() found nothing, for a person: where it looked and how to fix it.
+std::string schema_not_found_message();
 
 /// The ESM schema, compiled once on first use (immutable afterwards); nullptr when it cannot
 /// be found. Throws esi::Error when it exists but cannot be read.
