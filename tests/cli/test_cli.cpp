@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "support/run_esi.hpp"
+#include "support/temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -150,6 +151,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
 // ---- validate --------------------------------------------------------------------------------
 
 TEST_F(CliTest, ValidateBundledExample) {
+  ESI_SKIP_WITHOUT_ESM_SCHEMA();
   const Result r = run({"validate", example()});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, example() + ": valid\n");

@@ -307,6 +307,7 @@ TEST(CliTrust, CheckReportsAnUnreadableFolderAndGoesOn) {
 }
 
 TEST(CliTrust, CheckCountsATestWithoutAssertionsAsAnError) {
+  ESI_SKIP_WITHOUT_ESM_SCHEMA();
   TempDir dir;
   const auto file = dir.write(
       "m.esm",
