@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,13 +26,15 @@
 
 namespace esi::esm {
 
-void assign_cell_name(std::string& out, const std::string& name, const std::vector<std::int64_t>& cell) {
+void assign_cell_name(std::string& out, const std::string& name,
+                      const std::vector<std::int64_t>& cell) {
   // One allocation at most (a grid names 10^5-10^6 cells this way): digits go straight into
   // the string's own buffer.
   char digits[24];
   std::size_t length = name.size() + 1 + cell.size();  // "[", the commas and "]"
   for (const std::int64_t c : cell)
-    length += static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, c).ptr - digits);
+    length +=
+        static_cast<std::size_t>(std::to_chars(digits, digits + sizeof digits, c).ptr - digits);
   out.clear();
   out.reserve(length);
   out += name;

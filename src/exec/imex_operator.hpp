@@ -27,8 +27,8 @@ class ImexOperator {
   ImexOperator(const ImexOperator&) = delete;
   ImexOperator& operator=(const ImexOperator&) = delete;
 
-  /// The problem (context = this): rhs, rhs_split, rhs_implicit, rhs_explicit, implicit_jacobian with its
-  /// CSR pattern over the whole state vector.
+  /// The problem (context = this): rhs, rhs_split, rhs_implicit, rhs_explicit, implicit_jacobian
+  /// with its CSR pattern over the whole state vector.
   const method::OdeProblem& problem() const { return problem_; }
   /// The rest model's parameters changed (forcing): the cell program's scalar parameters
   /// follow them by name.

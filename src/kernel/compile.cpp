@@ -315,7 +315,8 @@ Value Lowering::operation(NodeId id) {
     for (std::size_t i = 1; i < args.size(); ++i) {
       const NodeId y = negated_operand(pool, args[i]);
       const Value x = value(y != expr::kNoNode ? y : args[i]);
-      acc = binary(std::max(acc.tier, x.tier), y != expr::kNoNode ? Opcode::Sub : Opcode::Add, acc, x);
+      acc = binary(std::max(acc.tier, x.tier), y != expr::kNoNode ? Opcode::Sub : Opcode::Add, acc,
+                   x);
     }
     return acc;
   }

@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include "support/run_esi.hpp"
 #include "support/temp_dir.hpp"
-#include <nlohmann/json.hpp>
 
 namespace {
 

@@ -553,9 +553,9 @@ TEST(EsmSchemaLocate, AMissingSchemaIsSaidNotSkippedSilently) {
                      << R"("equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},)"
                      << R"("rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}]}}})";
   const auto report = esi::esm::validate_file(doc);
-  const bool noted = std::any_of(report.notes.begin(), report.notes.end(), [](const esi::Diagnostic& d) {
-    return d.code == "schema_not_found";
-  });
+  const bool noted =
+      std::any_of(report.notes.begin(), report.notes.end(),
+                  [](const esi::Diagnostic& d) { return d.code == "schema_not_found"; });
   EXPECT_EQ(noted, !esi::esm::locate_esm_schema().has_value());
   EXPECT_TRUE(report.valid()) << (report.errors.empty() ? "" : report.errors[0].message);
   fs::remove(doc);

@@ -320,7 +320,8 @@ TEST(LanePool, AStageAtThePreviousStagesPointCostsNoRhs) {
   if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const auto model = superfast_model(s);
   const Cells cells = heterogeneous(s, 40, 3);
-  for (const auto& [method, distinct] : {std::pair{MethodId::Rodas3, 2L}, std::pair{MethodId::ROS3P, 1L}}) {
+  for (const auto& [method, distinct] :
+       {std::pair{MethodId::Rodas3, 2L}, std::pair{MethodId::ROS3P, 1L}}) {
     LanePoolOptions o;
     o.method = method;
     const PoolRun r = run(*model, cells, o);

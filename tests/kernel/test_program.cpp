@@ -119,8 +119,9 @@ TEST(Program, LossTermsSubtractWithTheOraclesBits) {
   // (a + (-1 * b) is a - b in IEEE 754), signed zeros and infinities included.
   json doc = {{"models",
                {{"M",
-                 {{"variables", {{"x", {{"type", "unknown"}, {"default", 0.5}}},
-                                 {"y", {{"type", "unknown"}, {"default", 0.9}}}}},
+                 {{"variables",
+                   {{"x", {{"type", "unknown"}, {"default", 0.5}}},
+                    {"y", {{"type", "unknown"}, {"default", 0.9}}}}},
                   {"equations",
                    {eq(ddt("x"), op("+", {"x", op("*", {-1, "y"}), op("*", {"y", -1}),
                                           op("*", {-1, op("*", {"x", "y"})})})),
@@ -134,8 +135,8 @@ TEST(Program, LossTermsSubtractWithTheOraclesBits) {
   EXPECT_NE(lane_part.find("neg"), std::string::npos) << tape;
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<std::array<double, 2>> points{
-      {0.5, 0.9}, {0.0, 0.0}, {-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0}, {1e308, -1e308},
-      {inf, 1.0}, {-inf, 2.0}, {3.0, inf}, {5e-324, -5e-324}};
+      {0.5, 0.9},      {0.0, 0.0}, {-0.0, 0.0}, {0.0, -0.0}, {-0.0, -0.0},
+      {1e308, -1e308}, {inf, 1.0}, {-inf, 2.0}, {3.0, inf},  {5e-324, -5e-324}};
   const std::size_t lanes = points.size();
   std::vector<double> u(2 * lanes);
   for (std::size_t l = 0; l < lanes; ++l) u[l] = points[l][0], u[lanes + l] = points[l][1];
@@ -150,7 +151,8 @@ TEST(Program, LossTermsSubtractWithTheOraclesBits) {
         EXPECT_TRUE(std::isnan(du[i * lanes + l])) << "lane " << l;
         continue;
       }
-      EXPECT_EQ(std::signbit(du[i * lanes + l]), std::signbit(want[i])) << "lane " << l << " row " << i;
+      EXPECT_EQ(std::signbit(du[i * lanes + l]), std::signbit(want[i]))
+          << "lane " << l << " row " << i;
       EXPECT_EQ(du[i * lanes + l], want[i]) << "lane " << l << " row " << i;
     }
   }

@@ -40,8 +40,8 @@ class TempDir {
 
 /// Skips the calling test when the ESM schema cannot be found (a checkout without ../shared):
 /// what it asserts is the schema layer's verdict.
-#define ESI_SKIP_WITHOUT_ESM_SCHEMA()                                                        \
-  if (!esi::esm::locate_esm_schema())                                                        \
+#define ESI_SKIP_WITHOUT_ESM_SCHEMA() \
+  if (!esi::esm::locate_esm_schema()) \
   GTEST_SKIP() << "the ESM schema was not found (set ESI_SCHEMA): this test checks its findings"
 
 /// Where the development corpus is: $ESI_CORPUS, else the build's default. Empty if absent.

@@ -64,7 +64,8 @@ struct FlatReaction {
 /// The name of one cell of array `name`: "C.x[2,1,7]" (1-based, as the format indexes).
 std::string cell_name(const std::string& name, const std::vector<std::int64_t>& cell);
 /// cell_name into `out`, reusing its buffer.
-void assign_cell_name(std::string& out, const std::string& name, const std::vector<std::int64_t>& cell);
+void assign_cell_name(std::string& out, const std::string& name,
+                      const std::vector<std::int64_t>& cell);
 
 struct System {
   expr::Pool pool;
