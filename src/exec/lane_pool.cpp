@@ -696,30 +696,32 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   const unsigned workers = detail::worker_count(shards, static_cast<unsigned>(options.threads));
   std::vector<std::unique_ptr<Block>> blocks;
   for (unsigned w = 0; w < workers; ++w) blocks.push_back(std::make_unique<Block>(m, narrowed, p));
-  // Cell constants once per cell for the whole call (they read no state and no t).
-  std::vector<double> hoisted(m.hoisted * C);
+  // Cell constants once per cell for the whole call (they read no state and no t), stored
+  // cell-major: a lane's load then reads one contiguous run of them (fullchem has about 500;
+  // strided by the cell count they cost a cache line and a page each). The setup program writes
+  // one row per constant, so it runs over chunks of cells whose rows are transposed in place:
+  // no second copy of all the constants.
+  std::vector<double> by_cell(m.hoisted * C);
   if (m.cell_setup) {
-    kernel::Workspace ws = m.cell_setup->make_workspace(64);
+    constexpr std::size_t kChunk = 64;
+    kernel::Workspace ws = m.cell_setup->make_workspace(kChunk);
     m.cell_setup->prepare(ws, p);
-    std::vector<kernel::ForcingField<double>> fields;
-    for (std::size_t q = 0; q < m.cell_parameter_index.size(); ++q)
-      fields.push_back({data.cell_parameters.data() + q * C, 1});
-    kernel::RunArgs<double> a;
-    a.u = {data.states.data(), m.n, C, C};
-    a.t = {&t0, 1};
-    a.forcing = fields;
-    a.du = {hoisted.data(), m.hoisted, C, C};
-    kernel::run(*m.cell_setup, ws, a);
+    std::vector<double> rows(m.hoisted * kChunk);
+    std::vector<kernel::ForcingField<double>> fields(m.cell_parameter_index.size());
+    for (std::size_t c0 = 0; c0 < C; c0 += kChunk) {
+      const std::size_t count = std::min(kChunk, C - c0);
+      for (std::size_t q = 0; q < fields.size(); ++q)
+        fields[q] = {data.cell_parameters.data() + q * C + c0, 1};
+      kernel::RunArgs<double> a;
+      a.u = {data.states.data() + c0, m.n, count, C};
+      a.t = {&t0, 1};
+      a.forcing = fields;
+      a.du = {rows.data(), m.hoisted, count, count};
+      kernel::run(*m.cell_setup, ws, a);
+      for (std::size_t c = 0; c < count; ++c)
+        for (std::size_t k = 0; k < m.hoisted; ++k) by_cell[(c0 + c) * m.hoisted + k] = rows[k * count + c];
+    }
   }
-  // Cell-major for the blocks: a lane's load then reads one contiguous run of constants (fullchem
-  // has about a thousand; strided by the cell count they cost a cache line and a page each).
-  std::vector<double> by_cell(hoisted.size());
-  constexpr std::size_t kTile = 32;
-  for (std::size_t k0 = 0; k0 < m.hoisted; k0 += kTile)
-    for (std::size_t c0 = 0; c0 < C; c0 += kTile)
-      for (std::size_t k = k0; k < std::min(m.hoisted, k0 + kTile); ++k)
-        for (std::size_t c = c0; c < std::min(C, c0 + kTile); ++c)
-          by_cell[c * m.hoisted + k] = hoisted[k * C + c];
   for (auto& b : blocks) b->hoisted_ = by_cell.data();
   std::vector<ShardResult> results(shards);
   detail::parallel_for(shards, workers, [&](std::size_t s, unsigned worker) {
