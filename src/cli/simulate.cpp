@@ -371,11 +371,13 @@ bool ends_with_segment(const std::string& flat, const std::string& name) {
 std::vector<std::string> near_names(const esm::System& sys, const std::string& name) {
   const std::size_t limit = std::max<std::size_t>(1, name.size() / 3);
   std::vector<std::pair<std::size_t, std::string>> scored;
-  for (const auto* list : {&sys.states, &sys.parameters})
-    for (const esm::FlatVariable& v : *list) {
-      const std::size_t full = edit_distance(name, v.name), local = edit_distance(name, local_name(v.name));
-      if (std::min(full, local) <= limit) scored.emplace_back(std::min(full, local), v.name);
-    }
+  esm::for_each_variable(
+      [&](const esm::FlatVariable& v) {
+        const std::size_t full = edit_distance(name, v.name),
+                          local = edit_distance(name, local_name(v.name));
+        if (std::min(full, local) <= limit) scored.emplace_back(std::min(full, local), v.name);
+      },
+      sys.states, sys.parameters);
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> out;
   for (const auto& [d, n] : scored)
@@ -410,9 +412,11 @@ void check_set_name(const esm::System& sys, const nlohmann::json& doc, const Ove
     throw Error(code, o.file, o.pointer, o.origin + ": " + why);
   };
   std::vector<std::string> hits;
-  for (const auto* list : {&sys.states, &sys.parameters})
-    for (const esm::FlatVariable& v : *list)
-      if (ends_with_segment(v.name, name)) hits.push_back(v.name);
+  esm::for_each_variable(
+      [&](const esm::FlatVariable& v) {
+        if (ends_with_segment(v.name, name)) hits.push_back(v.name);
+      },
+      sys.states, sys.parameters);
   if (hits.size() == 1) return;
   if (hits.size() > 1) {
     std::string list;
@@ -446,9 +450,10 @@ bool names_state(const esm::System& sys, const std::string& name) {
 /// "Box.k" are one key and the override given last wins whichever way each was spelled.
 std::string flat_target(const esm::System& sys, const std::string& name) {
   if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return name;
-  for (const auto* list : {&sys.states, &sys.parameters})
-    for (const esm::FlatVariable& v : *list)
-      if (ends_with_segment(v.name, name)) return v.name;
+  for (const esm::FlatVariable& v : sys.states)
+    if (ends_with_segment(v.name, name)) return v.name;
+  for (const esm::FlatVariable& v : sys.parameters)
+    if (ends_with_segment(v.name, name)) return v.name;
   return name;
 }
 
@@ -584,7 +589,7 @@ struct ColumnCatalog {
   explicit ColumnCatalog(const esm::System& sys) {
     std::unordered_map<std::string, std::string> array_units;
     for (const auto& a : sys.arrays) array_units[a.name] = a.units;
-    const auto add = [&](const std::vector<esm::FlatVariable>& list, const char* kind) {
+    const auto add = [&](const auto& list, const char* kind) {
       for (const esm::FlatVariable& v : list)
         by_name.emplace(v.name, std::make_pair(kind, v.units.empty() && !v.array.empty() ? array_units[v.array] : v.units));
     };

@@ -382,8 +382,9 @@ std::vector<std::string> order_observed(FlattenState& st) {
   return out;
 }
 
-std::string resolve_override(const std::vector<FlatVariable>& vars, const std::string& key,
-                             const std::string& what, const std::string& file) {
+template <class Variables>  // std::vector<FlatVariable> or StateList
+std::string resolve_override(const Variables& vars, const std::string& key, const std::string& what,
+                             const std::string& file) {
   for (const auto& v : vars)
     if (v.name == key) return key;
   std::vector<std::string> hits;
@@ -425,17 +426,37 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
   for (const auto& [k, v] : options.initial_conditions) all[k] = v;
   // Built on first use: a grid's state arrays are found by position, and a 72 x 46 x 72 grid
   // has millions of cell names.
-  std::unordered_map<std::string, FlatVariable*> by_name;
+  // Values: a parameter's index, or a state's index + parameters.size(). Indices, not
+  // pointers: writing a cell of a lazy state run stores its entries (StateList).
+  std::unordered_map<std::string, std::size_t> by_name;
   auto lookup = [&](const std::string& name) {
     if (by_name.empty()) {
-      std::unordered_set<std::string> by_position;
+      for (std::size_t i = 0; i < sys.parameters.size(); ++i)
+        by_name.emplace(sys.parameters[i].name, i);
+      std::vector<std::pair<std::size_t, std::size_t>> by_position;  // [first, end) of state arrays
       for (const auto& a : sys.arrays)
-        if (a.first_state >= 0) by_position.insert(a.name);
-      for (auto& v : sys.parameters) by_name.emplace(v.name, &v);
-      for (auto& v : sys.states)
-        if (v.array.empty() || !by_position.count(v.array)) by_name.emplace(v.name, &v);
+        if (a.first_state >= 0) {
+          std::size_t n = 1;
+          for (auto e : a.extents) n *= static_cast<std::size_t>(e);
+          by_position.emplace_back(static_cast<std::size_t>(a.first_state),
+                                   static_cast<std::size_t>(a.first_state) + n);
+        }
+      std::sort(by_position.begin(), by_position.end());
+      auto range = by_position.begin();
+      for (std::size_t i = 0; i < sys.states.size(); ++i) {
+        while (range != by_position.end() && range->second <= i) ++range;
+        if (range != by_position.end() && range->first <= i) {
+          i = range->second - 1;  // a state array's cells are found by position below
+          continue;
+        }
+        by_name.emplace(sys.states[i].name, sys.parameters.size() + i);
+      }
     }
     return by_name.find(name);
+  };
+  auto variable = [&](std::size_t at) -> FlatVariable& {
+    return at < sys.parameters.size() ? sys.parameters[at]
+                                      : sys.states.mutable_entry(at - sys.parameters.size());
   };
   for (auto it = all.begin(); it != all.end(); ++it) {
     const std::string& key = it.key();
@@ -454,8 +475,9 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
         const std::string name = resolve_override(sys.parameters, key, "parameter", file);
         v = lookup(name);
       }
-      v->second->default_value = it->get<double>();
-      v->second->initial = expr::kNoNode;
+      FlatVariable& var = variable(v->second);
+      var.default_value = it->get<double>();
+      var.initial = expr::kNoNode;
       continue;
     }
     std::int64_t cells = 1;
@@ -490,9 +512,9 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
       }
       FlatVariable* var = nullptr;
       if (a->first_state >= 0) {  // contiguous, first index fastest, as this loop counts
-        var = &sys.states[static_cast<std::size_t>(a->first_state + n)];
+        var = &sys.states.mutable_entry(static_cast<std::size_t>(a->first_state + n));
       } else if (auto v = lookup(cell_name(a->name, cell)); v != by_name.end()) {
-        var = v->second;
+        var = &variable(v->second);
       }
       if (var) {
         var->default_value = value->get<double>();
@@ -722,20 +744,6 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   // Algebraic unknowns: declared unknowns with neither kind of defining equation.
   std::unordered_set<std::string> observed_names;
   for (const auto& v : sys.observed) observed_names.insert(v.name);
-  {
-    // One reservation for every state array's cells: one per array would copy all the cells
-    // before it again each time (10^6 of them on a chemistry grid).
-    std::size_t cells = 0;
-    for (const auto& name : st.declaration_order)
-      if (st.declared[name].grid_cell)
-        for (const auto& arr : sys.arrays)
-          if (arr.name == name) {
-            std::size_t n = 1;
-            for (auto e : arr.extents) n *= static_cast<std::size_t>(e);
-            cells += n;
-          }
-    sys.states.reserve(sys.states.size() + cells);
-  }
   for (const auto& name : st.declaration_order) {
     const Declared& d = st.declared[name];
     if (d.grid_cell) {  // a state array whose derivative is a region program (System::grid)
@@ -743,24 +751,13 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
       for (auto& arr : sys.arrays)
         if (arr.name == name) a = &arr;
       a->first_state = static_cast<std::int64_t>(sys.states.size());
+      // One lazy run: no entry per cell is made unless something reads one (StateList).
       FlatVariable cell_var = d.var;
       cell_var.shape.clear();
       cell_var.description.clear();  // kept once, on System::Array
-      cell_var.array = name;
-      cell_var.name.clear();
-      std::int64_t n = 1;
-      for (auto e : a->extents) n *= e;
-      sys.state_rhs.resize(sys.state_rhs.size() + static_cast<std::size_t>(n), expr::kNoNode);
-      sys.state_sources.resize(sys.state_rhs.size());
-      std::vector<std::int64_t> cell(a->extents.size(), 1);
-      for (std::int64_t k = 0; k < n; ++k) {
-        // Copied with an empty name, which is then written in place: one allocation for it.
-        FlatVariable& v = sys.states.emplace_back(cell_var);
-        assign_cell_name(v.name, name, cell);
-        v.cell = cell;
-        for (std::size_t ax = 0; ax < cell.size() && ++cell[ax] > a->extents[ax]; ++ax) cell[ax] = 1;
-      }
-      continue;
+      sys.states.append_cells(std::move(cell_var), name, a->extents);
+      sys.state_rhs.resize(sys.states.size(), expr::kNoNode);
+      continue;  // state_sources stays short: a cell's entry would be empty
     }
     if (d.unknown) {
       if (state_names.count(name) || observed_names.count(name)) continue;
@@ -768,7 +765,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
       if (d.species) {
         sys.states.push_back(d.var);  // a species no reaction touches keeps its value
         sys.state_rhs.push_back(sys.pool.number(0.0, true));
-        sys.state_sources.emplace_back();
+        sys.state_sources.resize(sys.states.size());
         continue;
       }
       sys.algebraic.push_back(d.var);
@@ -806,7 +803,7 @@ System flatten_unchecked(const ResolvedDocument& doc, const FlattenOptions& opti
   for (const auto& [key, value] : options.initial_conditions) {
     if (esm::names_array(sys, key)) continue;
     const std::string name = resolve_override(sys.states, key, "state", doc.file);
-    auto& v = sys.states[sys.state_index(name)];
+    auto& v = sys.states.mutable_entry(static_cast<std::size_t>(sys.state_index(name)));
     v.default_value = value;
     v.initial = expr::kNoNode;
   }
@@ -822,9 +819,7 @@ bool names_array(const System& system, const std::string& key) {
 }
 
 int System::state_index(const std::string& name) const {
-  for (std::size_t i = 0; i < states.size(); ++i)
-    if (states[i].name == name) return static_cast<int>(i);
-  return -1;
+  return static_cast<int>(states.find(name));
 }
 int System::observed_index(const std::string& name) const {
   for (std::size_t i = 0; i < observed.size(); ++i)

@@ -698,9 +698,11 @@ std::vector<std::string> targets_of(const esm::System& sys, const std::string& s
                                     const std::string& file, const std::string& pointer) {
   const auto cells_of = [&](const esm::System::Array& a) {
     std::vector<std::string> cells;
-    for (const auto* list : {&sys.states, &sys.parameters, &sys.observed})
-      for (const auto& v : *list)
-        if (v.array == a.name) cells.push_back(v.name);
+    esm::for_each_variable(
+        [&](const esm::FlatVariable& v) {
+          if (v.array == a.name) cells.push_back(v.name);
+        },
+        sys.states, sys.parameters, sys.observed);
     return cells;
   };
   for (const auto& a : sys.arrays)  // an exact name first, as resolve_local prefers it
@@ -743,8 +745,8 @@ std::size_t AnalysisCache::compiled_jacobians() const {
 namespace {
 std::string equations_fingerprint(const esm::System& sys) {
   std::string f = std::to_string(sys.pool.size());
-  for (const auto* list : {&sys.states, &sys.parameters, &sys.observed, &sys.algebraic})
-    for (const auto& v : *list) f += "|" + v.name;
+  esm::for_each_variable([&](const esm::FlatVariable& v) { f += "|" + v.name; }, sys.states,
+                         sys.parameters, sys.observed, sys.algebraic);
   for (expr::NodeId id : sys.state_rhs) f += "," + std::to_string(id);
   for (expr::NodeId id : sys.observed_rhs) f += "," + std::to_string(id);
   return f;
@@ -813,8 +815,9 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
       const std::size_t k = std::stoul(v.array.substr(at + std::string(".__initial_").size()));
       initial_of[esm::cell_name(initial_fields[k], v.cell)] = base.observed_rhs[i];
     }
-    for (auto& st : base.states)
-      if (auto it = initial_of.find(st.name); it != initial_of.end()) st.initial = it->second;
+    for (std::size_t s = 0; s < base.states.size(); ++s)
+      if (auto it = initial_of.find(base.states[s].name); it != initial_of.end())
+        base.states.mutable_entry(s).initial = it->second;
     // The helper arrays were only the carriers of the initial values: not outputs of the run.
     base.observed = std::move(observed);
     base.observed_rhs = std::move(observed_rhs);
@@ -830,8 +833,9 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
       sys.parameters[p].default_value = v;
       sys.parameters[p].initial = expr::kNoNode;
     } else if (const int s = sys.state_index(flat); s >= 0) {
-      sys.states[s].default_value = v;
-      sys.states[s].initial = expr::kNoNode;
+      auto& state = sys.states.mutable_entry(static_cast<std::size_t>(s));
+      state.default_value = v;
+      state.initial = expr::kNoNode;
     } else if (!sweep && defined_by_equation(sys, flat)) {
       // An unknown its equation defines (an observed, or an algebraic unknown substituted into
       // one) follows from the states: its initial_state value is at most a guess, as in
@@ -926,8 +930,9 @@ AnalysisResult run_analysis(const esm::ResolvedDocument& doc, const AnalysisPlan
       throw;
     }
   });
-  for (const auto* list : {&base.states, &base.observed, &base.algebraic, &base.parameters})
-    for (const auto& v : *list) result.units.emplace_back(v.name, v.units);
+  esm::for_each_variable(
+      [&](const esm::FlatVariable& v) { result.units.emplace_back(v.name, v.units); }, base.states,
+      base.observed, base.algebraic, base.parameters);
   result.system = std::move(base);
   return result;
 }

@@ -28,8 +28,8 @@ namespace detail {
 std::string resolve_local(const esm::System& sys, const std::string& scope, const std::string& key,
                           const std::string& file, const std::string& pointer) {
   std::vector<std::string> all;
-  for (const auto* list : {&sys.states, &sys.observed, &sys.algebraic, &sys.parameters})
-    for (const auto& v : *list) all.push_back(v.name);
+  esm::for_each_variable([&](const esm::FlatVariable& v) { all.push_back(v.name); }, sys.states,
+                         sys.observed, sys.algebraic, sys.parameters);
   const auto has = [&](const std::string& n) { return std::find(all.begin(), all.end(), n) != all.end(); };
   if (has(scope + "." + key)) return scope + "." + key;
   if (has(key)) return key;
@@ -113,8 +113,9 @@ void apply_overrides(esm::System& sys, const std::string& scope, const json& tes
         sys.parameters[p].default_value = it->get<double>();
         sys.parameters[p].initial = expr::kNoNode;
       } else if (s >= 0) {
-        sys.states[s].default_value = it->get<double>();
-        sys.states[s].initial = expr::kNoNode;
+        auto& v = sys.states.mutable_entry(static_cast<std::size_t>(s));
+        v.default_value = it->get<double>();
+        v.initial = expr::kNoNode;
       } else if (sys.observed_index(name) < 0) {
         throw Error("unknown_override", file, ptr,
                     "'" + it.key() + "' resolves to '" + name + "', which is neither a state nor a "

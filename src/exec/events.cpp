@@ -42,8 +42,11 @@ struct Site {
 class EventReader {
  public:
   EventReader(esm::System& sys, const esm::ResolvedDocument* doc) : sys_(sys), doc_(doc) {
-    for (const auto* list : {&sys.states, &sys.observed, &sys.algebraic, &sys.parameters})
-      for (const auto& v : *list) known_.insert(v.name);
+    // The cells of per-region state arrays are found by position (known()), not listed.
+    sys.states.for_each_stored(
+        [&](std::size_t, const esm::FlatVariable& v) { known_.insert(v.name); });
+    esm::for_each_variable([&](const esm::FlatVariable& v) { known_.insert(v.name); }, sys.observed,
+                           sys.algebraic, sys.parameters);
   }
 
   EventSet read() {
@@ -66,17 +69,32 @@ class EventReader {
   }
 
   std::string file_of_scope(const std::string& scope) const {
-    for (const auto* list : {&sys_.states, &sys_.parameters, &sys_.observed})
-      for (const auto& v : *list)
-        if (v.name.compare(0, scope.size() + 1, scope + ".") == 0) return v.file;
+    const std::string prefix = scope + ".";
+    const auto in_scope = [&](const std::string& name) {
+      return name.compare(0, prefix.size(), prefix) == 0;
+    };
+    std::size_t first = sys_.states.size();  // the first state in the scope
+    const std::string* found = nullptr;
+    sys_.states.for_each_stored([&](std::size_t i, const esm::FlatVariable& v) {
+      if (i < first && in_scope(v.name)) first = i, found = &v.file;
+    });
+    sys_.states.for_each_lazy_run([&](std::size_t at, std::size_t, const esm::FlatVariable& cell) {
+      if (at < first && in_scope(cell.array)) first = at, found = &cell.file;  // "A.x[..]" is in A
+    });
+    if (!found)
+      esm::for_each_variable(
+          [&](const esm::FlatVariable& v) {
+            if (!found && in_scope(v.name)) found = &v.file;
+          },
+          sys_.parameters, sys_.observed);
+    if (found) return *found;
     return doc_ != nullptr ? doc_->file : std::string();
   }
 
   std::string resolve(const std::string& name, const Site& site) const {
     if (name == "t") return name;
-    if (!site.scope.empty() && known_.count(site.scope + "." + name))
-      return site.scope + "." + name;
-    if (known_.count(name)) return name;
+    if (!site.scope.empty() && known(site.scope + "." + name)) return site.scope + "." + name;
+    if (known(name)) return name;
     throw Error(
         "undefined_variable", site.file, site.pointer,
         "'" + name + "' in " + site.name + " is not a variable of " +
@@ -297,7 +315,11 @@ class EventReader {
 
   esm::System& sys_;
   const esm::ResolvedDocument* doc_;
-  std::set<std::string> known_;
+  bool known(const std::string& name) const {
+    return known_.count(name) ||
+           (!name.empty() && name.back() == ']' && sys_.states.find(name) >= 0);
+  }
+  std::set<std::string> known_;  ///< every name but the cells of lazy state runs
   EventSet out_;
 };
 

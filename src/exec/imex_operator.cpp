@@ -75,6 +75,7 @@ ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split)
   problem_.rhs_explicit = &ImexOperator::explicit_cb;
   problem_.implicit_jacobian = &ImexOperator::jacobian_cb;
   problem_.names = rest.problem.names;
+  problem_.name_of = rest.problem.name_of;
   prepare();
 }
 

@@ -353,14 +353,20 @@ std::vector<double> Model::initial_state() {
   std::vector<double> u(states.size(), kNaN);
   std::vector<expr::NodeId> exprs;
   std::vector<std::size_t> where;
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    if (states[i].initial != expr::kNoNode) {
-      exprs.push_back(states[i].initial);
+  const auto from_declaration = [&](std::size_t i, const esm::FlatVariable& v) {
+    if (v.initial != expr::kNoNode) {
+      exprs.push_back(v.initial);
       where.push_back(i);
-    } else if (states[i].default_value) {
-      u[i] = *states[i].default_value;
+    } else if (v.default_value) {
+      u[i] = *v.default_value;
     }
-  }
+  };
+  states.for_each_stored(from_declaration);
+  // A lazy run's cells share one declaration (and the grid's initial programs override it).
+  states.for_each_lazy_run(
+      [&](std::size_t first, std::size_t count, const esm::FlatVariable& cell) {
+        for (std::size_t i = first; i < first + count; ++i) from_declaration(i, cell);
+      });
   if (grid) kernel::grid_initial(*grid, *grid_ws, u);
   if (!exprs.empty()) {
     // An initial expression may read parameters and other states' values: iterate so chains
@@ -401,7 +407,7 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
 
   m->problem.size = m->system.states.size();
   m->problem.context = m.get();
-  for (const auto& s : m->system.states) m->problem.names.push_back(s.name);
+  m->problem.name_of = [model = m.get()](std::size_t i) { return model->system.states.name(i); };
   if (!m->system.grid.empty()) {
     // Arrays as per-region programs; implicit methods difference the RHS for a Jacobian.
     kernel::GridCompileOptions gco;

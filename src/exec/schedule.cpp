@@ -315,7 +315,7 @@ std::uint64_t fingerprint(const esm::System& system, const RunConfig& config, st
   for (const char* k : {"time", "output", "partition", "description"}) key.erase(k);
   std::uint64_t h = fnv1a(14695981039346656037ULL, canonical_json(key));
   h = fnv1a(h, canonical_json(config.inputs));
-  for (const auto& s : system.states) h = fnv1a(h, s.name + "\n");
+  for (std::size_t i = 0; i < system.states.size(); ++i) h = fnv1a(h, system.states.name(i) + "\n");
   h = fnv1a(h, std::to_string(config.start));
   return h ^ (salt * 0x9E3779B97F4A7C15ULL);
 }
@@ -416,7 +416,8 @@ class Runner {
     if (problem_.rhs_explicit) problem_.rhs_explicit = &Runner::rhs_explicit_at_stage;
     if (problem_.implicit_jacobian)
       problem_.implicit_jacobian = &Runner::implicit_jacobian_at_stage;
-    for (const auto& s : model_->system.states) traj_.names.push_back(s.name);
+    for (std::size_t i = 0; i < model_->system.states.size(); ++i)
+      traj_.names.push_back(model_->system.states.name(i));
     for (const auto& s : model_->system.observed) traj_.names.push_back(s.name);
     traj_.state_count = model_->system.states.size();
     if (model_->grid) {

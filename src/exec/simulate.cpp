@@ -305,7 +305,8 @@ Trajectory simulate(const esm::System& system, const SimulateOptions& options) {
 Trajectory detail::simulate_model(Model& model, const SimulateOptions& options) {
   check_span(options);
   Trajectory out;
-  for (const auto& s : model.system.states) out.names.push_back(s.name);
+  for (std::size_t i = 0; i < model.system.states.size(); ++i)
+    out.names.push_back(model.system.states.name(i));
   for (const auto& o : model.system.observed) out.names.push_back(o.name);
   out.state_count = model.system.states.size();
   if (options.native && model.rhs) out.native_status = model.rhs->native_status();

@@ -128,11 +128,19 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
     const esm::FlatVariable* variable;
     const char* kind;
   };
+  // The cells of per-region state arrays are found by position (StateList::find), without
+  // an entry or a name per cell.
   std::unordered_map<std::string, Source> by_name;
-  for (const auto& v : system_.states) by_name.emplace(v.name, Source{&v, "state"});
+  system_.states.for_each_stored([&](std::size_t, const esm::FlatVariable& v) {
+    by_name.emplace(v.name, Source{&v, "state"});
+  });
   for (const auto& v : system_.observed) by_name.emplace(v.name, Source{&v, "observed"});
   std::unordered_map<std::string, const esm::System::Array*> arrays;
   for (const auto& a : system_.arrays) arrays.emplace(a.name, &a);
+  std::vector<std::pair<std::size_t, const esm::System::Array*>> state_arrays;  // by first state
+  for (const auto& a : system_.arrays)
+    if (a.first_state >= 0) state_arrays.emplace_back(static_cast<std::size_t>(a.first_state), &a);
+  std::sort(state_arrays.begin(), state_arrays.end());
 
   // Output quantities in order of first appearance: a scalar, or an array with its cells.
   struct Quantity {
@@ -144,28 +152,53 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
   };
   std::vector<Quantity> quantities;
   std::unordered_map<std::string, std::size_t> quantity_of;
-  for (std::size_t j = 0; j < columns.size(); ++j) {
-    const auto found = by_name.find(columns[j]);
-    const esm::FlatVariable* v = found == by_name.end() ? nullptr : found->second.variable;
-    const char* kind = found == by_name.end() ? "unknown" : found->second.kind;
-    const auto array = v != nullptr && !v->array.empty() ? arrays.find(v->array) : arrays.end();
-    if (array == arrays.end() || v->cell.size() != array->second->extents.size()) {
-      quantities.push_back({columns[j], kind, v, nullptr, {static_cast<std::ptrdiff_t>(j)}});
-      continue;
-    }
-    const esm::System::Array& a = *array->second;
+  const auto add_cell = [&](std::size_t j, const esm::System::Array& a, const char* kind,
+                            std::size_t offset) {
     auto [it, fresh] = quantity_of.emplace(a.name, quantities.size());
     if (fresh) {
       std::size_t n = 1;
       for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
       quantities.push_back({a.name, kind, nullptr, &a, std::vector<std::ptrdiff_t>(n, -1)});
     }
+    quantities[it->second].gather.at(offset) = static_cast<std::ptrdiff_t>(j);
+  };
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    const auto found = by_name.find(columns[j]);
+    if (found == by_name.end()) {
+      // A cell of a per-region state array: its offset in the array is its offset in the
+      // array's run of states (both first index fastest).
+      const std::int64_t s = system_.states.find(columns[j]);
+      auto run =
+          std::upper_bound(state_arrays.begin(), state_arrays.end(), static_cast<std::size_t>(s),
+                           [](std::size_t x, const auto& e) { return x < e.first; });
+      std::size_t cells = 0;
+      if (s >= 0 && run != state_arrays.begin()) {
+        --run;
+        cells = 1;
+        for (std::int64_t e : run->second->extents) cells *= static_cast<std::size_t>(e);
+      }
+      if (cells > 0 && static_cast<std::size_t>(s) - run->first < cells) {
+        add_cell(j, *run->second, "state", static_cast<std::size_t>(s) - run->first);
+      } else {
+        quantities.push_back(
+            {columns[j], "unknown", nullptr, nullptr, {static_cast<std::ptrdiff_t>(j)}});
+      }
+      continue;
+    }
+    const esm::FlatVariable* v = found->second.variable;
+    const char* kind = found->second.kind;
+    const auto array = !v->array.empty() ? arrays.find(v->array) : arrays.end();
+    if (array == arrays.end() || v->cell.size() != array->second->extents.size()) {
+      quantities.push_back({columns[j], kind, v, nullptr, {static_cast<std::ptrdiff_t>(j)}});
+      continue;
+    }
+    const esm::System::Array& a = *array->second;
     std::size_t offset = 0, stride = 1;
     for (std::size_t d = 0; d < a.extents.size(); ++d) {
       offset += static_cast<std::size_t>(v->cell[d] - 1) * stride;
       stride *= static_cast<std::size_t>(a.extents[d]);
     }
-    quantities[it->second].gather.at(offset) = static_cast<std::ptrdiff_t>(j);
+    add_cell(j, a, kind, offset);
   }
 
   NameTable names;

@@ -372,8 +372,16 @@ Value Lowering::operation(NodeId id) {
 void Lowering::bind_names(const std::vector<std::string>& forcing,
                           const std::vector<std::string>& cell_inputs, bool bind_states) {
   auto bind = [&](const std::string& name, Source s) { names[pool.find_string(name)] = s; };
-  for (std::size_t i = 0; bind_states && i < sys.states.size(); ++i)
-    bind(sys.states[i].name, {SourceKind::State, static_cast<std::uint32_t>(i)});
+  if (bind_states) {
+    sys.states.for_each_stored([&](std::size_t i, const esm::FlatVariable& v) {
+      bind(v.name, {SourceKind::State, static_cast<std::uint32_t>(i)});
+    });
+    // A cell of a lazy state run (a grid's state array) is bound only where some expression
+    // names it: the interned names are few, the cells may be millions.
+    for (expr::StrId id = 1; sys.states.has_lazy_runs() && id < pool.string_count(); ++id)
+      if (const std::int64_t i = sys.states.find_lazy_cell(pool.str(id)); i >= 0)
+        names[id] = {SourceKind::State, static_cast<std::uint32_t>(i)};
+  }
   for (std::size_t i = 0; i < sys.parameters.size(); ++i)
     bind(sys.parameters[i].name, {SourceKind::Param, static_cast<std::uint32_t>(i)});
   for (std::size_t i = 0; i < sys.observed.size(); ++i)

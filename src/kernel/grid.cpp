@@ -141,8 +141,9 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
     gp.arrays.push_back(std::move(g));
   }
   std::unordered_map<std::string, int> state_index, observed_index;
-  for (std::size_t i = 0; i < sys.states.size(); ++i)
-    if (sys.states[i].array.empty()) state_index.emplace(sys.states[i].name, static_cast<int>(i));
+  sys.states.for_each_stored([&](std::size_t i, const esm::FlatVariable& v) {
+    if (v.array.empty()) state_index.emplace(v.name, static_cast<int>(i));
+  });
   for (std::size_t i = 0; i < sys.observed.size(); ++i)
     observed_index.emplace(sys.observed[i].name, static_cast<int>(i));
 

@@ -61,6 +61,7 @@ bool leaves_nonnegative_domain(std::span<const double> v, std::span<const int> c
 
 std::string state_name(const OdeProblem& problem, std::size_t i) {
   if (i < problem.names.size() && !problem.names[i].empty()) return problem.names[i];
+  if (problem.names.empty() && problem.name_of && i < problem.size) return problem.name_of(i);
   return "u[" + std::to_string(i) + "]";
 }
 

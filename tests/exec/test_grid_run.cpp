@@ -13,6 +13,7 @@
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/simulate.hpp"
+#include "exec/model.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -67,6 +68,36 @@ TEST(GridRun, Transport3dHourOfSsprk43EqualsCellsAndKeepsItsGate) {
       }
     }
   EXPECT_EQ(gate_cells, tc.times.size() * 343);
+}
+
+// A gridded model is built, started and named without an entry per cell: its state arrays stay
+// lazy runs (esm::StateList), and its initial state and state names are those of the same
+// document flattened to cells, by name.
+TEST(GridRun, AGridModelStartsWithoutAnEntryPerCell) {
+  const fs::path corpus = esi::testing::corpus_dir();
+  const fs::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
+  const fs::path inputs = fs::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
+  if (corpus.empty() || !fs::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto doc = esi::esm::load_resolved(file.string());
+  esi::esm::FlattenOptions cells;
+  std::ifstream(inputs) >> cells.inputs;
+  esi::esm::FlattenOptions grid = cells;
+  grid.grid = true;
+  const esi::esm::System sc = esi::esm::flatten(doc, cells), sg = esi::esm::flatten(doc, grid);
+  ASSERT_FALSE(sg.grid.empty());
+  const auto mc = esi::exec::detail::build_model(sc, &doc, false, true, false, 1);
+  const auto mg = esi::exec::detail::build_model(sg, &doc, false, true, false, 1);
+  const std::vector<double> uc = mc->initial_state(), ug = mg->initial_state();
+  EXPECT_EQ(mg->system.states.materialized_runs(), 0u);
+  ASSERT_EQ(uc.size(), ug.size());
+  for (std::size_t j = 0; j < uc.size(); ++j) {
+    const std::string& name = sc.states[j].name;
+    const int at = mg->system.state_index(name);
+    ASSERT_GE(at, 0) << name;
+    ASSERT_EQ(uc[j], ug[static_cast<std::size_t>(at)]) << name;
+    ASSERT_EQ(mg->problem.name_of(static_cast<std::size_t>(at)), name);
+  }
+  EXPECT_EQ(mg->system.states.materialized_runs(), 0u);
 }
 
 }  // namespace

@@ -216,8 +216,9 @@ TEST(LanePool, EachCellAgreesWithTheScalarIntegratorAndATightReference) {
   for (std::size_t k = 0; k < cells.count; ++k) {
     esi::esm::System one = s;
     for (std::size_t i = 0; i < n; ++i) {
-      one.states[i].default_value = cells.states[i * cells.count + k];
-      one.states[i].initial = esi::expr::kNoNode;
+      auto& state = one.states.mutable_entry(i);
+      state.default_value = cells.states[i * cells.count + k];
+      state.initial = esi::expr::kNoNode;
     }
     for (std::size_t q = 0; q < kCellParams.size(); ++q)
       for (auto& p : one.parameters)

@@ -41,7 +41,8 @@ inline std::uint64_t ulp_distance(double a, double b) {
 }
 
 /// Defaults (1.0 when absent) scaled by factors drawn from [0.5, 2].
-inline std::vector<double> perturbed(const std::vector<esm::FlatVariable>& vars, std::mt19937_64& rng) {
+template <class Variables>  // std::vector<esm::FlatVariable> or esm::StateList
+std::vector<double> perturbed(const Variables& vars, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> f(0.5, 2.0);
   std::vector<double> out;
   for (const auto& v : vars) out.push_back(v.default_value.value_or(1.0) * f(rng));
@@ -60,7 +61,8 @@ inline std::vector<std::filesystem::path> corpus_documents(const std::filesystem
   return files;
 }
 
-inline std::vector<double> defaults(const std::vector<esm::FlatVariable>& vars) {
+template <class Variables>  // std::vector<esm::FlatVariable> or esm::StateList
+std::vector<double> defaults(const Variables& vars) {
   std::vector<double> out;
   for (const auto& v : vars) out.push_back(v.default_value.value_or(1.0));
   return out;

@@ -8,10 +8,15 @@
 // parameters and observeds before it) and algebraic unknowns (implicit equations).
 #pragma once
 
+#include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,15 +72,158 @@ std::string cell_name(const std::string& name, const std::vector<std::int64_t>& 
 void assign_cell_name(std::string& out, const std::string& name,
                       const std::vector<std::int64_t>& cell);
 
+/// The states of a System, in state-vector order, with the read interface of a
+/// std::vector<FlatVariable>. Scalar states (and the cells of arrays flattened to cells) are
+/// stored one entry each. A state array in per-region form (System::grid) is appended as one
+/// run of cells described once (`append_cells`): its per-cell entries ("C.x[i,j,k]", the cell's
+/// position) are made the first time one of them is read, whole array at once, so that
+/// flattening and compiling a grid take the same time and memory at any number of cells, and
+/// commands that never read a cell's entry never make them. Making them is logically const
+/// (the entries follow from the run's description) and safe from concurrent readers; copies
+/// of the list share them.
+class StateList {
+ public:
+  class const_iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = FlatVariable;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const FlatVariable*;
+    using reference = const FlatVariable&;
+    const_iterator() = default;
+    const_iterator(const StateList* list, std::size_t i) : list_(list), i_(i) {}
+    reference operator*() const { return (*list_)[i_]; }
+    pointer operator->() const { return &(*list_)[i_]; }
+    reference operator[](difference_type d) const { return (*list_)[i_ + d]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      auto t = *this;
+      ++i_;
+      return t;
+    }
+    const_iterator& operator--() {
+      --i_;
+      return *this;
+    }
+    const_iterator operator--(int) {
+      auto t = *this;
+      --i_;
+      return t;
+    }
+    const_iterator& operator+=(difference_type d) {
+      i_ += d;
+      return *this;
+    }
+    const_iterator& operator-=(difference_type d) {
+      i_ -= d;
+      return *this;
+    }
+    friend const_iterator operator+(const_iterator a, difference_type d) { return a += d; }
+    friend const_iterator operator+(difference_type d, const_iterator a) { return a += d; }
+    friend const_iterator operator-(const_iterator a, difference_type d) { return a -= d; }
+    friend difference_type operator-(const_iterator a, const_iterator b) {
+      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.i_ == b.i_;
+    }
+    friend auto operator<=>(const const_iterator& a, const const_iterator& b) {
+      return a.i_ <=> b.i_;
+    }
+
+   private:
+    const StateList* list_ = nullptr;
+    std::size_t i_ = 0;
+  };
+  using value_type = FlatVariable;
+  using size_type = std::size_t;
+  using iterator = const_iterator;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const FlatVariable& operator[](std::size_t i) const {
+    if (runs_.empty()) return entries_[i];  // no lazy run: entries_ is the whole list
+    return lookup(i);
+  }
+  const FlatVariable& at(std::size_t i) const;
+  const FlatVariable& front() const { return (*this)[0]; }
+  const FlatVariable& back() const { return (*this)[size_ - 1]; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+
+  void push_back(FlatVariable v);
+  void reserve(std::size_t n) { entries_.reserve(n); }
+  void clear();
+  /// Appends the cells of state array `array` (extents, first index fastest) as one lazy run;
+  /// every cell's entry is `cell` with its name and position filled in.
+  void append_cells(FlatVariable cell, const std::string& array, std::vector<std::int64_t> extents);
+  /// Entry i for writing: a lazy run it belongs to becomes stored entries first.
+  FlatVariable& mutable_entry(std::size_t i);
+  /// The name of state i, without making its run's entries ("C.x[2,1,7]" for a cell).
+  std::string name(std::size_t i) const;
+  /// Index of a state by name, or -1. A cell name "C.x[i,j,k]" of a lazy run is found by its
+  /// position, without making the run's entries.
+  std::int64_t find(const std::string& name) const;
+  /// find() for the cells of lazy runs only (-1 for any other name), in time independent of
+  /// the number of states.
+  std::int64_t find_lazy_cell(std::string_view name) const;
+  bool has_lazy_runs() const { return !runs_.empty(); }
+  /// How many lazy runs have made their entries (for tests).
+  std::size_t materialized_runs() const;
+  /// Calls f(i, entry) for every stored entry (every state but the cells of lazy runs), in
+  /// order, without making any run's entries.
+  template <class F>
+  void for_each_stored(F&& f) const {
+    std::size_t stored = 0, i = 0;
+    for (const Run& run : runs_) {
+      for (; i < run.first; ++i, ++stored) f(i, entries_[stored]);
+      i += run.count;
+    }
+    for (; i < size_; ++i, ++stored) f(i, entries_[stored]);
+  }
+  /// Calls f(first, count, cell) for every lazy run, in order: its cells are states
+  /// [first, first + count), and `cell` is every cell's entry but for its name and position.
+  template <class F>
+  void for_each_lazy_run(F&& f) const {
+    for (const Run& run : runs_) f(run.first, run.count, lazy_cell(run));
+  }
+
+ private:
+  struct LazyCells;
+  struct Run {  // a lazy run at [first, first + count); stored entries fill the gaps
+    std::size_t first = 0, count = 0;
+    std::size_t lazy_before = 0;  ///< cells of the lazy runs before this one
+    std::shared_ptr<LazyCells> cells;
+  };
+  const FlatVariable& lookup(std::size_t i) const;
+  static const FlatVariable& lazy_cell(const Run& run);
+  std::vector<FlatVariable> entries_;  ///< the stored (non-lazy) states, in order
+  std::vector<Run> runs_;
+  std::size_t size_ = 0;
+};
+
+/// Calls f(v) for every variable of the given lists (states, observed, ...), list by list.
+template <class F, class... Lists>
+void for_each_variable(F&& f, const Lists&... lists) {
+  (..., [&] {
+    for (const FlatVariable& v : lists) f(v);
+  }());
+}
+
 struct System {
   expr::Pool pool;
   std::vector<std::string> components;  ///< component paths, document order
 
-  std::vector<FlatVariable> states;      ///< dx/dt = state_rhs[i]
+  StateList states;  ///< dx/dt = state_rhs[i]
   std::vector<expr::NodeId> state_rhs;
   /// Per state: the component path of each contribution summed into its right-hand side
   /// (operator_compose parts, in the order of the top-level sum's arguments; one entry when a
   /// single component contributes, empty for a state without one). The planner's provenance.
+  /// May be shorter than `states` (the cells of per-region state arrays have none): a state
+  /// past its end has no sources.
   std::vector<std::vector<std::string>> state_sources;
   std::vector<FlatVariable> observed;    ///< y = observed_rhs[i], dependency order
   std::vector<expr::NodeId> observed_rhs;

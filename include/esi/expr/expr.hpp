@@ -82,6 +82,8 @@ class Pool {
   std::string_view str(StrId id) const { return strings_[id]; }
   /// The interned id of `s` or 0 when never interned (no insertion).
   StrId find_string(std::string_view s) const;
+  /// Interned strings so far (ids 0 .. string_count() - 1).
+  std::size_t string_count() const { return strings_.size(); }
 
  private:
   /// Hash-consing: returns the id of a node equal to `n` with `children`, adding it if new.

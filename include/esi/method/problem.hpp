@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct OdeProblem {
 
   /// Optional state names (flattened names such as "SuperFast.O3") used in failure messages.
   std::vector<std::string> names;
+  /// Or the name of state i on demand (a grid's millions of cell names are only made when a
+  /// message needs one); used when `names` is empty.
+  std::function<std::string(std::size_t)> name_of;
 
   /// True when f does not depend on t (most chemistry): Rosenbrock methods then take df/dt = 0
   /// exactly instead of two extra rhs calls per step for its difference quotient.

@@ -1,0 +1,162 @@
+// StateList: the states of a System with per-region state arrays kept as lazy runs (see
+// system.hpp). Lookups are a binary search over the runs (a handful: one per state array).
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <stdexcept>
+
+#include "esi/esm/system.hpp"
+
+namespace esi::esm {
+
+struct StateList::LazyCells {
+  FlatVariable cell;  ///< every cell's entry but its name and position
+  std::string array;
+  std::vector<std::int64_t> extents;
+  std::once_flag once;
+  std::atomic<bool> made{false};
+  std::vector<FlatVariable> entries;
+
+  const std::vector<FlatVariable>& get() {
+    std::call_once(once, [this] {
+      std::size_t n = 1;
+      for (auto e : extents) n *= static_cast<std::size_t>(e);
+      entries.reserve(n);
+      std::vector<std::int64_t> at(extents.size(), 1);
+      for (std::size_t k = 0; k < n; ++k) {
+        FlatVariable& v = entries.emplace_back(cell);  // copied with an empty name
+        assign_cell_name(v.name, array, at);
+        v.cell = at;
+        for (std::size_t ax = 0; ax < at.size() && ++at[ax] > extents[ax]; ++ax) at[ax] = 1;
+      }
+      made.store(true, std::memory_order_release);
+    });
+    return entries;
+  }
+};
+
+const FlatVariable& StateList::lookup(std::size_t i) const {
+  // The last run that starts at or before i.
+  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
+                            [](std::size_t x, const Run& run) { return x < run.first; });
+  if (r == runs_.begin()) return entries_[i];
+  --r;
+  if (i < r->first + r->count) return r->cells->get()[i - r->first];
+  return entries_[i - r->lazy_before - r->count];
+}
+
+const FlatVariable& StateList::lazy_cell(const Run& run) {
+  return run.cells->cell;
+}
+
+std::string StateList::name(std::size_t i) const {
+  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
+                            [](std::size_t x, const Run& run) { return x < run.first; });
+  if (r == runs_.begin() || i >= (r - 1)->first + (r - 1)->count) return (*this)[i].name;
+  --r;
+  const LazyCells& c = *r->cells;
+  if (c.made.load(std::memory_order_acquire)) return c.entries[i - r->first].name;
+  std::vector<std::int64_t> at(c.extents.size());
+  std::size_t k = i - r->first;
+  for (std::size_t ax = 0; ax < at.size(); ++ax) {
+    const auto e = static_cast<std::size_t>(c.extents[ax]);
+    at[ax] = static_cast<std::int64_t>(k % e) + 1;
+    k /= e;
+  }
+  return cell_name(c.array, at);
+}
+
+const FlatVariable& StateList::at(std::size_t i) const {
+  if (i >= size_) throw std::out_of_range("StateList::at");
+  return (*this)[i];
+}
+
+void StateList::push_back(FlatVariable v) {
+  entries_.push_back(std::move(v));
+  ++size_;
+}
+
+void StateList::clear() {
+  entries_.clear();
+  runs_.clear();
+  size_ = 0;
+}
+
+void StateList::append_cells(FlatVariable cell, const std::string& array,
+                             std::vector<std::int64_t> extents) {
+  auto lazy = std::make_shared<LazyCells>();
+  std::size_t n = 1;
+  for (auto e : extents) n *= static_cast<std::size_t>(e);
+  cell.name.clear();
+  cell.array = array;
+  cell.cell.clear();
+  lazy->cell = std::move(cell);
+  lazy->array = array;
+  lazy->extents = std::move(extents);
+  const std::size_t before = runs_.empty() ? 0 : runs_.back().lazy_before + runs_.back().count;
+  runs_.push_back({size_, n, before, std::move(lazy)});
+  size_ += n;
+}
+
+FlatVariable& StateList::mutable_entry(std::size_t i) {
+  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
+                            [](std::size_t x, const Run& run) { return x < run.first; });
+  if (r == runs_.begin()) return entries_[i];
+  --r;
+  if (i >= r->first + r->count) return entries_[i - r->lazy_before - r->count];
+  // Store the run's cells in place of the run; the runs after it have that many fewer lazy
+  // cells before them.
+  const std::size_t at = r->first - r->lazy_before, n = r->count, first = r->first;
+  const auto& cells = r->cells->get();
+  entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(at), cells.begin(), cells.end());
+  for (auto later = r + 1; later != runs_.end(); ++later) later->lazy_before -= n;
+  runs_.erase(r);
+  return entries_[i - first + at];
+}
+
+std::int64_t StateList::find(const std::string& name) const {
+  if (const std::int64_t cell = find_lazy_cell(name); cell >= 0) return cell;
+  std::int64_t found = -1;
+  for_each_stored([&](std::size_t i, const FlatVariable& v) {
+    if (found < 0 && v.name == name) found = static_cast<std::int64_t>(i);
+  });
+  return found;
+}
+
+std::int64_t StateList::find_lazy_cell(std::string_view name) const {
+  if (!name.empty() && name.back() == ']') {
+    const std::size_t open = name.find('[');
+    for (const Run& run : runs_) {
+      const LazyCells& c = *run.cells;
+      if (open != c.array.size() || name.compare(0, open, c.array) != 0) continue;
+      std::vector<std::int64_t> at;
+      const char* p = name.data() + open + 1;
+      const char* end = name.data() + name.size() - 1;
+      std::size_t linear = 0, stride = 1;
+      bool ok = true;
+      for (std::size_t ax = 0; ax < c.extents.size() && ok; ++ax) {
+        std::int64_t k = 0;
+        const auto res = std::from_chars(p, end, k);
+        ok = res.ec == std::errc() && k >= 1 && k <= c.extents[ax];
+        p = res.ptr;
+        if (ok && ax + 1 < c.extents.size()) ok = p < end && *p++ == ',';
+        at.push_back(k);
+        linear += static_cast<std::size_t>(k - 1) * stride;
+        stride *= static_cast<std::size_t>(c.extents[ax]);
+      }
+      // The name must be the one the cell is given (no spaces, signs or leading zeros).
+      if (!ok || p != end || cell_name(c.array, at) != name) continue;
+      return static_cast<std::int64_t>(run.first + linear);
+    }
+  }
+  return -1;
+}
+
+std::size_t StateList::materialized_runs() const {
+  std::size_t n = 0;
+  for (const Run& run : runs_) n += run.cells->made.load(std::memory_order_acquire) ? 1 : 0;
+  return n;
+}
+
+}  // namespace esi::esm
