@@ -136,8 +136,11 @@ json stoichiometry(const std::vector<std::pair<std::string, double>>& side) {
 /// of them, and their expressions printed as trees would dwarf the document.
 json arrays(const System& s, const DescribeOptions& o) {
   std::map<std::string, std::size_t> states, observed, parameters;
-  for (const auto& v : s.states)
+  s.states.for_each_stored([&](std::size_t, const FlatVariable& v) {
     if (!v.array.empty()) ++states[v.array];
+  });
+  s.states.for_each_lazy_run(
+      [&](std::size_t, std::size_t count, const FlatVariable& cell) { states[cell.array] += count; });
   for (const auto& v : s.observed)
     if (!v.array.empty()) ++observed[v.array];
   for (const auto& v : s.parameters)
@@ -205,14 +208,14 @@ json describe(const System& s, const DescribeOptions& o) {
   out["components"] = s.components;
   if (o.states) {
     json states = json::array();
-    for (std::size_t i = 0; i < s.states.size(); ++i) {
-      if (!s.states[i].array.empty()) continue;
-      json v = variable(s, s.states[i]);
+    s.states.for_each_stored([&](std::size_t i, const FlatVariable& state) {  // cells: see arrays
+      if (!state.array.empty()) return;
+      json v = variable(s, state);
       const std::string initial = v.value("initial", std::string());
-      if (!kept(o, {&s.states[i].name, &initial})) continue;
+      if (!kept(o, {&state.name, &initial})) return;
       v["rhs"] = infix(s.pool, s.state_rhs[i]);
       states.push_back(std::move(v));
-    }
+    });
     json algebraic = json::array();
     for (const auto& v : s.algebraic)
       if (kept(o, {&v.name})) algebraic.push_back(variable(s, v));
@@ -257,14 +260,13 @@ json describe(const System& s, const DescribeOptions& o) {
   }
   if (o.equations) {
     json equations = json::array();
-    for (std::size_t i = 0; i < s.states.size(); ++i) {
-      const FlatVariable& v = s.states[i];
-      if (!v.array.empty()) continue;
+    s.states.for_each_stored([&](std::size_t i, const FlatVariable& v) {
+      if (!v.array.empty()) return;
       const std::string lhs = "D(" + v.name + ", t)";
       const std::string text = lhs + " = " + infix(s.pool, s.state_rhs[i]);
-      if (!kept(o, {&v.name, &text})) continue;
+      if (!kept(o, {&v.name, &text})) return;
       equations.push_back({{"kind", "ode"}, {"variable", v.name}, {"units", v.units}, {"text", text}});
-    }
+    });
     json algebraic_equations = json::array();
     for (const auto& e : s.algebraic_equations) {
       const std::string lhs = infix(s.pool, e.lhs);
