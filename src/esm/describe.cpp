@@ -139,8 +139,9 @@ json arrays(const System& s, const DescribeOptions& o) {
   s.states.for_each_stored([&](std::size_t, const FlatVariable& v) {
     if (!v.array.empty()) ++states[v.array];
   });
-  s.states.for_each_lazy_run(
-      [&](std::size_t, std::size_t count, const FlatVariable& cell) { states[cell.array] += count; });
+  s.states.for_each_lazy_run([&](std::size_t, std::size_t count, const FlatVariable& cell) {
+    states[cell.array] += count;
+  });
   for (const auto& v : s.observed)
     if (!v.array.empty()) ++observed[v.array];
   for (const auto& v : s.parameters)
