@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -20,17 +21,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(GridRun, Transport3dHourOfSsprk43EqualsCellsAndKeepsItsGate) {
+/// transport_3d with its bundled inputs, flattened to cells and to per-region programs.
+struct Transport3d {
+  esi::esm::ResolvedDocument doc;
+  esi::esm::System cells, grid;
+};
+
+std::optional<Transport3d> transport_3d() {
   const fs::path corpus = esi::testing::corpus_dir();
   const fs::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
   const fs::path inputs = fs::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !fs::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  const auto doc = esi::esm::load_resolved(file.string());
+  if (corpus.empty() || !fs::exists(file)) return std::nullopt;
+  Transport3d t;
+  t.doc = esi::esm::load_resolved(file.string());
   esi::esm::FlattenOptions cells;
   std::ifstream(inputs) >> cells.inputs;
   esi::esm::FlattenOptions grid = cells;
   grid.grid = true;
-  const esi::esm::System sc = esi::esm::flatten(doc, cells), sg = esi::esm::flatten(doc, grid);
+  t.cells = esi::esm::flatten(t.doc, cells);
+  t.grid = esi::esm::flatten(t.doc, grid);
+  return t;
+}
+
+TEST(GridRun, Transport3dHourOfSsprk43EqualsCellsAndKeepsItsGate) {
+  const auto t = transport_3d();
+  if (!t) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto& doc = t->doc;
+  const esi::esm::System &sc = t->cells, &sg = t->grid;
   ASSERT_FALSE(sg.grid.empty());
   ASSERT_TRUE(sc.grid.empty());
 
@@ -74,16 +91,10 @@ TEST(GridRun, Transport3dHourOfSsprk43EqualsCellsAndKeepsItsGate) {
 // lazy runs (esm::StateList), and its initial state and state names are those of the same
 // document flattened to cells, by name.
 TEST(GridRun, AGridModelStartsWithoutAnEntryPerCell) {
-  const fs::path corpus = esi::testing::corpus_dir();
-  const fs::path file = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
-  const fs::path inputs = fs::path(ESI_SOURCE_DIR) / "examples/reseact/transport_3d_inputs.json";
-  if (corpus.empty() || !fs::exists(file)) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
-  const auto doc = esi::esm::load_resolved(file.string());
-  esi::esm::FlattenOptions cells;
-  std::ifstream(inputs) >> cells.inputs;
-  esi::esm::FlattenOptions grid = cells;
-  grid.grid = true;
-  const esi::esm::System sc = esi::esm::flatten(doc, cells), sg = esi::esm::flatten(doc, grid);
+  const auto t = transport_3d();
+  if (!t) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto& doc = t->doc;
+  const esi::esm::System &sc = t->cells, &sg = t->grid;
   ASSERT_FALSE(sg.grid.empty());
   const auto mc = esi::exec::detail::build_model(sc, &doc, false, true, false, 1);
   const auto mg = esi::exec::detail::build_model(sg, &doc, false, true, false, 1);
