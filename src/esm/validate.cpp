@@ -3,6 +3,8 @@
 // schema-invalid file never reaches the structural checks). `validate_file` adds a trial
 // flatten, so `esi validate` reports what `simulate` would refuse; only a missing capability
 // of this engine (`unsupported_*`) leaves a document valid.
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "esi/core/json.hpp"
@@ -122,6 +124,20 @@ std::vector<Diagnostic> ValidationReport::shown() const {
   return out;
 }
 
+/// True when some variable has a distribution or a Wiener update (any object in the document
+/// with such a key: a false hit only costs the trial flatten its per-region form).
+bool declares_random_parameters(const json& node) {
+  if (node.is_object()) {
+    if (node.contains("distribution")) return true;
+    if (const auto u = node.find("update"); u != node.end() && u->is_object() && u->value("kind", "") == "wiener")
+      return true;
+  }
+  if (node.is_structured())
+    for (const auto& child : node)
+      if (declares_random_parameters(child)) return true;
+  return false;
+}
+
 /// Findings that leave a document valid: a capability esi lacks (`unsupported_*`), and a
 /// rewrite target no rule lowers, which is how a discretization-agnostic component is written
 /// (spec §6.6.6: it runs once a test or a composing document imports a rule for it).
@@ -138,9 +154,16 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
         {"schema_not_found", checked.report.file, "", schema_not_found_message(), Layer::Schema});
   if (!checked.doc || checked.doc->library_only) return std::move(checked.report);
   // The trial flatten: what simulate and check would refuse (missing initial values, unknown
-  // couplings, ...) is a finding here too.
+  // couplings, ...) is a finding here too. Arrays as per-region programs, as `esi simulate`
+  // and `esi run` flatten them: one equation per cell costs minutes and gigabytes on a real
+  // grid (transport_3d at 72x46x72: 4 minutes, against 0.07 s). Where the per-region form
+  // cannot be formed, flatten falls back to cells itself. A model with random parameters
+  // (white noise, distributions) is tried in cells, as before: its checks read the parameters'
+  // cells, and the stochastic drivers run cells.
   try {
-    const System system = flatten(*checked.doc);
+    FlattenOptions trial;
+    trial.grid = !declares_random_parameters(checked.doc->doc);
+    const System system = flatten(*checked.doc, trial);
     check_wiener_use(system);  // what the SDE driver would refuse
     check_distributions(system, checked.doc->doc);  // and the distributions it would read
     std::error_code ec;
@@ -150,16 +173,28 @@ ValidationReport validate_file(const std::filesystem::path& file, const LoadOpti
     };
     // Valid (a test or the caller may supply it), but `esi simulate` cannot start without it.
     std::set<std::string> arrays_noted;  // one note per array, not one per cell
-    for (const FlatVariable& v : system.states)
-      if (!v.default_value && v.initial == expr::kNoNode &&
-          (v.array.empty() || arrays_noted.insert(v.array).second))
+    for (const auto& g : system.grid)  // per-region initial values (ic equations of arrays)
+      if (g.kind == System::GridEquation::Kind::Initial) arrays_noted.insert(g.targets.begin(), g.targets.end());
+    const auto note_missing = [&](const FlatVariable& v, const std::string& name) {
+      if (!v.default_value && v.initial == expr::kNoNode && (v.array.empty() || arrays_noted.insert(v.array).second))
         checked.report.notes.push_back(
             {"missing_initial_value", shown_file(v.file), v.pointer,
-             (v.array.empty() ? "state '" + v.name + "' has"
-                              : "array state '" + v.array + "' (" + v.name + " and others) has") +
+             (v.array.empty() ? "state '" + name + "' has"
+                              : "array state '" + v.array + "' (" + name + " and others) has") +
                  " no initial value; 'esi simulate' needs one (a default, an ic equation, or "
-                 "--set " + (v.array.empty() ? v.name : v.array) + "=VALUE)",
+                 "--set " + (v.array.empty() ? name : v.array) + "=VALUE)",
              Layer::Structural});
+    };
+    // In state order, without making the cells of per-region state arrays.
+    std::map<std::size_t, const FlatVariable*> runs;
+    system.states.for_each_lazy_run(
+        [&](std::size_t first, std::size_t, const FlatVariable& cell) { runs.emplace(first, &cell); });
+    auto run = runs.begin();
+    system.states.for_each_stored([&](std::size_t i, const FlatVariable& v) {
+      for (; run != runs.end() && run->first < i; ++run) note_missing(*run->second, system.states.name(run->first));
+      note_missing(v, v.name);
+    });
+    for (; run != runs.end(); ++run) note_missing(*run->second, system.states.name(run->first));
   } catch (const Error& e) {
     Diagnostic d = e.diagnostic();
     if (d.file.empty()) d.file = checked.report.file;
