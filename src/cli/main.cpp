@@ -141,6 +141,8 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "help" || command == "-h" || command == "--help") return run_help(rest);
   if (command == "--version" || command == "version") {
     std::puts("esi " ESI_VERSION);
+    const auto schema = esm::locate_esm_schema();
+    std::printf("schema: %s\n", schema ? schema->string().c_str() : "not found (set ESI_SCHEMA)");
     return kExitOk;
   }
   std::fprintf(stderr, "esi: unknown command '%s'\n", command.c_str());

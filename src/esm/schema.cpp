@@ -716,6 +716,13 @@ std::optional<std::filesystem::path> locate_esm_schema() {
     std::filesystem::path p(env);
     if (std::filesystem::is_regular_file(p, ec)) return p;
   }
+#ifdef ESI_INSTALLED_SCHEMA_FROM_BIN
+  // The copy `cmake --install` puts beside an installed esi (a moved prefix keeps it).
+  if (const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) {
+    const auto installed = (exe.parent_path() / ESI_INSTALLED_SCHEMA_FROM_BIN).lexically_normal();
+    if (std::filesystem::is_regular_file(installed, ec)) return installed;
+  }
+#endif
 #ifdef ESI_DEFAULT_SCHEMA
   std::filesystem::path fallback(ESI_DEFAULT_SCHEMA);
   if (std::filesystem::is_regular_file(fallback, ec)) return fallback;
@@ -731,6 +738,9 @@ std::string schema_not_found_message() {
     where = "ESI_SCHEMA is not set";
 #ifdef ESI_DEFAULT_SCHEMA
   where += ", and the build's default '" ESI_DEFAULT_SCHEMA "' does not exist";
+#endif
+#ifdef ESI_INSTALLED_SCHEMA_FROM_BIN
+  where += ", nor is there an installed copy at <esi's folder>/" ESI_INSTALLED_SCHEMA_FROM_BIN;
 #endif
   return "the ESM JSON schema (esm-schema.json) was not found (" + where +
          "), so documents are not checked against it; set ESI_SCHEMA to its path";

@@ -33,6 +33,14 @@ config=$(find "$prefix" -name esiConfig.cmake -print -quit)
 
 echo "== the installed esi command"
 "$prefix/bin/esi" validate "$source/tests/install/decay.esm"
+# It carries the format's schema when the build had one (ESI_EXPECT_SCHEMA, from CMake) and
+# finds it beside itself, before the build's default path.
+if [[ -n "${ESI_EXPECT_SCHEMA:-}" && -f "$ESI_EXPECT_SCHEMA" ]]; then
+  installed=$(realpath "$prefix")/share/esi/esm-schema.json
+  cmp "$ESI_EXPECT_SCHEMA" "$installed" || { echo "schema not installed at $installed"; exit 1; }
+  version=$(env -u ESI_SCHEMA "$prefix/bin/esi" --version)
+  grep -qxF "schema: $installed" <<<"$version" || { echo "installed esi uses another schema: $version"; exit 1; }
+fi
 
 echo "== downstream project"
 args=(-G "$generator" -S "$source/tests/install" -B "$work/downstream"
