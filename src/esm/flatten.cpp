@@ -433,24 +433,12 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
     if (by_name.empty()) {
       for (std::size_t i = 0; i < sys.parameters.size(); ++i)
         by_name.emplace(sys.parameters[i].name, i);
-      std::vector<std::pair<std::size_t, std::size_t>> by_position;  // [first, end) of state arrays
+      std::unordered_set<std::string> by_position;  // per-region state arrays: cells by position
       for (const auto& a : sys.arrays)
-        if (a.first_state >= 0) {
-          std::size_t n = 1;
-          for (auto e : a.extents) n *= static_cast<std::size_t>(e);
-          by_position.emplace_back(static_cast<std::size_t>(a.first_state),
-                                   static_cast<std::size_t>(a.first_state) + n);
-        }
-      std::sort(by_position.begin(), by_position.end());
-      auto range = by_position.begin();
-      for (std::size_t i = 0; i < sys.states.size(); ++i) {
-        while (range != by_position.end() && range->second <= i) ++range;
-        if (range != by_position.end() && range->first <= i) {
-          i = range->second - 1;  // a state array's cells are found by position below
-          continue;
-        }
-        by_name.emplace(sys.states[i].name, sys.parameters.size() + i);
-      }
+        if (a.first_state >= 0) by_position.insert(a.name);
+      sys.states.for_each_stored([&](std::size_t i, const FlatVariable& v) {
+        if (v.array.empty() || !by_position.count(v.array)) by_name.emplace(v.name, sys.parameters.size() + i);
+      });
     }
     return by_name.find(name);
   };

@@ -11,22 +11,20 @@
 namespace esi::esm {
 
 struct StateList::LazyCells {
-  FlatVariable cell;  ///< every cell's entry but its name and position
-  std::string array;
+  FlatVariable cell;  ///< every cell's entry but its name and position (`array` is set)
   std::vector<std::int64_t> extents;
+  std::size_t count = 0;  ///< cells: the product of the extents
   std::once_flag once;
   std::atomic<bool> made{false};
   std::vector<FlatVariable> entries;
 
   const std::vector<FlatVariable>& get() {
     std::call_once(once, [this] {
-      std::size_t n = 1;
-      for (auto e : extents) n *= static_cast<std::size_t>(e);
-      entries.reserve(n);
+      entries.reserve(count);
       std::vector<std::int64_t> at(extents.size(), 1);
-      for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t k = 0; k < count; ++k) {
         FlatVariable& v = entries.emplace_back(cell);  // copied with an empty name
-        assign_cell_name(v.name, array, at);
+        assign_cell_name(v.name, cell.array, at);
         v.cell = at;
         for (std::size_t ax = 0; ax < at.size() && ++at[ax] > extents[ax]; ++ax) at[ax] = 1;
       }
@@ -36,14 +34,19 @@ struct StateList::LazyCells {
   }
 };
 
-const FlatVariable& StateList::lookup(std::size_t i) const {
+StateList::Position StateList::locate(std::size_t i) const {
   // The last run that starts at or before i.
-  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
-                            [](std::size_t x, const Run& run) { return x < run.first; });
-  if (r == runs_.begin()) return entries_[i];
-  --r;
-  if (i < r->first + r->count) return r->cells->get()[i - r->first];
-  return entries_[i - r->lazy_before - r->count];
+  const auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
+                                  [](std::size_t x, const Run& run) { return x < run.first; });
+  if (r == runs_.begin()) return {runs_.size(), i};
+  const Run& run = *(r - 1);
+  if (i < run.first + run.count) return {static_cast<std::size_t>(r - 1 - runs_.begin()), i - run.first};
+  return {runs_.size(), i - run.lazy_before - run.count};
+}
+
+const FlatVariable& StateList::lookup(std::size_t i) const {
+  const Position at = locate(i);
+  return at.run < runs_.size() ? runs_[at.run].cells->get()[at.offset] : entries_[at.offset];
 }
 
 const FlatVariable& StateList::lazy_cell(const Run& run) {
@@ -51,20 +54,18 @@ const FlatVariable& StateList::lazy_cell(const Run& run) {
 }
 
 std::string StateList::name(std::size_t i) const {
-  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
-                            [](std::size_t x, const Run& run) { return x < run.first; });
-  if (r == runs_.begin() || i >= (r - 1)->first + (r - 1)->count) return (*this)[i].name;
-  --r;
-  const LazyCells& c = *r->cells;
-  if (c.made.load(std::memory_order_acquire)) return c.entries[i - r->first].name;
+  const Position where = locate(i);
+  if (where.run == runs_.size()) return entries_[where.offset].name;
+  const LazyCells& c = *runs_[where.run].cells;
+  if (c.made.load(std::memory_order_acquire)) return c.entries[where.offset].name;
   std::vector<std::int64_t> at(c.extents.size());
-  std::size_t k = i - r->first;
+  std::size_t k = where.offset;
   for (std::size_t ax = 0; ax < at.size(); ++ax) {
     const auto e = static_cast<std::size_t>(c.extents[ax]);
     at[ax] = static_cast<std::int64_t>(k % e) + 1;
     k /= e;
   }
-  return cell_name(c.array, at);
+  return cell_name(c.cell.array, at);
 }
 
 const FlatVariable& StateList::at(std::size_t i) const {
@@ -86,33 +87,31 @@ void StateList::clear() {
 void StateList::append_cells(FlatVariable cell, const std::string& array,
                              std::vector<std::int64_t> extents) {
   auto lazy = std::make_shared<LazyCells>();
-  std::size_t n = 1;
-  for (auto e : extents) n *= static_cast<std::size_t>(e);
+  lazy->count = 1;
+  for (auto e : extents) lazy->count *= static_cast<std::size_t>(e);
   cell.name.clear();
   cell.array = array;
   cell.cell.clear();
   lazy->cell = std::move(cell);
-  lazy->array = array;
   lazy->extents = std::move(extents);
+  const std::size_t n = lazy->count;
   const std::size_t before = runs_.empty() ? 0 : runs_.back().lazy_before + runs_.back().count;
   runs_.push_back({size_, n, before, std::move(lazy)});
   size_ += n;
 }
 
 FlatVariable& StateList::mutable_entry(std::size_t i) {
-  auto r = std::upper_bound(runs_.begin(), runs_.end(), i,
-                            [](std::size_t x, const Run& run) { return x < run.first; });
-  if (r == runs_.begin()) return entries_[i];
-  --r;
-  if (i >= r->first + r->count) return entries_[i - r->lazy_before - r->count];
+  const Position where = locate(i);
+  if (where.run == runs_.size()) return entries_[where.offset];
   // Store the run's cells in place of the run; the runs after it have that many fewer lazy
   // cells before them.
-  const std::size_t at = r->first - r->lazy_before, n = r->count, first = r->first;
+  const auto r = runs_.begin() + static_cast<std::ptrdiff_t>(where.run);
+  const std::size_t at = r->first - r->lazy_before, n = r->count;
   const auto& cells = r->cells->get();
   entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(at), cells.begin(), cells.end());
   for (auto later = r + 1; later != runs_.end(); ++later) later->lazy_before -= n;
   runs_.erase(r);
-  return entries_[i - first + at];
+  return entries_[at + where.offset];
 }
 
 std::int64_t StateList::find(const std::string& name) const {
@@ -129,7 +128,8 @@ std::int64_t StateList::find_lazy_cell(std::string_view name) const {
     const std::size_t open = name.find('[');
     for (const Run& run : runs_) {
       const LazyCells& c = *run.cells;
-      if (open != c.array.size() || name.compare(0, open, c.array) != 0) continue;
+      const std::string& array = c.cell.array;
+      if (open != array.size() || name.compare(0, open, array) != 0) continue;
       std::vector<std::int64_t> at;
       const char* p = name.data() + open + 1;
       const char* end = name.data() + name.size() - 1;
@@ -146,7 +146,7 @@ std::int64_t StateList::find_lazy_cell(std::string_view name) const {
         stride *= static_cast<std::size_t>(c.extents[ax]);
       }
       // The name must be the one the cell is given (no spaces, signs or leading zeros).
-      if (!ok || p != end || cell_name(c.array, at) != name) continue;
+      if (!ok || p != end || cell_name(array, at) != name) continue;
       return static_cast<std::int64_t>(run.first + linear);
     }
   }

@@ -4,38 +4,34 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "esi/esm/load.hpp"
+#include "support/decay_diffusion.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
 using esi::testing::TempDir;
 
-// u_i' = -k u_i + K (u_{i+1} - 2 u_i + u_{i-1}) on 5 cells; `u` and the scalar `s` get their
-// initial values from INIT_U and INIT_S (a default, an ic equation, or nothing).
-std::string grid_document(const std::string& u_default, const std::string& s_default,
-                          const std::string& extra_equations) {
-  return R"({"esm": "1.0.0", "metadata": {"name": "g"},
-  "index_sets": {"x": {"kind": "interval", "size": 5}},
-  "models": {"G": {
-    "variables": {"u": {"type": "unknown", "units": "1", "shape": ["x"])" + u_default + R"(},
-                  "s": {"type": "unknown", "units": "1")" + s_default + R"(},
-                  "k": {"type": "parameter", "units": "1/s", "default": 0.1},
-                  "K": {"type": "parameter", "units": "1/s", "default": 0.01}},
-    "equations": [)" + extra_equations + R"({"lhs": {"op": "D", "args": ["s"], "wrt": "t"},
-       "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "s"]}},
-      {"lhs": {"op": "D", "args": ["u"], "wrt": "t"},
-      "rhs": {"op": "+", "args": [
-        {"op": "*", "args": [{"op": "-", "args": ["k"]}, "u"]},
-        {"op": "makearray", "args": [], "regions": [[[2, 4]], [[1, 1]], [[5, 5]]],
-         "values": [
-           {"op": "aggregate", "output_idx": ["i"], "args": ["u"], "ranges": {"i": [2, 4]},
-            "expr": {"op": "*", "args": ["K", {"op": "+", "args": [
-              {"op": "index", "args": ["u", {"op": "+", "args": ["i", 1]}]},
-              {"op": "*", "args": [-2, {"op": "index", "args": ["u", "i"]}]},
-              {"op": "index", "args": ["u", {"op": "-", "args": ["i", 1]}]}]}]}},
-           {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 2]}, {"op": "index", "args": ["u", 1]}]}]},
-           {"op": "*", "args": ["K", {"op": "-", "args": [{"op": "index", "args": ["u", 4]}, {"op": "index", "args": ["u", 5]}]}]}]}]}}]}}})";
+/// The shared decay-diffusion grid (support/decay_diffusion.hpp) plus a scalar state s, with
+/// u's and s's initial values as asked: a default, ic equations (u's an array right-hand side,
+/// a per-region initial program), or nothing.
+std::string grid_document(bool u_default, bool s_default, bool ic) {
+  auto d = nlohmann::json::parse(esi::testing::decay_diffusion_model("0.1"));
+  auto& m = d["models"]["M"];
+  if (!u_default) m["variables"]["u"].erase("default");
+  m["variables"]["s"] = {{"type", "unknown"}};
+  if (s_default) m["variables"]["s"]["default"] = 2.0;
+  m["equations"].push_back(nlohmann::json::parse(
+      R"({"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["K"]}, "s"]}})"));
+  if (ic) {
+    m["equations"].push_back(nlohmann::json::parse(R"({"lhs": {"op": "ic", "args": ["u"]},
+      "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
+              "expr": {"op": "*", "args": ["i", 0.5]}}})"));
+    m["equations"].push_back(nlohmann::json::parse(R"({"lhs": {"op": "ic", "args": ["s"]}, "rhs": 3})"));
+  }
+  return d.dump();
 }
 
 std::vector<std::string> notes(const TempDir& dir, const std::string& text, const std::string& code) {
@@ -49,23 +45,19 @@ std::vector<std::string> notes(const TempDir& dir, const std::string& text, cons
 
 TEST(ValidateArrays, AnArrayStateWithoutInitialValueIsNotedOnceByItsFirstCell) {
   TempDir dir;
-  const auto missing = notes(dir, grid_document("", "", ""), "missing_initial_value");
+  const auto missing = notes(dir, grid_document(false, false, false), "missing_initial_value");
   ASSERT_EQ(missing.size(), 2u);
-  // State order: the scalar s (its equation comes first), then the array u.
-  EXPECT_NE(missing[0].find("state 'G.s' has no initial value"), std::string::npos) << missing[0];
-  EXPECT_NE(missing[1].find("array state 'G.u' (G.u[1] and others) has no initial value"), std::string::npos)
+  // State order: scalar states come before per-region state arrays.
+  EXPECT_NE(missing[0].find("state 'M.s' has no initial value"), std::string::npos) << missing[0];
+  EXPECT_NE(missing[1].find("array state 'M.u' (M.u[1] and others) has no initial value"), std::string::npos)
       << missing[1];
-  EXPECT_NE(missing[1].find("--set G.u=VALUE"), std::string::npos) << missing[1];
+  EXPECT_NE(missing[1].find("--set M.u=VALUE"), std::string::npos) << missing[1];
 }
 
 TEST(ValidateArrays, DefaultsAndIcEquationsOfArraysCountAsInitialValues) {
   TempDir dir;
-  EXPECT_TRUE(notes(dir, grid_document(R"(, "default": 1.0)", R"(, "default": 2.0)", ""), "missing_initial_value").empty());
-  // An ic equation with an array right-hand side (a per-region initial program).
-  const std::string ic = R"({"lhs": {"op": "ic", "args": ["u"]},
-      "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 5]}, "expr": {"op": "*", "args": ["i", 0.5]}}},
-     {"lhs": {"op": "ic", "args": ["s"]}, "rhs": 3},)";
-  const auto with_ic = notes(dir, grid_document("", "", ic), "missing_initial_value");
+  EXPECT_TRUE(notes(dir, grid_document(true, true, false), "missing_initial_value").empty());
+  const auto with_ic = notes(dir, grid_document(false, false, true), "missing_initial_value");
   EXPECT_TRUE(with_ic.empty()) << with_ic[0];
 }
 

@@ -198,6 +198,11 @@ class StateList {
     std::size_t lazy_before = 0;  ///< cells of the lazy runs before this one
     std::shared_ptr<LazyCells> cells;
   };
+  /// Where state i lives: run `run` at `offset`, or (run == runs_.size()) entries_[offset].
+  struct Position {
+    std::size_t run, offset;
+  };
+  Position locate(std::size_t i) const;
   const FlatVariable& lookup(std::size_t i) const;
   static const FlatVariable& lazy_cell(const Run& run);
   std::vector<FlatVariable> entries_;  ///< the stored (non-lazy) states, in order
