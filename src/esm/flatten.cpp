@@ -437,7 +437,8 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
       for (const auto& a : sys.arrays)
         if (a.first_state >= 0) by_position.insert(a.name);
       sys.states.for_each_stored([&](std::size_t i, const FlatVariable& v) {
-        if (v.array.empty() || !by_position.count(v.array)) by_name.emplace(v.name, sys.parameters.size() + i);
+        if (v.array.empty() || !by_position.count(v.array))
+          by_name.emplace(v.name, sys.parameters.size() + i);
       });
     }
     return by_name.find(name);

@@ -40,7 +40,8 @@ StateList::Position StateList::locate(std::size_t i) const {
                                   [](std::size_t x, const Run& run) { return x < run.first; });
   if (r == runs_.begin()) return {runs_.size(), i};
   const Run& run = *(r - 1);
-  if (i < run.first + run.count) return {static_cast<std::size_t>(r - 1 - runs_.begin()), i - run.first};
+  if (i < run.first + run.count)
+    return {static_cast<std::size_t>(r - 1 - runs_.begin()), i - run.first};
   return {runs_.size(), i - run.lazy_before - run.count};
 }
 

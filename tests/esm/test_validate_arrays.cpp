@@ -29,7 +29,8 @@ std::string grid_document(bool u_default, bool s_default, bool ic) {
     m["equations"].push_back(nlohmann::json::parse(R"({"lhs": {"op": "ic", "args": ["u"]},
       "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 6]},
               "expr": {"op": "*", "args": ["i", 0.5]}}})"));
-    m["equations"].push_back(nlohmann::json::parse(R"({"lhs": {"op": "ic", "args": ["s"]}, "rhs": 3})"));
+    m["equations"].push_back(
+        nlohmann::json::parse(R"({"lhs": {"op": "ic", "args": ["s"]}, "rhs": 3})"));
   }
   return d.dump();
 }
@@ -49,7 +50,8 @@ TEST(ValidateArrays, AnArrayStateWithoutInitialValueIsNotedOnceByItsFirstCell) {
   ASSERT_EQ(missing.size(), 2u);
   // State order: scalar states come before per-region state arrays.
   EXPECT_NE(missing[0].find("state 'M.s' has no initial value"), std::string::npos) << missing[0];
-  EXPECT_NE(missing[1].find("array state 'M.u' (M.u[1] and others) has no initial value"), std::string::npos)
+  EXPECT_NE(missing[1].find("array state 'M.u' (M.u[1] and others) has no initial value"),
+            std::string::npos)
       << missing[1];
   EXPECT_NE(missing[1].find("--set M.u=VALUE"), std::string::npos) << missing[1];
 }
