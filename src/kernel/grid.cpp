@@ -310,6 +310,7 @@ GridWorkspace::~GridWorkspace() = default;
 namespace {
 
 constexpr std::size_t kRowLanes = 64;
+constexpr std::int64_t kUnitStrideRowMin = 16;  // cells
 
 View whole_view(double* data, const GridArray& a) {
   return View{data, std::vector<std::int64_t>(a.extents.size(), 1), a.strides};
@@ -338,8 +339,9 @@ FieldPlan plan_fields(const GridProgram& gp, const GridBlock& block, std::size_t
   return plan;
 }
 
-/// Runs `block` on the cells of box ∩ `within`, row by row along the box's longest axis (a
-/// boundary box of a 7-cell zonal class is one cell wide along lon but 66 along lev). Reads the
+/// Runs `block` on the cells of box ∩ `within`, row by row along its first axis or, where that
+/// is short, its longest (a boundary box of a 7-cell zonal class is one cell wide along lon but
+/// 66 along lev). Reads the
 /// shared state of `im` only; writes the cells of box ∩ within of the stage's outputs and `sc`.
 void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& plan, Workspace& ws,
                GridScratch& sc, const GridWorkspace::Impl& im, double t, const GridBox& box,
@@ -354,9 +356,14 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
     hi[d] = std::min(box.hi[d], within.hi[d]);
     if (lo[d] > hi[d]) return;
   }
-  std::size_t r = 0;  // the row axis
-  for (std::size_t d = 1; d < dims; ++d)
-    if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
+  // The row axis: the first, along which whole arrays are contiguous, so native code reads
+  // each field of a row straight from its array instead of gathering it lane by lane (that
+  // gather was a third of a PPM program's time), unless it is too short to fill a few
+  // vectors; then the longest (a 7 x 7 x 72 grid runs its rows along the 72 levels).
+  std::size_t r = 0;
+  if (hi[0] - lo[0] + 1 < kUnitStrideRowMin)
+    for (std::size_t d = 1; d < dims; ++d)
+      if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
   const std::size_t n = static_cast<std::size_t>(hi[r] - lo[r] + 1);
   const std::size_t targets = stage.targets.size();
   if (sc.staging.size() < targets * n) sc.staging.resize(targets * n);

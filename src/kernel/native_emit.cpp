@@ -53,10 +53,13 @@ template <class T> constexpr std::size_t N = sizeof(V<T>) / sizeof(T);
 // into a scratch copy gathered before and scattered after, so every load and store of the
 // body is one plain vector access. lane[j]: the block lane of chunk lane j (past the block's
 // last real lane, that lane again).
+// Programs that load no state (grid region programs) read each forcing field through its own
+// pointer instead, p[a] (see emit_native_source).
 template <class T> struct Chunk {
   const T* u; std::size_t us;
   const T* f; std::size_t fs;
   T* d; std::size_t ds;
+  const T* const* p;
   std::size_t lane[N<T>];
 };
 template <class T> AI V<T> bc(T s) { V<T> r; for (std::size_t j = 0; j < N<T>; ++j) r[j] = s; return r; }
@@ -125,11 +128,13 @@ const char* infix(Opcode op) {
 
 /// The right-hand side of one instruction (a vector of N lanes), operands already named.
 std::string expression(const Instr& ins, const std::string& a, const std::string& b,
-                       const std::string& c) {
+                       const std::string& c, bool per_field) {
   const std::string k = "K[" + std::to_string(ins.b) + "]";  // a scalar, broadcast by the operator
   switch (ins.op) {
     case Opcode::LoadState: return "ld(c.u + " + std::to_string(ins.a) + "u * c.us)";
-    case Opcode::LoadForcing: return "ld(c.f + " + std::to_string(ins.a) + "u * c.fs)";
+    case Opcode::LoadForcing:
+      return per_field ? "ld(c.p[" + std::to_string(ins.a) + "])"
+                       : "ld(c.f + " + std::to_string(ins.a) + "u * c.fs)";
     case Opcode::LoadTime: return "ld_time<T>(b->time, c)";
     case Opcode::LoadTimeValue:
       return "ld_time<T>(b->time_regs + " + std::to_string(ins.a) + "u * W, c)";
@@ -198,6 +203,13 @@ std::vector<bool> long_lived(const Code& lane) {
 std::string emit_native_source(const Tape& tape) {
   const Code& lane = tape.lane;
   const std::vector<bool> spilled = long_lived(lane);
+  // A program that loads no state but reads forcing fields is a grid region program: its
+  // fields are rows of different arrays (and constants along the row), never evenly spaced,
+  // so the evenly-spaced direct path never applies and every chunk used to be gathered field
+  // by field, a third of the time of a PPM program. Such programs read each field through its
+  // own pointer: straight into the caller's row where the field has unit stride and the
+  // chunk's columns are consecutive, else a gathered or broadcast copy.
+  const bool per_field = gathered_states(tape) == 0 && !tape.forcing.empty();
   const std::size_t chunks = std::max<std::size_t>(1, (lane.code.size() + kChunk - 1) / kChunk);
   std::vector<std::string> name(lane.registers);
   // Pinned values are the same in every lane: one scalar, broadcast where read.
@@ -236,10 +248,11 @@ std::string emit_native_source(const Tape& tape) {
       if (spilled[i]) {
         const std::string slot = "S + " + std::to_string(ins.dst - lane.pinned) + "u * N<T>";
         name[ins.dst] = "ld(" + slot + ")";
-        os << "  st(" << slot << ", V<T>(" << expression(ins, a, b, c) << "));\n";
+        os << "  st(" << slot << ", V<T>(" << expression(ins, a, b, c, per_field) << "));\n";
       } else {
         name[ins.dst] = "v" + std::to_string(i);
-        os << "  const V<T> " << name[ins.dst] << " = " << expression(ins, a, b, c) << ";\n";
+        os << "  const V<T> " << name[ins.dst] << " = " << expression(ins, a, b, c, per_field)
+           << ";\n";
       }
     }
     os << "}\n";
@@ -248,48 +261,89 @@ std::string emit_native_source(const Tape& tape) {
   // else gather into the scratch past the spill area and scatter the real lanes back.
   const std::size_t spill_values = lane.registers - lane.pinned;
   os << "template <class T> void lane_body(const Block<T>* b) {\n"
-     << "  constexpr std::size_t states = " << gathered_states(tape) << "u, forcings = " << tape.forcing.size()
-     << "u, outputs = " << tape.outputs << "u;\n"
+     << "  constexpr std::size_t states = " << gathered_states(tape)
+     << "u, forcings = " << tape.forcing.size() << "u, outputs = " << tape.outputs << "u;\n"
      << "  (void)states; (void)forcings; (void)outputs;\n"
-     << "  std::size_t spacing = 0;\n"
-     << "  bool uniform = true;\n"
-     << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
-     << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
-     << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
-     << "    uniform = step % sizeof(T) == 0;\n"
-     << "    spacing = step / sizeof(T);\n"
-     << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
-     << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
-     << "  }\n"
-     << "  T* const gathered = b->spill + " << spill_values << "u * N<T>;\n"
-     << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
-     << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
-     << "    Chunk<T> c;\n"
-     << "    std::int64_t col[N<T>];\n"
-     << "    bool direct = uniform && real == N<T>;\n"
-     << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
-     << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
-     << "      col[j] = b->col[c.lane[j]];\n"
-     << "      direct = direct && col[j] == col[0] + std::int64_t(j);\n"
-     << "    }\n"
-     << "    if (direct) {\n"
-     << "      c.u = b->u + col[0]; c.us = b->u_stride;\n"
-     << "      c.f = forcings > 0 ? b->forcing[0].data + col[0] : nullptr; c.fs = spacing;\n"
-     << "      c.d = b->du + l0; c.ds = b->du_stride;\n"
-     << "    } else {\n"
-     << "      T* const u = gathered;\n"
-     << "      T* const f = u + states * N<T>;\n"
-     // Grid region programs read every state through forcing fields and pass no state array
-     // (u null, as the tape never loads one there): nothing to gather then.
-     << "      if (b->u != nullptr)\n"
-     << "        for (std::size_t a = 0; a < states; ++a)\n"
-     << "          for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + col[j]];\n"
-     << "      for (std::size_t a = 0; a < forcings; ++a)\n"
-     << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
-     << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"
-     << "      c.u = u; c.us = N<T>; c.f = f; c.fs = N<T>;\n"
-     << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
-     << "    }\n";
+     << "  T* const gathered = b->spill + " << spill_values << "u * N<T>;\n";
+  if (per_field) {
+    // Field a's chunk values at p[a]. Fields constant along the block (stride 0) are
+    // broadcast into their scratch rows once; other strides, and chunks whose columns are not
+    // consecutive or not full, are gathered there per chunk.
+    os << "  T* const f = gathered;\n"
+       << "  const T* p[forcings];\n"
+       << "  for (std::size_t a = 0; a < forcings; ++a)\n"
+       << "    if (b->forcing[a].column_stride == 0)\n"
+       << "      st(f + a * N<T>, bc<T>(b->forcing[a].data[0]));\n"
+       << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
+       << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
+       << "    Chunk<T> c;\n"
+       << "    std::int64_t col[N<T>];\n"
+       << "    bool consecutive = real == N<T>;\n"
+       << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
+       << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
+       << "      col[j] = b->col[c.lane[j]];\n"
+       << "      consecutive = consecutive && col[j] == col[0] + std::int64_t(j);\n"
+       << "    }\n"
+       << "    for (std::size_t a = 0; a < forcings; ++a) {\n"
+       << "      const std::size_t s = b->forcing[a].column_stride;\n"
+       << "      if (s == 1 && consecutive) {\n"
+       << "        p[a] = b->forcing[a].data + col[0];\n"
+       << "      } else {\n"
+       << "        if (s != 0)\n"
+       << "          for (std::size_t j = 0; j < N<T>; ++j)\n"
+       << "            f[a * N<T> + j] = b->forcing[a].data[col[j] * std::int64_t(s)];\n"
+       << "        p[a] = f + a * N<T>;\n"
+       << "      }\n"
+       << "    }\n"
+       << "    c.u = nullptr; c.us = 0; c.f = nullptr; c.fs = 0; c.p = p;\n"
+       << "    const bool direct = real == N<T>;\n"
+       << "    if (direct) {\n"
+       << "      c.d = b->du + l0; c.ds = b->du_stride;\n"
+       << "    } else {\n"
+       << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
+       << "    }\n";
+  } else {
+    os << "  std::size_t spacing = 0;\n"
+       << "  bool uniform = true;\n"
+       << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
+       << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
+       << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
+       << "    uniform = step % sizeof(T) == 0;\n"
+       << "    spacing = step / sizeof(T);\n"
+       << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
+       << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
+       << "  }\n"
+       << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
+       << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
+       << "    Chunk<T> c;\n"
+       << "    c.p = nullptr;\n"
+       << "    std::int64_t col[N<T>];\n"
+       << "    bool direct = uniform && real == N<T>;\n"
+       << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
+       << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
+       << "      col[j] = b->col[c.lane[j]];\n"
+       << "      direct = direct && col[j] == col[0] + std::int64_t(j);\n"
+       << "    }\n"
+       << "    if (direct) {\n"
+       << "      c.u = b->u + col[0]; c.us = b->u_stride;\n"
+       << "      c.f = forcings > 0 ? b->forcing[0].data + col[0] : nullptr; c.fs = spacing;\n"
+       << "      c.d = b->du + l0; c.ds = b->du_stride;\n"
+       << "    } else {\n"
+       << "      T* const u = gathered;\n"
+       << "      T* const f = u + states * N<T>;\n"
+       // Grid region programs read every state through forcing fields and pass no state array
+       // (u null, as the tape never loads one there): nothing to gather then.
+       << "      if (b->u != nullptr)\n"
+       << "        for (std::size_t a = 0; a < states; ++a)\n"
+       << "          for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride "
+          "+ col[j]];\n"
+       << "      for (std::size_t a = 0; a < forcings; ++a)\n"
+       << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
+       << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"
+       << "      c.u = u; c.us = N<T>; c.f = f; c.fs = N<T>;\n"
+       << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
+       << "    }\n";
+  }
   for (std::size_t k = 0; k < chunks; ++k) os << "    chunk" << k << "<T>(b, c);\n";
   os << "    if (!direct)\n"
      << "      for (std::size_t k = 0; k < outputs; ++k)\n"

@@ -129,6 +129,67 @@ TEST(GridThreads, NativeProgramsOnThreadsEqualTheTapeOnOneThreadBitwise) {
   }
 }
 
+// Rows of 16 or more cells along the first axis run along it, and native code then reads
+// each unit-stride field of a full chunk straight from its array (per-field pointers), the
+// fields constant along the row from a broadcast copy, and gathers the rest. 20 x 7 x 20: rows
+// of 20 cells (two full chunks of 8 and one of 4) and, on the Tile target, of 20 and 17.
+TEST(GridThreads, NativeRowsReadingFieldsInPlaceEqualTheTapeBitwise) {
+  esi::testing::TempDir dir;
+  const Doc d = esi::testing::transport_document(dir, 20, 7, 20);
+  if (d.file.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const System s = flatten_grid(d);
+  ASSERT_EQ(s.grid_fallback, "");
+  esi::kernel::GridCompileOptions native;
+  native.native = true;
+  const auto gp_native = esi::kernel::compile_grid(s, native);
+  bool any_native = false;
+  for (const auto& st : gp_native.stages)
+    for (const auto& b : st.blocks) any_native = any_native || b.program.native() != nullptr;
+  if (!any_native) GTEST_SKIP() << "no native code on this machine (no compiler)";
+  const auto gp_tape = esi::kernel::compile_grid(s);
+  const Outcome tape = evaluate(gp_tape, s, 1);
+  std::size_t finite_nonzero = 0;
+  for (double v : tape.rhs) finite_nonzero += std::isfinite(v) && v != 0;
+  ASSERT_GT(finite_nonzero, tape.rhs.size() / 3);
+  for (unsigned threads : {1u, 2u}) {
+    const Outcome o = evaluate(gp_native, s, threads);
+    const std::string what = "native 20x7x20 on " + std::to_string(threads) + " threads";
+    expect_same_bits(o.rhs, tape.rhs, what + ", grid_rhs");
+    expect_same_bits(o.rhs_later, tape.rhs_later, what + ", grid_rhs at t = 1800");
+  }
+  // Tiles: each native tile's tendencies equal the tape's whole-grid ones.
+  auto ws = esi::kernel::make_grid_workspace(gp_native, s, parameter_defaults(s));
+  std::vector<double> u(s.states.size(), 0.0);
+  esi::kernel::grid_initial(gp_native, ws, u);
+  for (std::size_t i = 0; i < u.size(); ++i)
+    u[i] *= 1.0 + 0.05 * std::sin(0.37 * static_cast<double>(i) + 0.1);
+  std::vector<double> whole(u.size(), NAN);
+  {
+    auto tape_ws = esi::kernel::make_grid_workspace(gp_tape, s, parameter_defaults(s));
+    esi::kernel::grid_rhs(gp_tape, tape_ws, 0.0, u, whole);
+  }
+  std::vector<esi::kernel::GridArray> state_arrays;
+  for (const auto& a : gp_native.arrays)
+    if (a.kind == esi::kernel::GridArray::Kind::State) state_arrays.push_back(a);
+  for (const esi::kernel::GridBox& tile : {esi::kernel::GridBox{{1, 1, 1}, {20, 4, 5}},
+                                           esi::kernel::GridBox{{4, 3, 16}, {20, 7, 20}}}) {
+    const auto states = esi::kernel::grid_tile_states(gp_native, tile, u);
+    std::int64_t cells = 1;
+    for (int a = 0; a < 3; ++a) cells *= tile.hi[a] - tile.lo[a] + 1;
+    std::vector<double> dy(static_cast<std::size_t>(cells) * state_arrays.size(), NAN), want;
+    esi::kernel::grid_rhs_tile(gp_native, ws, 0.0, tile, states, dy);
+    for (const auto& a : state_arrays)
+      for (std::int64_t z = tile.lo[2]; z <= tile.hi[2]; ++z)
+        for (std::int64_t y = tile.lo[1]; y <= tile.hi[1]; ++y)
+          for (std::int64_t x = tile.lo[0]; x <= tile.hi[0]; ++x)
+            want.push_back(whole[static_cast<std::size_t>(
+                a.first_state + (x - 1) + (y - 1) * a.strides[1] + (z - 1) * a.strides[2])]);
+    expect_same_bits(dy, want,
+                     "native tile from (" + std::to_string(tile.lo[0]) + "," +
+                         std::to_string(tile.lo[1]) + "," + std::to_string(tile.lo[2]) + ")");
+  }
+}
+
 TEST(GridThreads, MoreThreadsThanCellsAlongTheLongestAxisStillCoverEveryCell) {
   esi::testing::TempDir dir;
   const Doc d = esi::testing::transport_document(dir, 7);

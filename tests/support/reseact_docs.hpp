@@ -28,8 +28,9 @@ struct Doc {
   esi::esm::FlattenOptions cells, grid;
 };
 
-inline Doc transport_document(const TempDir& dir, int n) {
-  const int nx = n, ny = n, nz = n;
+/// The same on an nx x ny x nz grid (the halos need ny <= nz and nx <= nz; ny > 16 reaches the
+/// pole, where the metric is not finite).
+inline Doc transport_document(const TempDir& dir, int nx, int ny, int nz) {
   Doc out;
   const reseact_fs::path corpus = corpus_dir();
   const reseact_fs::path src = corpus / "reseact/prototypes/transport_3d/transport_3d.esm";
@@ -59,6 +60,10 @@ inline Doc transport_document(const TempDir& dir, int n) {
   out.grid = out.cells;
   out.grid.grid = true;
   return out;
+}
+
+inline Doc transport_document(const TempDir& dir, int n) {
+  return transport_document(dir, n, n, n);
 }
 
 /// reseact_3d_chem.esm (SuperFast lifted pointwise onto the PPM transport grid) with NLEV = 7
