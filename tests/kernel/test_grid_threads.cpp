@@ -71,6 +71,19 @@ Outcome evaluate(const esi::kernel::GridProgram& gp, const System& s, unsigned t
   return o;
 }
 
+esi::kernel::GridProgram compile_native(const System& s) {
+  esi::kernel::GridCompileOptions native;
+  native.native = true;
+  return esi::kernel::compile_grid(s, native);
+}
+
+bool has_native_code(const esi::kernel::GridProgram& gp) {
+  for (const auto& st : gp.stages)
+    for (const auto& b : st.blocks)
+      if (b.program.native() != nullptr) return true;
+  return false;
+}
+
 void expect_threads_equal_one_thread(const esi::kernel::GridProgram& gp, const System& s, const std::string& name) {
   const Outcome one = evaluate(gp, s, 1);
   std::size_t nonzero = 0;
@@ -113,13 +126,8 @@ TEST(GridThreads, NativeProgramsOnThreadsEqualTheTapeOnOneThreadBitwise) {
   const Doc d = esi::testing::transport_document(dir, 7);
   if (d.file.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const System s = flatten_grid(d);
-  esi::kernel::GridCompileOptions native;
-  native.native = true;
-  const auto gp_native = esi::kernel::compile_grid(s, native);
-  bool any_native = false;
-  for (const auto& st : gp_native.stages)
-    for (const auto& b : st.blocks) any_native = any_native || b.program.native() != nullptr;
-  if (!any_native) GTEST_SKIP() << "no native code on this machine (no compiler)";
+  const auto gp_native = compile_native(s);
+  if (!has_native_code(gp_native)) GTEST_SKIP() << "no native code on this machine (no compiler)";
   const Outcome tape = evaluate(esi::kernel::compile_grid(s), s, 1);
   for (unsigned threads : {1u, 2u, 3u}) {
     const Outcome o = evaluate(gp_native, s, threads);
@@ -139,13 +147,8 @@ TEST(GridThreads, NativeRowsReadingFieldsInPlaceEqualTheTapeBitwise) {
   if (d.file.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
   const System s = flatten_grid(d);
   ASSERT_EQ(s.grid_fallback, "");
-  esi::kernel::GridCompileOptions native;
-  native.native = true;
-  const auto gp_native = esi::kernel::compile_grid(s, native);
-  bool any_native = false;
-  for (const auto& st : gp_native.stages)
-    for (const auto& b : st.blocks) any_native = any_native || b.program.native() != nullptr;
-  if (!any_native) GTEST_SKIP() << "no native code on this machine (no compiler)";
+  const auto gp_native = compile_native(s);
+  if (!has_native_code(gp_native)) GTEST_SKIP() << "no native code on this machine (no compiler)";
   const auto gp_tape = esi::kernel::compile_grid(s);
   const Outcome tape = evaluate(gp_tape, s, 1);
   std::size_t finite_nonzero = 0;
