@@ -339,9 +339,26 @@ FieldPlan plan_fields(const GridProgram& gp, const GridBlock& block, std::size_t
   return plan;
 }
 
+/// Whether every field `block` reads and every output of `stage` (whole-grid views) steps
+/// n0 times as far along axis 1 as along axis 0, so the cells of a plane of axes 0 and 1 lie
+/// at one step apart in each: true for arrays whose first axis the box spans whole.
+bool spans_planes(const GridStage& stage, const GridBlock& block, const FieldPlan& plan,
+                  const GridWorkspace::Impl& im, std::size_t dims, std::int64_t n0) {
+  for (std::size_t k = 0; k < block.inputs.size(); ++k) {
+    if (block.inputs[k].kind == GridInput::Kind::ScalarState) continue;
+    const std::int64_t* coef = plan.coef.data() + k * dims;
+    if (coef[1] != n0 * coef[0]) return false;
+  }
+  for (std::size_t a : stage.targets) {
+    const View& o = im.outputs[a];
+    if (o.stride[1] != n0 * o.stride[0]) return false;
+  }
+  return true;
+}
+
 /// Runs `block` on the cells of box ∩ `within`, row by row along its first axis or, where that
-/// is short, its longest (a boundary box of a 7-cell zonal class is one cell wide along lon but
-/// 66 along lev). Reads the
+/// is short, its planes of axes 0 and 1 or its longest axis (a boundary box of a 7-cell zonal
+/// class is one cell wide along lon but 66 along lev). Reads the
 /// shared state of `im` only; writes the cells of box ∩ within of the stage's outputs and `sc`.
 void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& plan, Workspace& ws,
                GridScratch& sc, const GridWorkspace::Impl& im, double t, const GridBox& box,
@@ -360,11 +377,22 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
   // each field of a row straight from its array instead of gathering it lane by lane (that
   // gather was a third of a PPM program's time), unless it is too short to fill a few
   // vectors; then the longest (a 7 x 7 x 72 grid runs its rows along the 72 levels).
+  // A box too narrow for that but spanning whole planes of everything it reads and writes
+  // (every field's step along axis 1 is n0 times its step along axis 0, as in the state
+  // arrays of a 7 x 7 x 72 grid) runs each plane of axes 0 and 1 as one row: the cells and
+  // every address are those of the rows along axis 0, now n0 x n1 of them in one run.
   std::size_t r = 0;
-  if (hi[0] - lo[0] + 1 < kUnitStrideRowMin)
-    for (std::size_t d = 1; d < dims; ++d)
-      if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
-  const std::size_t n = static_cast<std::size_t>(hi[r] - lo[r] + 1);
+  bool planes = false;
+  const std::int64_t n0 = hi[0] - lo[0] + 1;
+  if (n0 < kUnitStrideRowMin) {
+    planes = im.whole && dims >= 2 && n0 * (hi[1] - lo[1] + 1) >= kUnitStrideRowMin &&
+             spans_planes(stage, block, plan, im, dims, n0);
+    if (!planes)
+      for (std::size_t d = 1; d < dims; ++d)
+        if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
+  }
+  const std::size_t n =
+      static_cast<std::size_t>(planes ? n0 * (hi[1] - lo[1] + 1) : hi[r] - lo[r] + 1);
   const std::size_t targets = stage.targets.size();
   if (sc.staging.size() < targets * n) sc.staging.resize(targets * n);
   const std::size_t inputs = block.inputs.size();
@@ -433,9 +461,9 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
       else
         for (std::size_t l = 0; l < n; ++l) dst[static_cast<std::int64_t>(l) * step] = src[l];
     }
-    // Next row: every axis but r, first fastest.
+    // Next row: every axis but r (and axis 1 when rows are planes), first fastest.
     std::size_t d = 0;
-    while (d < dims && (d == r || x[d] == hi[d])) {
+    while (d < dims && (d == r || (planes && d == 1) || x[d] == hi[d])) {
       if (d != r) x[d] = lo[d];
       ++d;
     }
