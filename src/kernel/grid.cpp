@@ -383,16 +383,15 @@ void run_block(const GridStage& stage, const GridBlock& block, const FieldPlan& 
   // every address are those of the rows along axis 0, now n0 x n1 of them in one run.
   std::size_t r = 0;
   bool planes = false;
-  const std::int64_t n0 = hi[0] - lo[0] + 1;
+  const std::int64_t n0 = hi[0] - lo[0] + 1, plane = dims >= 2 ? n0 * (hi[1] - lo[1] + 1) : n0;
   if (n0 < kUnitStrideRowMin) {
-    planes = im.whole && dims >= 2 && n0 * (hi[1] - lo[1] + 1) >= kUnitStrideRowMin &&
-             spans_planes(stage, block, plan, im, dims, n0);
+    planes =
+        im.whole && plane >= kUnitStrideRowMin && spans_planes(stage, block, plan, im, dims, n0);
     if (!planes)
       for (std::size_t d = 1; d < dims; ++d)
         if (hi[d] - lo[d] > hi[r] - lo[r]) r = d;
   }
-  const std::size_t n =
-      static_cast<std::size_t>(planes ? n0 * (hi[1] - lo[1] + 1) : hi[r] - lo[r] + 1);
+  const std::size_t n = static_cast<std::size_t>(planes ? plane : hi[r] - lo[r] + 1);
   const std::size_t targets = stage.targets.size();
   if (sc.staging.size() < targets * n) sc.staging.resize(targets * n);
   const std::size_t inputs = block.inputs.size();

@@ -265,26 +265,41 @@ std::string emit_native_source(const Tape& tape) {
      << "u, forcings = " << tape.forcing.size() << "u, outputs = " << tape.outputs << "u;\n"
      << "  (void)states; (void)forcings; (void)outputs;\n"
      << "  T* const gathered = b->spill + " << spill_values << "u * N<T>;\n";
-  if (per_field) {
-    // Field a's chunk values at p[a]. Fields constant along the block (stride 0) are
-    // broadcast into their scratch rows once; other strides, and chunks whose columns are not
-    // consecutive or not full, are gathered there per chunk.
+  // Before the chunk loop: per-field mode broadcasts the fields constant along the block
+  // (stride 0) into their scratch rows once; the other mode checks whether the fields lie
+  // evenly spaced (then a full chunk of consecutive columns reads them in place).
+  if (per_field)
     os << "  T* const f = gathered;\n"
        << "  const T* p[forcings];\n"
        << "  for (std::size_t a = 0; a < forcings; ++a)\n"
        << "    if (b->forcing[a].column_stride == 0)\n"
-       << "      st(f + a * N<T>, bc<T>(b->forcing[a].data[0]));\n"
-       << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
-       << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
-       << "    Chunk<T> c;\n"
-       << "    std::int64_t col[N<T>];\n"
-       << "    bool consecutive = real == N<T>;\n"
-       << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
-       << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
-       << "      col[j] = b->col[c.lane[j]];\n"
-       << "      consecutive = consecutive && col[j] == col[0] + std::int64_t(j);\n"
-       << "    }\n"
-       << "    for (std::size_t a = 0; a < forcings; ++a) {\n"
+       << "      st(f + a * N<T>, bc<T>(b->forcing[a].data[0]));\n";
+  else
+    os << "  std::size_t spacing = 0;\n"
+       << "  bool uniform = true;\n"
+       << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
+       << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
+       << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
+       << "    uniform = step % sizeof(T) == 0;\n"
+       << "    spacing = step / sizeof(T);\n"
+       << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
+       << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
+       << "  }\n";
+  os << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
+     << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
+     << "    Chunk<T> c;\n"
+     << "    c.p = nullptr;\n"
+     << "    std::int64_t col[N<T>];\n"
+     << "    bool consecutive = real == N<T>;  // a full chunk of consecutive columns\n"
+     << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
+     << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
+     << "      col[j] = b->col[c.lane[j]];\n"
+     << "      consecutive = consecutive && col[j] == col[0] + std::int64_t(j);\n"
+     << "    }\n";
+  if (per_field) {
+    // Field a's chunk values at p[a]: in place for a unit-stride field of a consecutive
+    // chunk, else its scratch row (broadcast above, or gathered here).
+    os << "    for (std::size_t a = 0; a < forcings; ++a) {\n"
        << "      const std::size_t s = b->forcing[a].column_stride;\n"
        << "      if (s == 1 && consecutive) {\n"
        << "        p[a] = b->forcing[a].data + col[0];\n"
@@ -303,27 +318,8 @@ std::string emit_native_source(const Tape& tape) {
        << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
        << "    }\n";
   } else {
-    os << "  std::size_t spacing = 0;\n"
-       << "  bool uniform = true;\n"
-       << "  if (forcings > 0) {  // fields at equal distances (addresses compared as integers)\n"
-       << "    const auto at = [&](std::size_t q) { return std::uintptr_t(b->forcing[q].data); };\n"
-       << "    const std::uintptr_t step = forcings > 1 ? at(1) - at(0) : 0;\n"
-       << "    uniform = step % sizeof(T) == 0;\n"
-       << "    spacing = step / sizeof(T);\n"
-       << "    for (std::size_t q = 0; q < forcings && uniform; ++q)\n"
-       << "      uniform = b->forcing[q].column_stride == 1 && at(q) == at(0) + q * step;\n"
-       << "  }\n"
-       << "  for (std::size_t l0 = 0; l0 < b->lanes; l0 += N<T>) {\n"
-       << "    const std::size_t real = b->lanes - l0 < N<T> ? b->lanes - l0 : N<T>;\n"
-       << "    Chunk<T> c;\n"
-       << "    c.p = nullptr;\n"
-       << "    std::int64_t col[N<T>];\n"
-       << "    bool direct = uniform && real == N<T>;\n"
-       << "    for (std::size_t j = 0; j < N<T>; ++j) {\n"
-       << "      c.lane[j] = l0 + (j < real ? j : real - 1);\n"
-       << "      col[j] = b->col[c.lane[j]];\n"
-       << "      direct = direct && col[j] == col[0] + std::int64_t(j);\n"
-       << "    }\n"
+    // This mode is taken by programs that load states (or read no field), so u is given.
+    os << "    const bool direct = uniform && consecutive;\n"
        << "    if (direct) {\n"
        << "      c.u = b->u + col[0]; c.us = b->u_stride;\n"
        << "      c.f = forcings > 0 ? b->forcing[0].data + col[0] : nullptr; c.fs = spacing;\n"
@@ -331,12 +327,9 @@ std::string emit_native_source(const Tape& tape) {
        << "    } else {\n"
        << "      T* const u = gathered;\n"
        << "      T* const f = u + states * N<T>;\n"
-       // Grid region programs read every state through forcing fields and pass no state array
-       // (u null, as the tape never loads one there): nothing to gather then.
-       << "      if (b->u != nullptr)\n"
-       << "        for (std::size_t a = 0; a < states; ++a)\n"
-       << "          for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride "
-          "+ col[j]];\n"
+       << "      for (std::size_t a = 0; a < states; ++a)\n"
+       << "        for (std::size_t j = 0; j < N<T>; ++j) u[a * N<T> + j] = b->u[a * b->u_stride + "
+          "col[j]];\n"
        << "      for (std::size_t a = 0; a < forcings; ++a)\n"
        << "        for (std::size_t j = 0; j < N<T>; ++j)\n"
        << "          f[a * N<T> + j] = b->forcing[a].data[col[j] * b->forcing[a].column_stride];\n"
