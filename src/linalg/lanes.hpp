@@ -40,3 +40,9 @@
     case 64: return fn##_##T##_64(__VA_ARGS__);            \
     default: ESI_ASSERT(!"lanes is one of kLuLaneWidths"); \
   }
+
+namespace esi::linalg {
+/// Rows lu_factor eliminates together: each U entry of a pivot row is loaded once for every
+/// row of the group that needs it (lu_factor.cpp; the plan's operation list is grouped so).
+inline constexpr int kFactorRowGroup = 4;
+}  // namespace esi::linalg

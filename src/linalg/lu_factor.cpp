@@ -4,13 +4,20 @@
 // lanes of one entry, so with L a compile-time constant it becomes a few vector instructions.
 //
 // Operation encoding (built by plan_sparse_lu, sparse_lu_plan.cpp):
-//   Factorisation is row-oriented (Doolittle "IKJ", as KPP's KppDecomp): factor row k is
-//   finished before row k+1 is touched. For each L entry q of row k (column c < k, increasing):
+//   Factorisation is row-oriented (Doolittle "IKJ", as KPP's KppDecomp): each entry of row k
+//   receives its updates in increasing pivot order, the multiplier of L entry (k, c) formed
+//   when that entry is final:
 //       l = a[q] * r[c]                        (r[c] = 1 / pivot c, see below)
-//       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c —
-//   where the targets t (the entry of row k in column col[s]) are read in sequence from
-//   plan.ops; nothing else is stored, the rest follows from row_ptr / col / diag. Each entry
-//   receives its updates in increasing pivot order (the order of any elimination).
+//       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c.
+//   Rows are eliminated kFactorRowGroup (G) at a time, so that each U entry a[s] is loaded once
+//   for all rows of the group that hold pivot c (fullchem: 40 % fewer U loads at G = 4, the
+//   factorisation 1.3x faster at 16 lanes; bench/RESULTS.md). Per group of rows k0 .. k1-1:
+//       P, then P times:  c, h, q_1 .. q_h, then for every s of row c's U part: t_1 .. t_h
+//   — the distinct pivots c of the group's L entries, increasing; h the group rows that hold
+//   c (q_r their L positions) and t_r the target of a[s] in each of them. A pivot inside the
+//   group (c >= k0) is used only after its row is finished; each row is finished (pivot
+//   checked, replaced by its reciprocal) once the pivots before it are applied. Per entry this
+//   is the same operation sequence as eliminating one row at a time: the same bits.
 //   Once row k is eliminated and its pivot checked, the diagonal entry is replaced by its
 //   reciprocal: one division per pivot instead of one per multiplier (a division's latency
 //   sits on the chain from one multiplier of row k to the next; L = 1 runs 2-3x faster). The
@@ -28,6 +35,7 @@
 // lanes, and the per-lane operation sequence does not depend on L, so a cell gives the same
 // bits in any lane, at any lane width and in any ISA clone (scalar, SSE2, AVX2, AVX-512: all
 // IEEE-754 round-to-nearest adds, multiplies and divisions).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -46,57 +54,110 @@ using std::size_t;
 // values assemble_shifted writes. Fill starts at -0 here and at +0 there; the two agree
 // after the first nonzero update (z - p == -p for either zero), so they can differ only in
 // the sign of a zero that no nonzero product ever reached.
+// Row k's pass before elimination: its largest magnitude and whether an entry is inf or NaN,
+// after forming shift - J in place when Shifted.
+template <class T, int L, bool Shifted>
+[[gnu::always_inline]] inline void scan_row(const SparseLuPlan& plan, int k, T* v, const T* shift,
+                                            T* rowmax, T* nonfinite) {
+  ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
+  const int d = plan.diag[k];
+  for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) {
+    T* a = v + static_cast<size_t>(q) * L;
+    if constexpr (Shifted) {
+      if (q == d) {
+        ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l] + shift[l];
+      } else {
+        ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l];
+      }
+    }
+    ESI_LANES for (int l = 0; l < L; ++l) {
+      const T m = std::abs(a[l]);
+      rowmax[l] = m > rowmax[l] ? m : rowmax[l];
+      nonfinite[l] += a[l] - a[l];
+    }
+  }
+}
+
+// t -= m[r] * u for every U entry u of the pivot row and each of the M group rows r that hold
+// the pivot: one load of u per M updates.
+template <class T, int L, int M>
+[[gnu::always_inline]] inline void update_rows(T* v, const std::int32_t*& target, const T (*m)[L],
+                                               int begin, int end, int holders) {
+  const int rows = M > 0 ? M : holders;
+  for (int s = begin; s < end; ++s) {
+    const T* u = v + static_cast<size_t>(s) * L;
+    for (int r = 0; r < rows; ++r) {
+      T* t = v + static_cast<size_t>(target[r]) * L;
+      ESI_LANES for (int l = 0; l < L; ++l) t[l] -= m[r][l] * u[l];
+    }
+    target += rows;
+  }
+}
+
 template <class T, int L, bool Shifted>
 [[gnu::always_inline]] inline int factor_lanes(const SparseLuPlan& plan, T* v,
                                                std::uint8_t* lane_failed, T tiny,
                                                const T* shift) {
+  constexpr int G = kFactorRowGroup;
   constexpr T kLargest = std::numeric_limits<T>::max();
   const int n = plan.n;
   const int* row_ptr = plan.row_ptr.data();
-  const int* col = plan.col.data();
   const int* diag = plan.diag.data();
-  const std::int32_t* target = plan.ops.data();
+  const std::int32_t* op = plan.ops.data();
   T failed[L];  // 0 or 1 per lane
   ESI_LANES for (int l = 0; l < L; ++l) failed[l] = 0;
+  T rowmax[G][L], nonfinite[G][L];  // nonfinite: 0, or NaN once an entry was inf or NaN
+  T multiplier[G][L];
 
-  for (int k = 0; k < n; ++k) {
-    T rowmax[L], nonfinite[L];  // nonfinite: 0, or NaN once an entry was inf or NaN
-    ESI_LANES for (int l = 0; l < L; ++l) rowmax[l] = 0, nonfinite[l] = 0;
-    for (int q = row_ptr[k]; q < row_ptr[k + 1]; ++q) {
-      T* a = v + static_cast<size_t>(q) * L;
-      if constexpr (Shifted) {
-        if (q == diag[k]) {
-          ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l] + shift[l];
-        } else {
-          ESI_LANES for (int l = 0; l < L; ++l) a[l] = -a[l];
+  for (int k0 = 0; k0 < n; k0 += G) {
+    const int k1 = std::min(n, k0 + G);
+    for (int k = k0; k < k1; ++k)
+      scan_row<T, L, Shifted>(plan, k, v, shift, rowmax[k - k0], nonfinite[k - k0]);
+    // Row k is final once every pivot before it was applied: check its pivot, store 1 / pivot.
+    int next = k0;
+    auto finish_rows_through = [&](int last) {
+      for (; next <= last; ++next) {
+        T* d = v + static_cast<size_t>(diag[next]) * L;
+        const T* rm = rowmax[next - k0];
+        const T* nf = nonfinite[next - k0];
+        ESI_LANES for (int l = 0; l < L; ++l) {
+          const T m = std::abs(d[l]);
+          const bool ok = (m > tiny * rm[l] + nf[l]) & (m <= kLargest);
+          failed[l] = ok ? failed[l] : T(1);
+          d[l] = T(1) / d[l];
         }
       }
-      ESI_LANES for (int l = 0; l < L; ++l) {
-        const T m = std::abs(a[l]);
-        rowmax[l] = m > rowmax[l] ? m : rowmax[l];
-        nonfinite[l] += a[l] - a[l];
-      }
-    }
-    for (int q = row_ptr[k]; q < diag[k]; ++q) {
-      const int c = col[q];
-      T* lik = v + static_cast<size_t>(q) * L;
+    };
+    const int pivots = *op++;
+    for (int i = 0; i < pivots; ++i) {
+      const int c = *op++;
+      const int holders = *op++;
+      finish_rows_through(c);  // a pivot inside the group: its row is complete
       const T* inverse_pivot = v + static_cast<size_t>(diag[c]) * L;
-      T multiplier[L];
-      ESI_LANES for (int l = 0; l < L; ++l) multiplier[l] = lik[l] = lik[l] * inverse_pivot[l];
-      const int end = row_ptr[c + 1];
-      for (int s = diag[c] + 1; s < end; ++s) {
-        T* t = v + static_cast<size_t>(*target++) * L;
-        const T* u = v + static_cast<size_t>(s) * L;
-        ESI_LANES for (int l = 0; l < L; ++l) t[l] -= multiplier[l] * u[l];
+      for (int r = 0; r < holders; ++r) {
+        T* lik = v + static_cast<size_t>(*op++) * L;
+        ESI_LANES for (int l = 0; l < L; ++l) multiplier[r][l] = lik[l] = lik[l] * inverse_pivot[l];
+      }
+      const int begin = diag[c] + 1, end = row_ptr[c + 1];
+      switch (holders) {
+        case 1:
+          update_rows<T, L, 1>(v, op, multiplier, begin, end, holders);
+          break;
+        case 2:
+          update_rows<T, L, 2>(v, op, multiplier, begin, end, holders);
+          break;
+        case 3:
+          update_rows<T, L, 3>(v, op, multiplier, begin, end, holders);
+          break;
+        case 4:
+          update_rows<T, L, 4>(v, op, multiplier, begin, end, holders);
+          break;
+        default:
+          update_rows<T, L, 0>(v, op, multiplier, begin, end, holders);
+          break;
       }
     }
-    T* d = v + static_cast<size_t>(diag[k]) * L;
-    ESI_LANES for (int l = 0; l < L; ++l) {
-      const T m = std::abs(d[l]);
-      const bool ok = (m > tiny * rowmax[l] + nonfinite[l]) & (m <= kLargest);
-      failed[l] = ok ? failed[l] : T(1);
-      d[l] = T(1) / d[l];
-    }
+    finish_rows_through(k1 - 1);
   }
   int count = 0;
   for (int l = 0; l < L; ++l) {

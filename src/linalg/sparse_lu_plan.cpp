@@ -10,6 +10,7 @@
 
 #include "esi/core/error.hpp"
 #include "esi/linalg/sparse_lu.hpp"
+#include "linalg/lanes.hpp"
 
 namespace esi::linalg {
 namespace {
@@ -168,21 +169,42 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
   for (int i = 0; i < n; ++i) plan.diag_of[i] = plan.diag[plan.position[i]];
   plan.fill = plan.col.size() - p.col.size() - missing_diagonals;
 
-  // Factor operations, row by row (see lu_factor.cpp): the targets of every row update.
-  std::vector<int> where(n, -1);  // factor position of column c in the current row
-  for (int k = 0; k < n; ++k) {
-    for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where[plan.col[q]] = q;
-    for (int q = plan.row_ptr[k]; q < plan.diag[k]; ++q) {
-      const int c = plan.col[q];
-      ++plan.divisions;
-      for (int s = plan.diag[c] + 1; s < plan.row_ptr[c + 1]; ++s) {
-        const int t = where[plan.col[s]];
-        ESI_ASSERT(t >= 0);  // the symbolic fill put every update target in row k
-        plan.ops.push_back(t);
-        ++plan.multiply_adds;
-      }
+  // Factor operations, kFactorRowGroup rows at a time (the encoding: lu_factor.cpp). For each
+  // group, the pivots its L entries name, increasing; for each pivot the group rows that hold
+  // it (their L positions) and, for every U entry of the pivot row, those rows' targets.
+  std::vector<int> where(static_cast<std::size_t>(n) * kFactorRowGroup, -1);  // [row - k0][column]
+  std::vector<int> pivots, holders;
+  for (int k0 = 0; k0 < n; k0 += kFactorRowGroup) {
+    const int k1 = std::min(n, k0 + kFactorRowGroup);
+    pivots.clear();
+    for (int k = k0; k < k1; ++k) {
+      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q)
+        where[static_cast<std::size_t>(k - k0) * n + plan.col[q]] = q;
+      for (int q = plan.row_ptr[k]; q < plan.diag[k]; ++q) pivots.push_back(plan.col[q]);
     }
-    for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where[plan.col[q]] = -1;
+    std::sort(pivots.begin(), pivots.end());
+    pivots.erase(std::unique(pivots.begin(), pivots.end()), pivots.end());
+    plan.ops.push_back(static_cast<std::int32_t>(pivots.size()));
+    for (const int c : pivots) {
+      holders.clear();
+      for (int k = std::max(k0, c + 1); k < k1; ++k)
+        if (where[static_cast<std::size_t>(k - k0) * n + c] >= 0) holders.push_back(k);
+      plan.ops.push_back(c);
+      plan.ops.push_back(static_cast<std::int32_t>(holders.size()));
+      for (const int k : holders)
+        plan.ops.push_back(where[static_cast<std::size_t>(k - k0) * n + c]);
+      plan.divisions += holders.size();
+      for (int s = plan.diag[c] + 1; s < plan.row_ptr[c + 1]; ++s)
+        for (const int k : holders) {
+          const int t = where[static_cast<std::size_t>(k - k0) * n + plan.col[s]];
+          ESI_ASSERT(t >= 0);  // the symbolic fill put every update target in row k
+          plan.ops.push_back(t);
+          ++plan.multiply_adds;
+        }
+    }
+    for (int k = k0; k < k1; ++k)
+      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q)
+        where[static_cast<std::size_t>(k - k0) * n + plan.col[q]] = -1;
   }
   // Solve operations: the ORIGINAL index of each factor entry's column, so substitution works
   // on x in original order without a permutation pass.

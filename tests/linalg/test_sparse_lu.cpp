@@ -201,6 +201,27 @@ TEST(SparseLu, BitwiseAcrossLanesWidthsAndIsa) {
     }
 }
 
+// lu_factor eliminates kFactorRowGroup rows together (pivots inside a group, partial last
+// groups, rows sharing pivots): still the plain row-by-row elimination's bits, on a dense plan
+// (every pivot of a group's earlier rows is inside the group) and on sparse ones whose size is
+// not a multiple of the group.
+TEST(SparseLu, GroupedEliminationHasTheRowByRowBits) {
+  for (int n : {1, 2, 7, 13, 61}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const Pattern full = random_pattern(n, 1.0, 0);
+    const Pattern sparse = random_pattern(n, 0.15, 70 + n);
+    for (const auto& [plan, p] :
+         {std::pair{plan_dense_lu(n), full}, std::pair{plan_sparse_lu(sparse), sparse}}) {
+      const auto a = dominant_values(p, 80 + n);
+      for (int lanes : {1, 8}) {
+        const auto r = solve_in_lane(plan, p, a, random_vector(n, 90 + n), lanes, lanes - 1);
+        EXPECT_EQ(r.failures, 0);
+        EXPECT_TRUE(same_bits(r.factor, reference_factor(plan, load<double>(plan, a))));
+      }
+    }
+  }
+}
+
 // Alignment changes speed only: a 64-byte aligned LaneVector and a buffer 8 bytes off give the
 // same bits.
 TEST(SparseLu, AlignmentDoesNotChangeBits) {
