@@ -147,6 +147,7 @@ void report(benchmark::State& state, const LuCase& c, std::array<double, 3> s, s
   state.counters["nnz_LU"] = static_cast<double>(p.nonzeros());
   state.counters["fill"] = static_cast<double>(p.fill);
   state.counters["flops"] = factor_flops;
+  state.counters["u_loads"] = static_cast<double>(p.factor_u_loads);  // of multiply_adds row by row
 }
 
 template <class T>

@@ -10,8 +10,9 @@
 //       l = a[q] * r[c]                        (r[c] = 1 / pivot c, see below)
 //       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c.
 //   Rows are eliminated kFactorRowGroup (G) at a time, so that each U entry a[s] is loaded once
-//   for all rows of the group that hold pivot c (fullchem: 40 % fewer U loads at G = 4, the
-//   factorisation 1.3x faster at 16 lanes; bench/RESULTS.md). Per group of rows k0 .. k1-1:
+//   for all rows of the group that hold pivot c (fullchem: 41 % fewer U loads at G = 4,
+//   plan.factor_u_loads; the factorisation 1.3x faster at 16 lanes; bench/RESULTS.md). Per group of
+//   rows k0 .. k1-1:
 //       P, then P times:  c, h, q_1 .. q_h, then for every s of row c's U part: t_1 .. t_h
 //   — the distinct pivots c of the group's L entries, increasing; h the group rows that hold
 //   c (q_r their L positions) and t_r the target of a[s] in each of them. A pivot inside the
@@ -82,15 +83,14 @@ template <class T, int L, bool Shifted>
 // the pivot: one load of u per M updates.
 template <class T, int L, int M>
 [[gnu::always_inline]] inline void update_rows(T* v, const std::int32_t*& target, const T (*m)[L],
-                                               int begin, int end, int holders) {
-  const int rows = M > 0 ? M : holders;
+                                               int begin, int end) {
   for (int s = begin; s < end; ++s) {
     const T* u = v + static_cast<size_t>(s) * L;
-    for (int r = 0; r < rows; ++r) {
+    for (int r = 0; r < M; ++r) {
       T* t = v + static_cast<size_t>(target[r]) * L;
       ESI_LANES for (int l = 0; l < L; ++l) t[l] -= m[r][l] * u[l];
     }
-    target += rows;
+    target += M;
   }
 }
 
@@ -139,21 +139,20 @@ template <class T, int L, bool Shifted>
         ESI_LANES for (int l = 0; l < L; ++l) multiplier[r][l] = lik[l] = lik[l] * inverse_pivot[l];
       }
       const int begin = diag[c] + 1, end = row_ptr[c + 1];
+      // 1 .. kFactorRowGroup holders (the plan names at least one), each count its own loop
+      static_assert(kFactorRowGroup == 4, "one update_rows case per holder count");
       switch (holders) {
         case 1:
-          update_rows<T, L, 1>(v, op, multiplier, begin, end, holders);
+          update_rows<T, L, 1>(v, op, multiplier, begin, end);
           break;
         case 2:
-          update_rows<T, L, 2>(v, op, multiplier, begin, end, holders);
+          update_rows<T, L, 2>(v, op, multiplier, begin, end);
           break;
         case 3:
-          update_rows<T, L, 3>(v, op, multiplier, begin, end, holders);
-          break;
-        case 4:
-          update_rows<T, L, 4>(v, op, multiplier, begin, end, holders);
+          update_rows<T, L, 3>(v, op, multiplier, begin, end);
           break;
         default:
-          update_rows<T, L, 0>(v, op, multiplier, begin, end, holders);
+          update_rows<T, L, 4>(v, op, multiplier, begin, end);
           break;
       }
     }

@@ -172,14 +172,17 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
   // Factor operations, kFactorRowGroup rows at a time (the encoding: lu_factor.cpp). For each
   // group, the pivots its L entries name, increasing; for each pivot the group rows that hold
   // it (their L positions) and, for every U entry of the pivot row, those rows' targets.
-  std::vector<int> where(static_cast<std::size_t>(n) * kFactorRowGroup, -1);  // [row - k0][column]
+  std::vector<int> where_in_group(static_cast<std::size_t>(n) * kFactorRowGroup, -1);
   std::vector<int> pivots, holders;
   for (int k0 = 0; k0 < n; k0 += kFactorRowGroup) {
     const int k1 = std::min(n, k0 + kFactorRowGroup);
+    // factor position of column c in group row k, -1 where that row has none
+    auto where = [&](int k, int c) -> int& {
+      return where_in_group[static_cast<std::size_t>(k - k0) * n + c];
+    };
     pivots.clear();
     for (int k = k0; k < k1; ++k) {
-      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q)
-        where[static_cast<std::size_t>(k - k0) * n + plan.col[q]] = q;
+      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where(k, plan.col[q]) = q;
       for (int q = plan.row_ptr[k]; q < plan.diag[k]; ++q) pivots.push_back(plan.col[q]);
     }
     std::sort(pivots.begin(), pivots.end());
@@ -188,23 +191,23 @@ SparseLuPlan finish_plan(const Pattern& p, std::vector<int> order, const Elimina
     for (const int c : pivots) {
       holders.clear();
       for (int k = std::max(k0, c + 1); k < k1; ++k)
-        if (where[static_cast<std::size_t>(k - k0) * n + c] >= 0) holders.push_back(k);
+        if (where(k, c) >= 0) holders.push_back(k);
       plan.ops.push_back(c);
       plan.ops.push_back(static_cast<std::int32_t>(holders.size()));
-      for (const int k : holders)
-        plan.ops.push_back(where[static_cast<std::size_t>(k - k0) * n + c]);
+      for (const int k : holders) plan.ops.push_back(where(k, c));
       plan.divisions += holders.size();
-      for (int s = plan.diag[c] + 1; s < plan.row_ptr[c + 1]; ++s)
+      for (int s = plan.diag[c] + 1; s < plan.row_ptr[c + 1]; ++s) {
+        ++plan.factor_u_loads;
         for (const int k : holders) {
-          const int t = where[static_cast<std::size_t>(k - k0) * n + plan.col[s]];
+          const int t = where(k, plan.col[s]);
           ESI_ASSERT(t >= 0);  // the symbolic fill put every update target in row k
           plan.ops.push_back(t);
           ++plan.multiply_adds;
         }
+      }
     }
     for (int k = k0; k < k1; ++k)
-      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q)
-        where[static_cast<std::size_t>(k - k0) * n + plan.col[q]] = -1;
+      for (int q = plan.row_ptr[k]; q < plan.row_ptr[k + 1]; ++q) where(k, plan.col[q]) = -1;
   }
   // Solve operations: the ORIGINAL index of each factor entry's column, so substitution works
   // on x in original order without a permutation pass.

@@ -53,6 +53,9 @@ struct SparseLuPlan {
   /// multiplier as a product with the pivot's reciprocal: n divisions, `divisions` products.)
   std::size_t divisions = 0, multiply_adds = 0;
   std::size_t solve_multiply_adds = 0;           ///< flops of one forward+back solve (per cell)
+  /// U entries one factorisation loads: one per multiply-add row by row, one per pivot-row entry
+  /// and group of rows in lu_factor's grouped elimination (per cell).
+  std::size_t factor_u_loads = 0;
   /// The elimination as a flat operation list (implementation-defined encoding, used only by
   /// lu_factor / lu_solve).
   std::vector<std::int32_t> ops;
