@@ -10,9 +10,9 @@
 //       l = a[q] * r[c]                        (r[c] = 1 / pivot c, see below)
 //       a[t] -= l * a[s]   for s in (diag[c], row_ptr[c+1]) — the U part of row c.
 //   Rows are eliminated kFactorRowGroup (G) at a time, so that each U entry a[s] is loaded once
-//   for all rows of the group that hold pivot c (fullchem: 41 % fewer U loads at G = 4,
-//   plan.factor_u_loads; the factorisation 1.3x faster at 16 lanes; bench/RESULTS.md). Per group of
-//   rows k0 .. k1-1:
+//   for all rows of the group that hold pivot c (fullchem: 41 % fewer U loads at G = 4, counted
+//   in plan.factor_u_loads; the factorisation 1.3x faster at 16 lanes; bench/RESULTS.md).
+//   Per group of rows k0 .. k1-1:
 //       P, then P times:  c, h, q_1 .. q_h, then for every s of row c's U part: t_1 .. t_h
 //   — the distinct pivots c of the group's L entries, increasing; h the group rows that hold
 //   c (q_r their L positions) and t_r the target of a[s] in each of them. A pivot inside the
