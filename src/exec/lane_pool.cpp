@@ -463,8 +463,9 @@ void Block::attempt() {
     for (int j = 0; j < i; ++j)
       for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
     for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
-    linalg::lane_stage_rhs(n_, int(L_), f, ft_.data(), k_.data(), nl, tab_.C[i], i, coef_.data(),
-                           scale_.data(), k);
+    // An autonomous model's f_t is +0 throughout: no term to read (the same bits).
+    linalg::lane_stage_rhs(n_, int(L_), f, m_.autonomous ? nullptr : ft_.data(), k_.data(), nl,
+                           tab_.C[i], i, coef_.data(), scale_.data(), k);
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
     ++solve_calls_;
   }

@@ -60,7 +60,12 @@ template <int L>
       const double* cj = coef + size_t(j) * L;
       ESI_LANES for (int l = 0; l < L; ++l) coupling[l] += cj[l] * kj[l];
     }
-    ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = f[x0 + l] + coupling[l] + s[l] * ft[x0 + l];
+    if (ft) {
+      ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] =
+          f[x0 + l] + coupling[l] + s[l] * ft[x0 + l];
+    } else {
+      ESI_LANES for (int l = 0; l < L; ++l) out[x0 + l] = f[x0 + l] + coupling[l];
+    }
   }
 }
 

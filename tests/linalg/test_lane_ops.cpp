@@ -1,6 +1,6 @@
 // Lane-SoA stage operations (lane_ops.hpp): the fused step end against the separate
 // combination and norm calls it replaces (bit for bit), the masked lane copy, and the norm
-// against a scalar evaluation of its formula.
+// against a scalar evaluation of its formula, and the stage right-hand side without f_t.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +100,35 @@ TEST(LaneOps, SelectCopiesOnlyTheChosenLanes) {
         EXPECT_EQ(std::memcmp(&to[x], &want, sizeof(double)), 0) << "lanes " << lanes << " x " << x;
       }
   }
+}
+
+// An autonomous model passes no f_t: the bits must be those of f_t = +0, also where f, k or
+// a stage weight is a signed zero (f + coupling is never -0, as coupling starts at +0).
+TEST(LaneOps, StageRhsWithoutTimeDerivativeHasTheBitsOfAZeroOne) {
+  const double c[3] = {0.7, 0.0, -1.3};
+  for (int lanes : kLuLaneWidths)
+    for (int count = 0; count <= 3; ++count) {
+      SCOPED_TRACE("lanes=" + std::to_string(lanes) + " count=" + std::to_string(count));
+      StepData d = random_step(lanes, 31 + lanes);
+      const std::size_t nl = d.n * lanes;
+      std::vector<double> f(d.u0), zero(nl, 0.0), coef(3 * lanes), scale(lanes);
+      for (int l = 0; l < lanes; ++l) {
+        for (int j = 0; j < 3; ++j) coef[j * lanes + l] = c[j] / (0.1 + l);
+        scale[l] = l % 2 ? 0.25 : -0.25;  // h d_i of either sign
+      }
+      f[0] = f[1] = -0.0;  // state 0, lanes 0-1 (h d_i of both signs)
+      for (int j = 0; j < 3; ++j) d.k[j * nl] = d.k[j * nl + 1] = -0.0;  // state 0, lanes 0-1
+      std::vector<double> with_zero(nl), without(nl), with_one(nl, 0.0);
+      lane_stage_rhs(d.n, lanes, f.data(), zero.data(), d.k.data(), nl, c, count, coef.data(),
+                     scale.data(), with_zero.data());
+      lane_stage_rhs(d.n, lanes, f.data(), nullptr, d.k.data(), nl, c, count, coef.data(),
+                     scale.data(), without.data());
+      EXPECT_TRUE(same_bits(with_zero, without));
+      std::vector<double> one(nl, 1.0);  // a real f_t must still count
+      lane_stage_rhs(d.n, lanes, f.data(), one.data(), d.k.data(), nl, c, count, coef.data(),
+                     scale.data(), with_one.data());
+      EXPECT_FALSE(same_bits(with_one, without));
+    }
 }
 
 }  // namespace

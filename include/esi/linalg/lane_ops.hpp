@@ -21,7 +21,8 @@ void lane_combination(std::size_t n, int lanes, const double* base, const double
 
 /// A Rosenbrock stage's right-hand side: out = (f + coupling) + scale[l] * ft, where coupling
 /// = sum_{j < count, c[j] != 0} coef[j * lanes + l] * k_j (starting at 0, j order) and
-/// k_j = k + j * k_stride.
+/// k_j = k + j * k_stride. A null ft leaves the f_t term out: for f_t = +0 the same bits, since
+/// coupling starts at +0 and so f + coupling is never -0.
 void lane_stage_rhs(std::size_t n, int lanes, const double* f, const double* ft, const double* k,
                     std::size_t k_stride, const double* c, int count, const double* coef,
                     const double* scale, double* out);
