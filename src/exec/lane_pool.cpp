@@ -215,6 +215,10 @@ namespace {
 constexpr double kNonFiniteFactor = 0.1;
 constexpr double kSolverFailFactor = 0.5;
 constexpr double kLandingSlack = 0.01;
+// A shard's tail narrows its block no further than this: the native kernels compute 8 double
+// lanes per statement (one 64-byte vector) and the LU one vector per entry at 8 lanes, so a
+// narrower block costs about as much per call as 8 lanes.
+constexpr std::size_t kNarrowestBlock = 8;
 
 enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
 
@@ -250,6 +254,7 @@ class Block {
         opt_(opt),
         tab_(method::detail::rosenbrock_tableau(opt.method)),
         L_(static_cast<std::size_t>(opt.lanes)),
+        widest_(L_),
         n_(model.n),
         rhs_ws_(model.rhs->make_workspace(L_)),
         jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, L_)) {
@@ -326,14 +331,14 @@ class Block {
     a.forcing = fields_;
     a.du = {du, n_, L_, L_};
     kernel::run(*m_.rhs, rhs_ws_, a);
-    ++rhs_calls_;
+    rhs_calls_ += long(L_);
   }
 
   /// J(t, u) of every lane into lu_, in the LU's factor storage (0 at fill).
   void jacobian(const double* t, const double* u) {
     plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_}, times(t),
                             lu_.data(), fields_);
-    ++jac_calls_;
+    jac_calls_ += long(L_);
   }
 
   /// Hairer's weighted RMS for lane l of `v` against u0 and (optionally) u1.
@@ -351,6 +356,8 @@ class Block {
   void starting_steps();
   void time_derivative();
   void attempt();
+  void narrow(std::size_t width);
+  void set_width(std::size_t width);
   /// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order;
   /// base null = 0 + the sum): linalg::lane_combination.
   void combine(const double* base, const double* w, int count, double* out) const {
@@ -360,7 +367,7 @@ class Block {
   const CellModel::Impl& m_;
   const LanePoolOptions& opt_;
   const method::detail::RosenbrockTableau& tab_;
-  std::size_t L_, n_;
+  std::size_t L_, widest_, n_;  // L_: lanes now (narrow() halves it in a shard's tail)
   kernel::Workspace rhs_ws_;
   plan::JacWorkspace jac_ws_;
   // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
@@ -378,8 +385,57 @@ class Block {
   bool fsal_ = false;
 
  public:
+  // Lane-weighted: what a cell-by-cell solver would have counted for the same lane slots.
   long rhs_calls_ = 0, jac_calls_ = 0, lu_calls_ = 0, solve_calls_ = 0;
 };
+
+// Continues in a block `width` lanes wide: the lanes holding real cells (not padding, not
+// done; at most `width` of them) move, in lane order, to lanes 0, 1, ... with everything that
+// outlives an attempt (u0, f0, cell parameters and constants, t, h, lane state, controller);
+// the other lanes are left idle for the caller to pad. A lane's arithmetic does not depend on
+// the block's width or its position in it (kernels, LU and lane operations are per lane), so
+// its cell gets the same bits.
+void Block::narrow(std::size_t width) {
+  std::vector<std::size_t> real;
+  for (std::size_t l = 0; l < L_; ++l)
+    if (!lanes_[l].padding && !lanes_[l].done && lanes_[l].cell >= 0) real.push_back(l);
+  ESI_ASSERT(real.size() <= width && width < L_);
+  auto restride = [&](linalg::LaneVector<double>& v, std::size_t rows) {
+    for (std::size_t i = 0; i < rows; ++i)  // row i moves down to i * width: never overtakes
+      for (std::size_t j = 0; j < real.size(); ++j) v[i * width + j] = v[i * L_ + real[j]];
+  };
+  restride(u0_, n_);
+  restride(f0_, n_);
+  restride(par_, par_.size() / L_);
+  for (std::size_t j = 0; j < real.size(); ++j) {
+    t_[j] = t_[real[j]];
+    h_[j] = h_[real[j]];
+    lanes_[j] = lanes_[real[j]];
+    std::swap(ctl_[j], ctl_[real[j]]);
+  }
+  for (std::size_t j = real.size(); j < width; ++j) lanes_[j] = {};
+  set_width(width);
+}
+
+// Every lane-SoA buffer sized for `width` lanes (within the capacity of the widest, so no
+// allocation but the controllers of lanes added back).
+void Block::set_width(std::size_t width) {
+  const std::size_t rows = par_.size() / L_;
+  L_ = width;
+  const std::size_t nl = n_ * L_;
+  u0_.resize(nl), f0_.resize(nl), u1_.resize(nl), us_.resize(nl), fs_.resize(nl), ft_.resize(nl);
+  k_.resize(nl * std::size_t(tab_.stages));
+  lu_.resize(m_.lu.nonzeros() * L_);
+  par_.resize(rows * L_);
+  for (std::size_t q = 0; q < fields_.size(); ++q) fields_[q] = {par_.data() + q * L_, 1};
+  t_.resize(L_), h_.resize(L_), hh_.resize(L_), tt_.resize(L_), shift_.resize(L_);
+  scale_.resize(L_), lands_.resize(L_), failed_.resize(L_), take_.resize(L_), end_.resize(L_);
+  lanes_.resize(L_), enorm_.resize(L_), nonfinite_.resize(L_);
+  coef_.resize(std::size_t(tab_.stages) * L_);
+  ctl_.resize(L_);
+  for (auto& c : ctl_)
+    if (!c) c = method::detail::make_controller(opt_.controller, opt_.method);
+}
 
 // Hairer, Nørsett & Wanner I, II.4, per lane, as method/support.cpp hairer_initial_step.
 void Block::starting_steps() {
@@ -438,7 +494,7 @@ void Block::attempt() {
   std::fill(failed_.begin(), failed_.end(), 0);
   linalg::lu_factor_shifted(m_.lu, lu_.data(), shift_.data(), int(L_),
                             std::span<std::uint8_t>(failed_));
-  ++lu_calls_;
+  lu_calls_ += long(L_);
   const std::size_t nl = n_ * L_;
   const double* f = nullptr;  // f at stage i's point
   bool stage_at_u0 = true;    // stage i's point is u0 itself (us_ not formed)
@@ -467,7 +523,7 @@ void Block::attempt() {
     linalg::lane_stage_rhs(n_, int(L_), f, m_.autonomous ? nullptr : ft_.data(), k_.data(), nl,
                            tab_.C[i], i, coef_.data(), scale_.data(), k);
     linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
-    ++solve_calls_;
+    solve_calls_ += long(L_);
   }
   // u1 (unless FSAL gave it), the error estimate and its norm per lane in one pass.
   linalg::lane_step_end(n_, int(L_), u0_.data(), k_.data(), nl, fsal_ ? nullptr : tab_.b,
@@ -479,7 +535,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
                        std::span<std::int32_t> cell_steps) {
   ShardResult r;
   rhs_calls_ = jac_calls_ = lu_calls_ = solve_calls_ = 0;
-  const long slots_per_attempt = static_cast<long>(L_);
+  if (L_ != widest_) set_width(widest_);  // the previous shard's tail narrowed the block
   std::size_t next = begin;
   std::size_t live = 0;
   for (std::size_t l = 0; l < L_; ++l)
@@ -532,6 +588,13 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
 
   bool dirty = true;  // some lane's (t, u0) changed since f0 was computed
   while (live > 0) {
+    // The queue is empty and at most half the lanes hold real cells: go on in a block half as
+    // wide (down to kNarrowestBlock), so that the shard's tail steps fewer padding lanes.
+    while (next >= end && L_ / 2 >= kNarrowestBlock && live <= L_ / 2) {
+      narrow(L_ / 2);
+      for (std::size_t l = live; l < L_; ++l) pad(l);
+      dirty = true;
+    }
     if (dirty) {
       // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
       // keeps the f its last stage computed (what the scalar Integrator does too).
@@ -580,7 +643,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     }
     if (!m_.autonomous) time_derivative();
     attempt();
-    r.slots += slots_per_attempt;
+    r.slots += static_cast<long>(L_);
     // Each lane's verdict first, then the accepted lanes' states all at once, then the lanes
     // that end (in lane order, as they refill from the queue).
     bool any_accepted = false, any_end = false;
@@ -647,12 +710,10 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       dirty = true;
     }
   }
-  // Per lane: what a cell-by-cell solver would have counted for the same lane slots.
-  const long lanes = static_cast<long>(L_);
-  r.rhs = rhs_calls_ * lanes;
-  r.jac = jac_calls_ * lanes;
-  r.lu = lu_calls_ * lanes;
-  r.solves = solve_calls_ * lanes;
+  r.rhs = rhs_calls_;
+  r.jac = jac_calls_;
+  r.lu = lu_calls_;
+  r.solves = solve_calls_;
   return r;
 }
 

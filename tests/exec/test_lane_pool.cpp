@@ -143,7 +143,7 @@ TEST(LanePool, ResultsAreBitwiseIndependentOfThreadsShardsLanesOrderAndPadding) 
   };
   for (int threads : {1, 2}) {
     for (std::size_t shard : {std::size_t(5), std::size_t(16), std::size_t(61), std::size_t(1000)}) {
-      for (int lanes : {1, 4, 8, 16}) {
+      for (int lanes : {1, 4, 8, 16, 32, 64}) {
         LanePoolOptions o = base;
         o.threads = threads, o.shard_cells = shard, o.lanes = lanes;
         expect_same(run(*model, cells, o), "threads " + std::to_string(threads) + " shard " +
@@ -151,6 +151,16 @@ TEST(LanePool, ResultsAreBitwiseIndependentOfThreadsShardsLanesOrderAndPadding) 
                                                std::to_string(lanes));
       }
     }
+  }
+  // A shard's tail narrows the block (64 -> 32 -> 16 -> 8 lanes here, all cells loaded at once,
+  // moved to the front lanes as the others finish: the bits above did not change): fewer lane
+  // slots than a block that stays 64 wide until its slowest cell ends.
+  {
+    LanePoolOptions o = base;
+    o.lanes = 64, o.shard_cells = 1000;
+    const PoolRun r = run(*model, cells, o);
+    EXPECT_LT(r.stats.lane_slots, 64 * r.stats.max_cell_steps);
+    EXPECT_GE(r.stats.lane_slots, 8 * r.stats.max_cell_steps);
   }
   // Shuffled cell order: each cell's result moves with it, bit for bit.
   std::vector<std::size_t> perm(cells.count);
