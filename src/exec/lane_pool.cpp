@@ -712,8 +712,15 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       }
     }
     if (any_accepted) {
-      linalg::lane_select(n_, int(L_), take_.data(), u1_.data(), u0_.data());
-      if (fsal_) linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
+      // Every lane accepted (the usual case): the buffers trade places instead of a copy; u1_
+      // and fs_ are written afresh by the next attempt before they are read.
+      if (std::all_of(take_.begin(), take_.end(), [](std::uint8_t t) { return t != 0; })) {
+        std::swap(u0_, u1_);
+        if (fsal_) std::swap(f0_, fs_);
+      } else {
+        linalg::lane_select(n_, int(L_), take_.data(), u1_.data(), u0_.data());
+        if (fsal_) linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
+      }
       dirty = true;
     }
     if (any_end) {
