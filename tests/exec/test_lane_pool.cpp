@@ -322,6 +322,29 @@ TEST(LanePool, AFailingCellFailsAloneAndOthersKeepTheirBits) {
   }
 }
 
+// With an FSAL method (Rosenbrock23: its last stage is f at (t + h, u1)) every lane that
+// accepted keeps its f0 from that stage, so each narrowing of a shard's tail must move f0 with
+// the lane's state: the results at 16 and 64 lanes (narrowed to 8) equal those at 8 (never
+// narrowed) bit for bit.
+TEST(LanePool, NarrowingCarriesEachLanesFsalDerivative) {
+  const esi::esm::System s = superfast();
+  if (s.states.empty()) GTEST_SKIP() << "corpus not found: set ESI_CORPUS";
+  const auto model = superfast_model(s);
+  const Cells cells = heterogeneous(s, 61, 5);
+  LanePoolOptions o;
+  o.method = MethodId::Rosenbrock23;
+  o.lanes = 8, o.shard_cells = 1000;
+  const PoolRun ref = run(*model, cells, o);
+  ASSERT_EQ(ref.stats.failed_cells, 0u) << ref.stats.message;
+  for (int lanes : {16, 64}) {
+    o.lanes = lanes;
+    const PoolRun r = run(*model, cells, o);
+    ASSERT_EQ(r.stats.failed_cells, 0u) << r.stats.message;
+    EXPECT_EQ(r.states, ref.states) << "lanes " << lanes;
+    EXPECT_EQ(r.steps, ref.steps) << "lanes " << lanes;
+  }
+}
+
 TEST(LanePool, AStageAtThePreviousStagesPointCostsNoRhs) {
   // Rodas3's second stage sits at u0 and ROS3P's third at its second stage's point: each lane
   // attempt evaluates f only at the distinct stage points after the first (Rodas3 2, ROS3P 1),
