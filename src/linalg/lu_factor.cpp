@@ -55,8 +55,6 @@ using std::size_t;
 // values assemble_shifted writes. Fill starts at -0 here and at +0 there; the two agree
 // after the first nonzero update (z - p == -p for either zero), so they can differ only in
 // the sign of a zero that no nonzero product ever reached.
-// Row k's pass before elimination: its largest magnitude and whether an entry is inf or NaN,
-// after forming shift - J in place when Shifted.
 // One entry of scan_row: x = a (Form 0), -a (1) or -a + shift (2), stored back unless Form 0,
 // folded into the running maximum magnitude and the inf/NaN detector (x - x is NaN only then).
 template <class T, int L, int Form>
@@ -72,6 +70,8 @@ template <class T, int L, int Form>
   }
 }
 
+// Row k's pass before elimination: its largest magnitude and whether an entry is inf or NaN,
+// after forming shift - J in place when Shifted.
 template <class T, int L, bool Shifted>
 [[gnu::always_inline]] inline void scan_row(const SparseLuPlan& plan, int k, T* v, const T* shift,
                                             T* rowmax, T* nonfinite) {
