@@ -434,7 +434,8 @@ void finish(Lowering& low, detail::Tape& tape) {
 }
 
 Program lower(const esm::System& system, std::span<const NodeId> outputs,
-              const CompileOptions& options, std::vector<int> dofs) {
+              const CompileOptions& options, std::vector<int> dofs,
+              std::span<const std::size_t> order = {}) {
   auto tape = std::make_shared<detail::Tape>();
   tape->target = options.target;
   tape->states = system.states.size();
@@ -447,7 +448,8 @@ Program lower(const esm::System& system, std::span<const NodeId> outputs,
   low.bind_names(options.forcing, options.cell_inputs, !options.states_through_cell_inputs);
   low.lower_reachable_observeds(outputs);
   // Each output is stored as soon as it is computed, which ends its register's life early.
-  for (std::size_t k = 0; k < outputs.size(); ++k) {
+  for (std::size_t q = 0; q < outputs.size(); ++q) {
+    const std::size_t k = order.empty() ? q : order[q];
     const std::uint32_t r = low.reg_in(Tier::Lane, low.value(outputs[k]));
     low.at(Tier::Lane).code.push_back(
         Instr{Opcode::Store, ClosedFn::Year, static_cast<std::uint32_t>(k), r, 0, 0});
@@ -459,8 +461,20 @@ Program lower(const esm::System& system, std::span<const NodeId> outputs,
 }  // namespace
 
 Program compile_outputs(const esm::System& system, std::span<const NodeId> outputs,
-                        const CompileOptions& options) {
-  return lower(system, outputs, options, {});
+                        const CompileOptions& options, std::span<const std::size_t> order) {
+  if (!order.empty()) {
+    std::vector<bool> seen(outputs.size(), false);
+    bool permutation = order.size() == outputs.size();
+    for (std::size_t k : order) {
+      permutation = permutation && k < outputs.size() && !seen[k];
+      if (k < outputs.size()) seen[k] = true;
+    }
+    if (!permutation)
+      throw Error("invalid_order", "", "",
+                  "the evaluation order is not a permutation of the " +
+                      std::to_string(outputs.size()) + " outputs");
+  }
+  return lower(system, outputs, options, {}, order);
 }
 
 Program compile(const esm::System& system, const CompileOptions& options) {

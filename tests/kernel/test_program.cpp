@@ -281,6 +281,39 @@ TEST(Program, CompileErrorsAreCoded) {
   }
 }
 
+TEST(Program, EvaluationOrderChangesWhenOutputsAreStoredNotWhatTheyHold) {
+  // compile_outputs with an order computes and stores the outputs in that order; output k
+  // still holds outputs[k], with the same bits as the natural order.
+  const auto& s = all_ops();
+  std::vector<esi::expr::NodeId> outputs(s.state_rhs.begin(), s.state_rhs.end());
+  std::vector<std::size_t> reversed(outputs.size());
+  for (std::size_t k = 0; k < reversed.size(); ++k) reversed[k] = reversed.size() - 1 - k;
+  const Program natural = compile_outputs(s, outputs);
+  const Program backwards = compile_outputs(s, outputs, {}, reversed);
+  const std::string tape = backwards.disassemble();
+  const std::string first_store = "out" + std::to_string(outputs.size() - 1) + " = store";
+  EXPECT_LT(tape.find(first_store), tape.find("out0 = store")) << tape;
+  const std::size_t lanes = 13;
+  const Case c = make_case(s, lanes, 5);
+  Workspace a = natural.make_workspace(lanes), b = backwards.make_workspace(lanes);
+  natural.prepare(a, c.p);
+  backwards.prepare(b, c.p);
+  const auto want = run_whole(natural, a, c.u_soa, lanes, c.t);
+  const auto got = run_whole(backwards, b, c.u_soa, lanes, c.t);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(ulp_distance(got[i], want[i]), 0u) << i;
+  // Not a permutation: refused, located by code.
+  for (std::vector<std::size_t> bad :
+       {std::vector<std::size_t>{0}, std::vector<std::size_t>(outputs.size(), 0)}) {
+    try {
+      compile_outputs(s, outputs, {}, bad);
+      FAIL();
+    } catch (const esi::Error& e) {
+      EXPECT_EQ(e.code(), "invalid_order");
+    }
+  }
+}
+
 TEST(Program, TimeDerivativeOfAStateIsItsTendency) {
   using esi::testing::sum;
   // D(y) = 2 * D(x): as written in a real corpus document (scoped_refs_nested.esm).

@@ -162,9 +162,14 @@ class Program {
 Program compile(const esm::System& system, const CompileOptions& options = {});
 
 /// Lowers arbitrary expressions of `system.pool` (e.g. derivatives added to a copy of the
-/// system); output row k is outputs[k]. `options.dofs` is ignored.
+/// system); output row k is outputs[k]. `options.dofs` is ignored. `order`, when not empty, is
+/// a permutation of the output rows: the order in which they are computed and stored (the
+/// values are the same; an order that keeps the uses of a shared value close together keeps it
+/// out of memory: a Jacobian's entries column by column, where one reaction's partial feeds
+/// every row that reaction touches).
 Program compile_outputs(const esm::System& system, std::span<const expr::NodeId> outputs,
-                        const CompileOptions& options = {});
+                        const CompileOptions& options = {},
+                        std::span<const std::size_t> order = {});
 
 /// Evaluates the lane tape over all lanes of `args` in blocks of ws.width() lanes; a last
 /// partial block runs at the smallest instantiated width that holds it, padded with copies of
