@@ -59,7 +59,12 @@ Grid transport_document(int n) {
   const fs::path root = fs::temp_directory_path() / "esi_bench_arrays";
   fs::create_directories(root / "reseact/prototypes/t");
   const fs::path lib = root / "EarthSciDiscretizations";
-  if (!fs::exists(lib)) fs::create_directory_symlink(corpus() / "EarthSciDiscretizations", lib);
+  const fs::path target =
+      fs::absolute(corpus() / "EarthSciDiscretizations");  // ESI_CORPUS may be relative
+  if (!(fs::is_symlink(lib) && fs::read_symlink(lib) == target)) {
+    fs::remove(lib);
+    fs::create_directory_symlink(target, lib);
+  }
   nlohmann::json doc;
   std::ifstream(src) >> doc;
   for (auto& imp : doc["models"]["Transport3D"]["expression_template_imports"])

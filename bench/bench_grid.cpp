@@ -76,8 +76,15 @@ struct Doc {
 fs::path work_root() {
   const fs::path root = fs::temp_directory_path() / "esi_bench_grid";
   fs::create_directories(root / "reseact/prototypes/t");
-  for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"})
-    if (!fs::exists(root / lib) && fs::exists(corpus() / lib)) fs::create_directory_symlink(corpus() / lib, root / lib);
+  // An absolute target: ESI_CORPUS may be relative to the caller's folder, and a link left by an
+  // earlier run (possibly dangling) is replaced rather than tripping over it.
+  for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"}) {
+    if (!fs::exists(corpus() / lib)) continue;
+    const fs::path target = fs::absolute(corpus() / lib);
+    if (fs::is_symlink(root / lib) && fs::read_symlink(root / lib) == target) continue;
+    fs::remove(root / lib);
+    fs::create_directory_symlink(target, root / lib);
+  }
   return root;
 }
 

@@ -172,8 +172,10 @@ const bool registered = [] {
       for (bool native : {false, true}) {
         const std::string label =
             std::string("jacobian/") + name + "/" + layout + (native ? "/native" : "/tape");
-        benchmark::RegisterBenchmark(label.c_str(), BM_Assembly, std::string(name), std::string(layout), native)
+        benchmark::RegisterBenchmark(label.c_str(), BM_Assembly, std::string(name),
+                                     std::string(layout), native)
             ->Arg(8)
+            ->Arg(16)
             ->Arg(64)
             ->Iterations(1)
             ->Unit(benchmark::kMillisecond);
