@@ -444,6 +444,14 @@ void Block::set_width(std::size_t width) {
 // Hairer, Nørsett & Wanner I, II.4, per lane, as method/support.cpp hairer_initial_step.
 void Block::starting_steps() {
   for (std::size_t l = 0; l < L_; ++l) {
+    // A lane past its start evaluates the trial point too (one call for the block), at its own
+    // state; what it yields is never read. Its two norms are skipped: a refill starts one lane
+    // at a time, and the norms of every lane (272 divisions each) were ~3 % of a fullchem run.
+    if (!lanes_[l].fresh) {
+      scale_[l] = 0;
+      tt_[l] = t_[l];
+      continue;
+    }
     const double d0 = norm(u0_.data(), nullptr, l), d1 = norm(f0_.data(), nullptr, l);
     scale_[l] = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;  // h0 per lane
     tt_[l] = t_[l] + scale_[l];
