@@ -504,6 +504,7 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
       esi::exec::CellModelOptions mo;
       mo.cell_parameters = k.mechanism->cell_parameter_names;
       mo.native = native;
+      mo.native_lanes = s.lanes;
       model = esi::exec::CellModel::build(k.mechanism->system, mo);
       std::printf("lane pool model: %s; %d lanes per block\n", model->describe().c_str(), s.lanes);
     } catch (const esi::Error& e) {

@@ -202,8 +202,10 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
   m->jacobian_layout = plan::plan_lane_sparse(*m->jacobian, m->lu);
   if (options.native) {
     const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
-    m->rhs = kernel::with_native(*m->rhs, toolchain);
-    m->jacobian_layout->direct = kernel::with_native(*m->jacobian_layout->direct, toolchain);
+    std::vector<std::size_t> strides;
+    if (options.native_lanes > 0) strides.push_back(static_cast<std::size_t>(options.native_lanes));
+    m->rhs = kernel::with_native(*m->rhs, toolchain, strides);
+    m->jacobian_layout->direct = kernel::with_native(*m->jacobian_layout->direct, toolchain, strides);
   }
   m->autonomous = !m->rhs->reads_time();
   return std::make_shared<const CellModel>(std::move(m));

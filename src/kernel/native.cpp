@@ -184,8 +184,8 @@ std::string compile_to(const std::string& compiler, const std::string& flags,
 
 }  // namespace
 
-std::string native_source(const Program& program) {
-  return detail::emit_native_source(program.tape());
+std::string native_source(const Program& program, std::span<const std::size_t> f64_strides) {
+  return detail::emit_native_source(program.tape(), f64_strides);
 }
 
 NativeToolchain resolve_native_toolchain(const NativeOptions& options) {
@@ -219,12 +219,13 @@ fs::path object_path(const std::string& source, const NativeToolchain& toolchain
 
 }  // namespace
 
-Program with_native(const Program& program, const NativeToolchain& toolchain) {
+Program with_native(const Program& program, const NativeToolchain& toolchain,
+                    std::span<const std::size_t> f64_strides) {
   auto keep = [&](std::string why) {
     return Program(program.tape_ptr(), nullptr, "tape (native code unavailable: " + why + ")");
   };
   if (!toolchain.unavailable.empty()) return keep(toolchain.unavailable);
-  const std::string source = native_source(program);
+  const std::string source = native_source(program, f64_strides);
   const fs::path so = object_path(source, toolchain);
   if (!fs::exists(so)) {
     if (std::string why = compile_to(toolchain.compiler, toolchain.flags, source, so); !why.empty())

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "esi/kernel/program.hpp"
@@ -63,6 +64,6 @@ struct NativeCode {
 /// The callback behind NativeBlock::closed.
 double native_closed(unsigned fn, const void* tables, unsigned table, double x0, double x1);
 
-std::string emit_native_source(const struct Tape& tape);
+std::string emit_native_source(const struct Tape& tape, std::span<const std::size_t> f64_strides = {});
 
 }  // namespace esi::kernel::detail

@@ -11,6 +11,7 @@
 // block's last real lane repeat that lane (finite values, never stored).
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <sstream>
 #include <vector>
 
@@ -131,10 +132,10 @@ std::string expression(const Instr& ins, const std::string& a, const std::string
                        const std::string& c, bool per_field) {
   const std::string k = "K[" + std::to_string(ins.b) + "]";  // a scalar, broadcast by the operator
   switch (ins.op) {
-    case Opcode::LoadState: return "ld(c.u + " + std::to_string(ins.a) + "u * c.us)";
+    case Opcode::LoadState: return "ld(c.u + " + std::to_string(ins.a) + "u * US)";
     case Opcode::LoadForcing:
       return per_field ? "ld(c.p[" + std::to_string(ins.a) + "])"
-                       : "ld(c.f + " + std::to_string(ins.a) + "u * c.fs)";
+                       : "ld(c.f + " + std::to_string(ins.a) + "u * FS)";
     case Opcode::LoadTime: return "ld_time<T>(b->time, c)";
     case Opcode::LoadTimeValue:
       return "ld_time<T>(b->time_regs + " + std::to_string(ins.a) + "u * W, c)";
@@ -200,7 +201,7 @@ std::vector<bool> long_lived(const Code& lane) {
 
 }  // namespace
 
-std::string emit_native_source(const Tape& tape) {
+std::string emit_native_source(const Tape& tape, std::span<const std::size_t> f64_strides) {
   const Code& lane = tape.lane;
   const std::vector<bool> spilled = long_lived(lane);
   // A program that loads no state but reads forcing fields is a grid region program: its
@@ -221,13 +222,18 @@ std::string emit_native_source(const Tape& tape) {
   for (std::size_t k = 0; k < chunks; ++k) {
     // One function per chunk keeps each register-allocation problem small; they must not be
     // inlined back into one (g++ inlines a static function called once).
-    os << "template <class T> " << (chunks > 1 ? "[[gnu::noinline]] " : "inline ")
+    // Stride: the lane stride of states, forcing fields and outputs when fixed at compile time
+    // (see with_native's f64_strides), 0 when read from the chunk.
+    os << "template <class T, std::size_t Stride> " << (chunks > 1 ? "[[gnu::noinline]] " : "inline ")
        << "void chunk" << k << "(const Block<T>* block, const Chunk<T>& chunk) {\n"
        // Local copies: the compiler cannot prove that output and spill stores leave the block
        // and lane descriptors alone, and would reload them around every store; copies whose
        // address never escapes stay in registers.
        << "  const Block<T> block_copy = *block; const Block<T>* const b = &block_copy;\n"
        << "  const Chunk<T> c = chunk;\n"
+       << "  const std::size_t US = Stride ? Stride : c.us, FS = Stride ? Stride : c.fs,\n"
+       << "                    DS = Stride ? Stride : c.ds;\n"
+       << "  (void)US; (void)FS; (void)DS;\n"
        << "  const std::size_t W = b->width; (void)W;\n"
        // Scalars and pinned values are read where used, not hoisted into locals: fullchem has
        // hundreds of rate constants, and locals live across the whole body swamp the allocator.
@@ -242,7 +248,7 @@ std::string emit_native_source(const Tape& tape) {
       const std::string b = n > 1 && !scalar_b ? name[ins.b] : "";
       const std::string c = n > 2 ? name[ins.c] : "";
       if (ins.op == Opcode::Store) {
-        os << "  st(c.d + " << ins.dst << "u * c.ds, " << a << ");\n";
+        os << "  st(c.d + " << ins.dst << "u * DS, " << a << ");\n";
         continue;
       }
       // A long-lived state or forcing value is loaded again where used rather than copied
@@ -270,6 +276,27 @@ std::string emit_native_source(const Tape& tape) {
   // The chunk loop: direct access where the layout allows (the lane pools' blocks always do),
   // else gather into the scratch past the spill area and scatter the real lanes back.
   const std::size_t spill_values = lane.registers - lane.pinned;
+  os << "template <class T, std::size_t Stride> inline void run_chunks(const Block<T>* b, const Chunk<T>& c) {\n";
+  for (std::size_t k = 0; k < chunks; ++k) os << "  chunk" << k << "<T, Stride>(b, c);\n";
+  os << "}\n";
+  // The copies with a fixed stride, double only; a chunk runs one when every stride it uses
+  // equals that copy's (per-field programs read fields through pointers: none).
+  const std::size_t states = gathered_states(tape), forcings = tape.forcing.size();
+  os << "template <class T> struct Fixed {\n"
+     << "  static bool run(const Block<T>*, const Chunk<T>&) { return false; }\n};\n"
+     << "template <> struct Fixed<double> {\n"
+     << "  static bool run(const Block<double>* b, const Chunk<double>& c) {\n"
+     << "    (void)b; (void)c;\n";
+  if (!per_field)
+    for (std::size_t S : f64_strides) {
+      if (S == 0) continue;
+      os << "    if (" << (states > 0 ? "c.us == " + std::to_string(S) + "u" : std::string("true"))
+         << " && " << (forcings > 0 ? "c.fs == " + std::to_string(S) + "u" : std::string("true"))
+         << " && c.ds == " << S << "u) {\n"
+         << "      run_chunks<double, " << S << "u>(b, c);\n"
+         << "      return true;\n    }\n";
+    }
+  os << "    return false;\n  }\n};\n";
   os << "template <class T> void lane_body(const Block<T>* b) {\n"
      << "  constexpr std::size_t states = " << gathered_states(tape)
      << "u, forcings = " << tape.forcing.size() << "u, outputs = " << tape.outputs << "u;\n"
@@ -347,7 +374,7 @@ std::string emit_native_source(const Tape& tape) {
        << "      c.d = f + forcings * N<T>; c.ds = N<T>;\n"
        << "    }\n";
   }
-  for (std::size_t k = 0; k < chunks; ++k) os << "    chunk" << k << "<T>(b, c);\n";
+  os << "    if (!Fixed<T>::run(b, c)) run_chunks<T, 0>(b, c);\n";
   os << "    if (!direct)\n"
      << "      for (std::size_t k = 0; k < outputs; ++k)\n"
      << "        for (std::size_t j = 0; j < real; ++j) b->du[k * b->du_stride + l0 + j] = c.d[k * N<T> + j];\n"

@@ -337,6 +337,34 @@ TEST(Native, VectorChunksEqualTheTapeForEveryLaneCount) {
         }
 }
 
+// A copy compiled with its stride as a constant (with_native's f64_strides, what the lane pools
+// ask for at their block width) gives the tape's bits where it runs (16 cells, forcing packed:
+// every stride 16) and leaves every other layout to the general code (other lane counts,
+// strided forcing, float).
+TEST(Native, FixedStrideCopyEqualsTheTape) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  CompileOptions co;
+  co.forcing = {"M.F", "M.k"};
+  const Program tape = compile(s, co);
+  const std::size_t strides[] = {16};
+  const Program native = with_native(tape, resolve_native_toolchain(test_options()), strides);
+  ASSERT_TRUE(native.is_native()) << native.native_status();
+  EXPECT_NE(native_source(tape, strides).find("run_chunks<double, 16u>"), std::string::npos);
+  EXPECT_EQ(native_source(tape).find("run_chunks<double, 16u>"), std::string::npos);
+  for (std::size_t lanes : {8u, 15u, 16u, 17u, 32u})
+    for (std::size_t width : {std::size_t(16), std::size_t(64)})
+      for (bool corners : {false, true})
+        for (bool packed : {false, true}) {
+          const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
+                                 std::to_string(width) + (corners ? ", corners" : "") +
+                                 (packed ? ", packed forcing" : ", strided forcing");
+          EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "")
+              << "f64" << at;
+          EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "")
+              << "f32" << at;
+        }
+}
+
 // Gathered cells (Target::Lanes): consecutive cells take the vector load, scattered and
 // repeated ones the gather, a chunk straddling both, and a final partial chunk.
 TEST(Native, LanesTargetContiguousAndScatteredChunks) {

@@ -30,6 +30,10 @@ struct CellModelOptions {
   std::vector<std::string> cell_parameters;
   /// Compile the RHS and Jacobian lane tapes to native code (kernel/native.hpp); same bits.
   bool native = false;
+  /// Block width (lanes) the native code is also compiled for with its strides as constants
+  /// (kernel::with_native's f64_strides): the LanePoolOptions::lanes the model will run with.
+  /// Other widths (a shard's narrowed tail among them) run the general code. 0: none.
+  int native_lanes = 16;
 };
 
 /// A pointwise model compiled once: RHS program, analytic Jacobian program and the planned

@@ -49,7 +49,14 @@ NativeToolchain resolve_native_toolchain(const NativeOptions& options = {});
 /// and one dlopen). When the compiler is missing or fails, returns the tape program unchanged
 /// with Program::native_status() saying why; it never throws for that.
 Program with_native(const Program& program, const NativeOptions& options = {});
-Program with_native(const Program& program, const NativeToolchain& toolchain);
+/// `f64_strides`: lane strides (of states, forcing fields and outputs alike, in elements) for
+/// which the double-precision code is also compiled with the stride as a constant, each state,
+/// forcing and output access then one instruction with a fixed offset instead of a multiply by
+/// the caller's stride; a call whose strides all equal one of them runs that copy (the lane
+/// pools pass their block width). Every other call runs the general code. Each stride adds a
+/// copy of the f64 code, about half again the compile time.
+Program with_native(const Program& program, const NativeToolchain& toolchain,
+                    std::span<const std::size_t> f64_strides = {});
 
 /// with_native on every program in place. Programs whose objects are not cached yet are
 /// compiled first, each distinct source once, up to `jobs` compiler runs at a time (0: one per
@@ -59,6 +66,6 @@ void make_native(std::span<Program* const> programs, const NativeToolchain& tool
                  unsigned jobs = 0);
 
 /// The C++ source with_native compiles for `program` (for inspection and tests).
-std::string native_source(const Program& program);
+std::string native_source(const Program& program, std::span<const std::size_t> f64_strides = {});
 
 }  // namespace esi::kernel
