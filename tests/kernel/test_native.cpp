@@ -309,6 +309,20 @@ std::string compare_lanes(const Program& tape, const Program& native, const esi:
   return "";
 }
 
+/// compare_lanes in f64 and f32, at ordinary values and at IEEE corners, with packed and with
+/// strided forcing.
+void expect_tape_bits(const Program& tape, const Program& native, const esi::esm::System& s,
+                      std::size_t lanes, std::size_t width) {
+  for (bool corners : {false, true})
+    for (bool packed : {false, true}) {
+      const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
+                             std::to_string(width) + (corners ? ", corners" : "") +
+                             (packed ? ", packed forcing" : ", strided forcing");
+      EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "") << "f64" << at;
+      EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "") << "f32" << at;
+    }
+}
+
 }  // namespace
 
 // The native code runs lanes in chunks of one vector (8 doubles, 16 floats): every lane count
@@ -324,17 +338,7 @@ TEST(Native, VectorChunksEqualTheTapeForEveryLaneCount) {
   const Program native = with_native(tape, test_options());
   ASSERT_TRUE(native.is_native()) << native.native_status();
   for (std::size_t lanes = 1; lanes <= 64; ++lanes)
-    for (std::size_t width : {lanes, std::size_t(64)})
-      for (bool corners : {false, true})
-        for (bool packed : {false, true}) {
-          const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
-                                 std::to_string(width) + (corners ? ", corners" : "") +
-                                 (packed ? ", packed forcing" : ", strided forcing");
-          EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "")
-              << "f64" << at;
-          EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "")
-              << "f32" << at;
-        }
+    for (std::size_t width : {lanes, std::size_t(64)}) expect_tape_bits(tape, native, s, lanes, width);
 }
 
 // A copy compiled with its stride as a constant (with_native's f64_strides, what the lane pools
@@ -352,17 +356,7 @@ TEST(Native, FixedStrideCopyEqualsTheTape) {
   EXPECT_NE(native_source(tape, strides).find("run_chunks<double, 16u>"), std::string::npos);
   EXPECT_EQ(native_source(tape).find("run_chunks<double, 16u>"), std::string::npos);
   for (std::size_t lanes : {8u, 15u, 16u, 17u, 32u})
-    for (std::size_t width : {std::size_t(16), std::size_t(64)})
-      for (bool corners : {false, true})
-        for (bool packed : {false, true}) {
-          const std::string at = " at " + std::to_string(lanes) + " lanes, width " +
-                                 std::to_string(width) + (corners ? ", corners" : "") +
-                                 (packed ? ", packed forcing" : ", strided forcing");
-          EXPECT_EQ(compare_lanes<double>(tape, native, s, lanes, width, corners, packed), "")
-              << "f64" << at;
-          EXPECT_EQ(compare_lanes<float>(tape, native, s, lanes, width, corners, packed), "")
-              << "f32" << at;
-        }
+    for (std::size_t width : {std::size_t(16), std::size_t(64)}) expect_tape_bits(tape, native, s, lanes, width);
 }
 
 // Gathered cells (Target::Lanes): consecutive cells take the vector load, scattered and
