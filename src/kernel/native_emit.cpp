@@ -280,8 +280,12 @@ std::string emit_native_source(const Tape& tape, std::span<const std::size_t> f6
   for (std::size_t k = 0; k < chunks; ++k) os << "  chunk" << k << "<T, Stride>(b, c);\n";
   os << "}\n";
   // The copies with a fixed stride, double only; a chunk runs one when every stride it uses
-  // equals that copy's (per-field programs read fields through pointers: none).
+  // equals that copy's (a stride over one row is never used; per-field programs read fields
+  // through pointers: no copy).
   const std::size_t states = gathered_states(tape), forcings = tape.forcing.size();
+  auto stride_is = [](std::size_t rows, const char* field, std::size_t S) {
+    return rows > 1 ? std::string("c.") + field + " == " + std::to_string(S) + "u" : std::string("true");
+  };
   os << "template <class T> struct Fixed {\n"
      << "  static bool run(const Block<T>*, const Chunk<T>&) { return false; }\n};\n"
      << "template <> struct Fixed<double> {\n"
@@ -290,9 +294,8 @@ std::string emit_native_source(const Tape& tape, std::span<const std::size_t> f6
   if (!per_field)
     for (std::size_t S : f64_strides) {
       if (S == 0) continue;
-      os << "    if (" << (states > 0 ? "c.us == " + std::to_string(S) + "u" : std::string("true"))
-         << " && " << (forcings > 0 ? "c.fs == " + std::to_string(S) + "u" : std::string("true"))
-         << " && c.ds == " << S << "u) {\n"
+      os << "    if (" << stride_is(states, "us", S) << " && " << stride_is(forcings, "fs", S)
+         << " && " << stride_is(tape.outputs, "ds", S) << ") {\n"
          << "      run_chunks<double, " << S << "u>(b, c);\n"
          << "      return true;\n    }\n";
     }
