@@ -203,7 +203,8 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
   if (options.native) {
     const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
     std::vector<std::size_t> strides;
-    if (options.native_lanes > 0) strides.push_back(static_cast<std::size_t>(options.native_lanes));
+    // Narrower blocks than one vector (8 doubles) always run through the kernel's scratch.
+    if (options.native_lanes >= 8) strides.push_back(static_cast<std::size_t>(options.native_lanes));
     m->rhs = kernel::with_native(*m->rhs, toolchain, strides);
     m->jacobian_layout->direct = kernel::with_native(*m->jacobian_layout->direct, toolchain, strides);
   }

@@ -394,6 +394,7 @@ class Runner {
       CellModelOptions co;
       co.cell_parameters = split_->cell_input_names;
       co.native = o_.native;
+      co.native_lanes = c_.lanes;  // the run's block width (a leaf may still choose another)
       cells_ = CellModel::build(split_->cell, co);
       cell_op_.emplace(*model_, *split_, *cells_);
     }

@@ -32,7 +32,8 @@ struct CellModelOptions {
   bool native = false;
   /// Block width (lanes) the native code is also compiled for with its strides as constants
   /// (kernel::with_native's f64_strides): the LanePoolOptions::lanes the model will run with.
-  /// Other widths (a shard's narrowed tail among them) run the general code. 0: none.
+  /// Other widths (a shard's narrowed tail among them) run the general code. Below 8 (one
+  /// vector of doubles): none.
   int native_lanes = 16;
 };
 
