@@ -24,6 +24,7 @@
 
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "corpus_link.hpp"
 #include "esi/kernel/program.hpp"
 
 #ifndef ESI_DEFAULT_CORPUS
@@ -59,12 +60,7 @@ Grid transport_document(int n) {
   const fs::path root = fs::temp_directory_path() / "esi_bench_arrays";
   fs::create_directories(root / "reseact/prototypes/t");
   const fs::path lib = root / "EarthSciDiscretizations";
-  const fs::path target =
-      fs::absolute(corpus() / "EarthSciDiscretizations");  // ESI_CORPUS may be relative
-  if (!(fs::is_symlink(lib) && fs::read_symlink(lib) == target)) {
-    fs::remove(lib);
-    fs::create_directory_symlink(target, lib);
-  }
+  link_corpus_library(corpus() / "EarthSciDiscretizations", lib);
   nlohmann::json doc;
   std::ifstream(src) >> doc;
   for (auto& imp : doc["models"]["Transport3D"]["expression_template_imports"])

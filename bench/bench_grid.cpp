@@ -34,6 +34,7 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
+#include "corpus_link.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/kernel/grid.hpp"
@@ -76,15 +77,8 @@ struct Doc {
 fs::path work_root() {
   const fs::path root = fs::temp_directory_path() / "esi_bench_grid";
   fs::create_directories(root / "reseact/prototypes/t");
-  // An absolute target: ESI_CORPUS may be relative to the caller's folder, and a link left by an
-  // earlier run (possibly dangling) is replaced rather than tripping over it.
-  for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"}) {
-    if (!fs::exists(corpus() / lib)) continue;
-    const fs::path target = fs::absolute(corpus() / lib);
-    if (fs::is_symlink(root / lib) && fs::read_symlink(root / lib) == target) continue;
-    fs::remove(root / lib);
-    fs::create_directory_symlink(target, root / lib);
-  }
+  for (const char* lib : {"EarthSciDiscretizations", "EarthSciModels"})
+    if (fs::exists(corpus() / lib)) link_corpus_library(corpus() / lib, root / lib);
   return root;
 }
 

@@ -263,29 +263,17 @@ class Block {
         jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, L_)) {
     model.rhs->prepare(rhs_ws_, p);
     plan::prepare(*model.jacobian, *model.jacobian_layout, jac_ws_, p);
-    const std::size_t nl = n_ * L_;
-    u0_.assign(nl, 0), f0_.assign(nl, 0), u1_.assign(nl, 0), us_.assign(nl, 0);
-    fs_.assign(nl, 0), ft_.assign(nl, 0);
-    k_.assign(nl * std::size_t(tab_.stages), 0);
-    lu_.assign(model.lu.nonzeros() * L_, 0);
+    // Every lane buffer sized (zeros, End::None, idle lanes, fresh controllers) by set_width.
     const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
     par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
-    t_.assign(L_, 0), h_.assign(L_, 0), hh_.assign(L_, 0), tt_.assign(L_, 0);
-    shift_.assign(L_, 0), scale_.assign(L_, 0), lands_.assign(L_, 0), failed_.assign(L_, 0);
-    take_.assign(L_, 0), end_.assign(L_, End::None);
-    lanes_.assign(L_, {});
-    for (std::size_t l = 0; l < L_; ++l)
-      ctl_.push_back(method::detail::make_controller(opt.controller, opt.method));
-    for (std::size_t q = 0; q < fields; ++q) fields_.push_back({par_.data() + q * L_, 1});
+    fields_.resize(fields);
+    set_width(L_);
     const auto& info = method::method_info(opt.method);
     order_ = info.order;
     control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
     fsal_ = is_fsal();
     for (std::size_t i = 0; i < n_; ++i)
       atol_.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
-    enorm_.assign(L_, 0);
-    nonfinite_.assign(L_, 0);
-    coef_.assign(std::size_t(tab_.stages) * L_, 0);
   }
 
   ShardResult run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
@@ -425,7 +413,7 @@ void Block::narrow(std::size_t width) {
 }
 
 // Every lane-SoA buffer sized for `width` lanes (within the capacity of the widest, so no
-// allocation but the controllers of lanes added back).
+// allocation but the controllers of lanes added back; at construction, the first sizing).
 void Block::set_width(std::size_t width) {
   const std::size_t rows = par_.size() / L_;
   L_ = width;

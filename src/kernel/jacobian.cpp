@@ -90,6 +90,18 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
   return compile_jacobian_of(system, std::move(dofs), std::move(rhs), options);
 }
 
+std::vector<std::size_t> column_major_order(std::span<const int> col) {
+  // A mass-action reaction's partial with respect to one state (k * the other reactants) feeds
+  // every row the reaction touches, and those rows' entries sit in one column; row by row they
+  // lie hundreds of instructions apart and the partial waits in memory (fullchem: 1,786 values
+  // went through the spill area). The values are the same in any order.
+  std::vector<std::size_t> order(col.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return col[a] < col[b]; });
+  return order;
+}
+
 JacobianProgram compile_jacobian_of(esm::System system, std::vector<int> dofs, std::vector<NodeId> rhs_of,
                                     const CompileOptions& options) {
   auto owned = std::make_shared<esm::System>(std::move(system));
@@ -139,15 +151,7 @@ JacobianProgram compile_jacobian_of(esm::System system, std::vector<int> dofs, s
     }
     row_ptr.push_back(static_cast<int>(col.size()));
   }
-  // Computed column by column: a mass-action reaction's partial with respect to one state
-  // (k * the other reactants) feeds every row the reaction touches, and those rows' entries sit
-  // in one column; row by row they lie hundreds of instructions apart and the partial waits in
-  // memory (fullchem: 1,786 values went through the spill area). The values are the same.
-  std::vector<std::size_t> by_column(col.size());
-  for (std::size_t k = 0; k < by_column.size(); ++k) by_column[k] = k;
-  std::stable_sort(by_column.begin(), by_column.end(),
-                   [&](std::size_t a, std::size_t b) { return col[a] < col[b]; });
-  Program values = compile_outputs(sys, entries, options, by_column);
+  Program values = compile_outputs(sys, entries, options, column_major_order(col));
   return {std::move(dofs), std::move(row_ptr), std::move(col), std::move(values), std::move(entries),
           std::move(owned)};
 }

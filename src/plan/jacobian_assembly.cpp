@@ -303,20 +303,16 @@ ScatterPlan plan_lane_sparse(const OperatorJacobian& jac, const linalg::SparseLu
   const NodeId zero = copy.pool.number(0.0);
   std::vector<NodeId> outputs(p.slots, zero);
   for (std::size_t k = 0; k < p.slot.size(); ++k) outputs[static_cast<std::size_t>(p.slot[k])] = jac.program.entries[k];
-  // Column by column, as compile_jacobian_of orders its own program (see there); the slots
-  // no entry fills (zeros) first.
+  // Column by column, as compile_jacobian_of orders its own program; the slots no entry fills
+  // (zeros) first.
   std::vector<std::size_t> order;
   order.reserve(p.slots);
   std::vector<bool> filled(p.slots, false);
   for (std::int32_t q : p.slot) filled[static_cast<std::size_t>(q)] = true;
   for (std::size_t q = 0; q < p.slots; ++q)
     if (!filled[q]) order.push_back(q);
-  std::vector<std::size_t> by_column(p.slot.size());
-  for (std::size_t k = 0; k < by_column.size(); ++k) by_column[k] = k;
-  std::stable_sort(by_column.begin(), by_column.end(), [&](std::size_t a, std::size_t b) {
-    return jac.program.col[a] < jac.program.col[b];
-  });
-  for (std::size_t k : by_column) order.push_back(static_cast<std::size_t>(p.slot[k]));
+  for (std::size_t k : kernel::column_major_order(jac.program.col))
+    order.push_back(static_cast<std::size_t>(p.slot[k]));
   p.direct = kernel::compile_outputs(copy, outputs, jac.options, order);
   return p;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "esi/kernel/program.hpp"
@@ -55,5 +56,11 @@ JacobianProgram compile_jacobian(const esm::System& system, const CompileOptions
 /// pointer. options.dofs is ignored.
 JacobianProgram compile_jacobian_of(esm::System system, std::vector<int> dofs, std::vector<expr::NodeId> rhs,
                                     const CompileOptions& options = {});
+
+/// The nonzeros k of a CSR pattern (column col[k]) column by column, rows in order within a
+/// column: the order Jacobian values are computed in (a reaction's partial with respect to one
+/// state feeds every row of that column while it is still in a register; see
+/// compile_outputs' `order`).
+std::vector<std::size_t> column_major_order(std::span<const int> col);
 
 }  // namespace esi::kernel
