@@ -10,7 +10,6 @@
 //                      bandwidth against the copy's.
 // This is the baseline the per-region programs (FlattenOptions::grid, bench/bench_grid.cpp)
 // replace.
-#ifdef ESI_BENCH_KERNEL
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -157,4 +156,3 @@ void BM_GridRhs(benchmark::State& state) {
 BENCHMARK(BM_GridFrontEnd)->Arg(7)->Arg(10)->Arg(14)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_GridRhs)->Arg(7)->Arg(14)->Unit(benchmark::kMicrosecond);
 
-#endif  // ESI_BENCH_KERNEL

@@ -18,7 +18,7 @@
 //                        fullchem_atol_ppb)
 //
 // Rows per case: the lane pool (exec::integrate_cells, Rodas3, tape and native kernels, 1 and 2
-// threads) when this build has it (ESI_HAVE_LANE_POOL), the one-cell-at-a-time Rosenbrock
+// threads), the one-cell-at-a-time Rosenbrock
 // (esi::method::Integrator, Rodas3 and ROS3P, analytic Jacobian) and SUNDIALS CVODE (BDF,
 // through the same Integrator surface, MethodId::CVODE_BDF) at three tolerances, so rows
 // compare at equal achieved error rather than equal nominal tolerance.
@@ -74,9 +74,7 @@
 #include "esi/kernel/program.hpp"
 #include "esi/method/integrator.hpp"
 #include "esi/method/problem.hpp"
-#if ESI_HAVE_LANE_POOL
 #include "esi/exec/lane_pool.hpp"
-#endif
 
 namespace {
 
@@ -398,7 +396,6 @@ void compute_reference(Case& k) {
   }
 }
 
-#if ESI_HAVE_LANE_POOL
 Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellModel>& model,
                   MethodId method, int threads, int lanes, esi::method::ControllerKind controller,
                   const std::string& label) {
@@ -461,7 +458,6 @@ Row run_lane_pool(const Case& k, const std::shared_ptr<const esi::exec::CellMode
   score(k, scored, row);
   return row;
 }
-#endif
 
 void print_header(const Case& k, const std::string& extra) {
   std::printf("\n== %s: %zu cells x %zu states, t %g..%g s in %g s chemistry steps, rtol %g atol %g, "
@@ -497,7 +493,6 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
                 k.atol * s.cvode_atol_factor, k.rtol, s.cvode_constraints ? ", constraints u >= 0" : "", ref_wall);
   print_header(k, extra);
   double base = 0;
-#if ESI_HAVE_LANE_POOL
   for (const bool native : s.pool_kernels) {
     std::shared_ptr<const esi::exec::CellModel> model;
     try {
@@ -542,7 +537,6 @@ void run_case(Case& k, const Settings& s, const std::vector<double>& cvode_rtols
                     static_cast<unsigned long long>(r.digest));
     }
   }
-#endif
   if (!s.peers) return;
   for (MethodId m : {MethodId::Rodas3, MethodId::ROS3P}) {
     Row r = run_per_cell(k, s, m, k.rtol, k.atol,
@@ -674,11 +668,6 @@ int main(int argc, char** argv) {
   }
   const fs::path gaschem = s.corpus / "EarthSciModels/components/gaschem";
   try {
-#if ESI_HAVE_LANE_POOL
-    std::printf("esi_bench_chem: lane pool present\n");
-#else
-    std::printf("esi_bench_chem: this build has no lane pool (exec::integrate_cells): peers only\n");
-#endif
     if (wanted(s, "superfast_identical") || wanted(s, "superfast_hetero")) {
       const Mechanism sf = load_mechanism("SuperFast", gaschem / "superfast.esm", kSuperFastCellParameters);
       for (const bool hetero : {false, true}) {

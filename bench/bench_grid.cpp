@@ -19,7 +19,6 @@
 //                      the same two with the template's ifelse as selects, not branches. Before
 //                      timing, the hand loops are checked against the region program cell by
 //                      cell; a mismatch skips the benchmark with an error.
-#ifdef ESI_BENCH_KERNEL
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -418,4 +417,3 @@ BENCHMARK(BM_RegionRhs)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PpmLon)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
 
-#endif  // ESI_BENCH_KERNEL

@@ -13,7 +13,6 @@
 //   rhs_ns       one RHS evaluation of the same cells, lanes and backend
 //   x_rhs        ns_per_cell / rhs_ns (target <= 2)
 //   slots, nnz   storage entries per lane, Jacobian nonzeros
-#if defined(ESI_BENCH_KERNEL) && defined(ESI_BENCH_PLAN)
 
 #include <algorithm>
 #include <cstdlib>
@@ -186,4 +185,3 @@ const bool registered = [] {
 
 }  // namespace
 
-#endif  // ESI_BENCH_KERNEL && ESI_BENCH_PLAN

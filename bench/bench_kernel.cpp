@@ -10,10 +10,6 @@
 //   x_hand        ns_per_cell / hand_ns
 //   max_rel       largest |tape - hand| over a row, relative to the row's largest |du| (f64
 //                 only; printed with SI prefixes, a = 1e-18): both compute the same function
-//
-// Needs esi::kernel: built only when ESI_BENCH_KERNEL is defined (see the CMake line in the
-// kernel issue), so the benchmark binary links without the kernel library until then.
-#ifdef ESI_BENCH_KERNEL
 
 #include <algorithm>
 #include <chrono>
@@ -206,4 +202,3 @@ BENCHMARK(BM_HandRHS<float>)->Name("SuperFastRHS/hand_f32");
 
 }  // namespace
 
-#endif  // ESI_BENCH_KERNEL

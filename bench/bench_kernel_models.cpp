@@ -8,7 +8,6 @@
 //   nnz            Jacobian nonzeros per cell
 // The compile rows time `compile` (tape), `compile_jacobian` and a native compile into an
 // empty temporary cache (so it measures the compiler, not a cache hit).
-#ifdef ESI_BENCH_KERNEL
 
 #include <chrono>
 #include <cstdlib>
@@ -177,4 +176,3 @@ const bool registered = [] {
 
 }  // namespace
 
-#endif  // ESI_BENCH_KERNEL

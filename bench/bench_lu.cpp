@@ -22,7 +22,6 @@
 //   solve_GFLOPs   (2 * plan.solve_multiply_adds + n) / solve_ns
 //   n, nnz_J, nnz_LU, fill, flops   the plan (ours)
 //   dense_GFLOPs   eigen_dense only: 2n^3/3 / factor_ns, the rate of the dense LU's own flops
-#ifdef ESI_BENCH_KERNEL
 
 #include <algorithm>
 #include <array>
@@ -286,4 +285,3 @@ const bool registered = [] {
 
 }  // namespace
 
-#endif  // ESI_BENCH_KERNEL

@@ -26,7 +26,6 @@
 
 #include <benchmark/benchmark.h>
 
-#if defined(ESI_BENCH_EXEC)
 #include "esi/core/noise.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
@@ -224,4 +223,3 @@ BENCHMARK_CAPTURE(BM_LangevinEsi, native_1thread, true, 1u)->Unit(benchmark::kMi
 BENCHMARK_CAPTURE(BM_LangevinEsi, native_2threads, true, 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
-#endif  // ESI_BENCH_EXEC

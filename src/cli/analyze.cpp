@@ -10,7 +10,6 @@
 // Plots are optional: where PLplot's devices are missing the data is still written and the
 // command says the plots were skipped and why (exit 0). An analysis that cannot run (a located
 // error) is reported and the others still run; the exit status is then 1.
-#ifdef ESI_HAVE_EXEC
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,10 +37,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/csv.hpp"
+#include "esi/io/csv.hpp"
 #include "esi/core/error.hpp"
-#include "esi/exec/analyze.hpp"
-#include "esi/exec/check.hpp"
+#include "esi/check/analyze.hpp"
+#include "esi/check/check.hpp"
 #include "esi/io/netcdf_output.hpp"
 #include "esi/plot/figure.hpp"
 
@@ -129,7 +128,7 @@ struct TimeTexts {
 };
 
 void write_run_csv(const fs::path& path, const exec::Trajectory& traj, TimeTexts& time_texts) {
-  CsvWriter csv(path.string(), /*streaming=*/false);
+  io::CsvWriter csv(path.string(), /*streaming=*/false);
   csv.header(traj.names);
   for (std::size_t k = 0; k < traj.times.size(); ++k)
     csv.row(time_texts.of(k, traj.times[k]),
@@ -139,8 +138,8 @@ void write_run_csv(const fs::path& path, const exec::Trajectory& traj, TimeTexts
 
 /// One run's rows as CF NetCDF-4 (io::NetcdfOutput: one variable per column, the time axis
 /// unlimited), with the analysis, the swept values and the run's outcome as global attributes.
-void write_run_netcdf(const fs::path& path, const exec::AnalysisResult& result, const exec::AnalysisRun& run,
-                      const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref) {
+void write_run_netcdf(const fs::path& path, const check::AnalysisResult& result, const check::AnalysisRun& run,
+                      const esm::ResolvedDocument& doc, const check::AnalysisRef& ref) {
   io::NetcdfOutputOptions options;
   options.document = &doc.doc;
   const json metadata = doc.doc.value("metadata", json::object());
@@ -385,22 +384,22 @@ bool images_current(const fs::path& folder, const std::string& stem, const std::
 }
 
 /// Runs one analysis and writes its folder; returns what index.html shows.
-Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& ref, const AnalyzeArgs& a,
-                    const fs::path& dir, exec::AnalysisCache& cache) {
+Written analyze_one(const esm::ResolvedDocument& doc, const check::AnalysisRef& ref, const AnalyzeArgs& a,
+                    const fs::path& dir, check::AnalysisCache& cache) {
   Written w;
   w.id = ref.id;
   w.component = ref.component;
   w.dir = safe_name(ref.id);
   w.description = ref.spec.is_object() ? ref.spec.value("description", std::string()) : std::string();
-  const exec::AnalysisPlan plan = exec::plan_analysis(ref);
-  exec::AnalyzeOptions options;
+  const check::AnalysisPlan plan = check::plan_analysis(ref);
+  check::AnalyzeOptions options;
   options.jobs = a.jobs;
   options.cache = &cache;
-  const exec::AnalysisResult result = exec::run_analysis(doc, plan, options);
-  const json plots = exec::plot_data(result);  // before any file: a bad plot writes nothing
+  const check::AnalysisResult result = check::run_analysis(doc, plan, options);
+  const json plots = check::plot_data(result);  // before any file: a bad plot writes nothing
   const fs::path folder = dir / w.dir;
   fs::create_directories(folder);
-  CsvWriter runs((folder / "runs.csv").string(), /*streaming=*/false);
+  io::CsvWriter runs((folder / "runs.csv").string(), /*streaming=*/false);
   std::vector<std::string> head;
   for (const auto& d : plan.sweep) head.push_back(d.parameter);
   head.push_back("file");
@@ -419,7 +418,7 @@ Written analyze_one(const esm::ResolvedDocument& doc, const exec::AnalysisRef& r
     std::string line = std::to_string(i + 1);
     for (double v : result.runs[i].point) line += "," + format_number(v);
     line += "," + file + "," + std::to_string(traj.times.size()) + "," +
-            csv_field(traj.ok() ? std::string("ok") : "failed: " + traj.message);
+            io::csv_field(traj.ok() ? std::string("ok") : "failed: " + traj.message);
     if (!traj.ok()) ++failed;
     runs.text_row(line);
   }
@@ -585,9 +584,9 @@ bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& wi
   const std::optional<esm::ResolvedDocument> loaded = load_or_report(file);
   if (!loaded) return false;
   const esm::ResolvedDocument& doc = *loaded;
-  std::vector<exec::AnalysisRef> found = exec::find_analyses(doc, a.component);
+  std::vector<check::AnalysisRef> found = check::find_analyses(doc, a.component);
   if (!a.ids.empty()) {
-    std::vector<exec::AnalysisRef> chosen;
+    std::vector<check::AnalysisRef> chosen;
     for (const std::string& id : a.ids) {
       bool hit = false;
       for (const auto& r : found)
@@ -613,8 +612,8 @@ bool analyze_file(FileJob& job, const AnalyzeArgs& a, bool many, std::size_t& wi
   if (ec || !fs::is_directory(job.out))
     throw Error("output_not_writable", job.out.string(), "", "cannot create the output folder: " + ec.message());
   bool ok = true;
-  exec::AnalysisCache cache;  // analyses of the same component compile their Jacobian once
-  for (const exec::AnalysisRef& ref : found) {
+  check::AnalysisCache cache;  // analyses of the same component compile their Jacobian once
+  for (const check::AnalysisRef& ref : found) {
     try {
       job.written.push_back(analyze_one(doc, ref, a, job.out, cache));
       const Written& w = job.written.back();
@@ -647,7 +646,7 @@ std::vector<FileJob> plan_jobs(const AnalyzeArgs& a, bool many, bool& failed) {
     return jobs;
   }
   for (const std::string& path : a.paths) {
-    for (const exec::CheckInput& in : exec::find_esm_inputs({path})) {
+    for (const check::CheckInput& in : check::find_esm_inputs({path})) {
       if (in.error) {
         std::fprintf(stderr, "%s\n", format_diagnostic(*in.error).c_str());
         failed = true;
@@ -747,4 +746,3 @@ int run_analyze(Args args) {
 
 }  // namespace esi::cli
 
-#endif  // ESI_HAVE_EXEC

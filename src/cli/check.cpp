@@ -3,8 +3,7 @@
 // assertion passes and nothing errored.
 //
 // Human output: one line per failing assertion and per error, then a summary line. --json
-// prints exec::to_json (files in the order given, whatever --jobs is).
-#ifdef ESI_HAVE_EXEC  // built only when the exec module exists
+// prints check::to_json (files in the order given, whatever --jobs is).
 #include <charconv>
 #include <optional>
 #include <cstdio>
@@ -14,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
-#include "esi/exec/check.hpp"
+#include "esi/check/check.hpp"
 #include "esi/method/integrator.hpp"
 
 namespace esi::cli {
@@ -76,13 +75,13 @@ void print_error(const std::string& where, const Diagnostic& d) {
               d.pointer.empty() ? "" : " (at ", d.pointer.empty() ? "" : (d.pointer + ")").c_str());
 }
 
-void print_human(const std::vector<exec::FileResult>& results) {
-  for (const exec::FileResult& f : results) {
+void print_human(const std::vector<check::FileResult>& results) {
+  for (const check::FileResult& f : results) {
     if (f.error) print_error(f.file, *f.error);
-    for (const exec::TestResult& t : f.tests) {
+    for (const check::TestResult& t : f.tests) {
       const std::string where = f.file + ": " + t.component + "/" + t.id;
       if (t.error) print_error(where, *t.error);
-      for (const exec::AssertionResult& a : t.assertions) {
+      for (const check::AssertionResult& a : t.assertions) {
         if (a.pass) continue;
         std::printf("%s: FAIL %s at t=%s: value %s, expected %s (abs %s, rel %s)\n", where.c_str(),
                     a.variable.c_str(), format_number(a.time).c_str(), format_number(a.actual).c_str(),
@@ -92,7 +91,7 @@ void print_human(const std::vector<exec::FileResult>& results) {
       }
     }
   }
-  const exec::CheckSummary s = exec::summarize(results);
+  const check::CheckSummary s = check::summarize(results);
   std::printf("%zu files: %zu assertions, %zu passed, %zu failed, %zu errors (%zu assertions not run)\n",
               results.size(), s.assertions, s.passed, s.failed, s.errors, s.skipped);
 }
@@ -126,8 +125,8 @@ int run_check(Args args) {
   CheckArgs c;
   if (const int rc = parse_args(args, c); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   // Paths that cannot be searched or read become per-file errors; the rest still run.
-  const std::vector<exec::CheckInput> inputs = exec::find_esm_inputs(c.paths);
-  exec::CheckOptions options;
+  const std::vector<check::CheckInput> inputs = check::find_esm_inputs(c.paths);
+  check::CheckOptions options;
   options.method = c.method;
   if (!c.inputs.empty()) {
     try {
@@ -143,12 +142,11 @@ int run_check(Args args) {
       return kExitInvalid;
     }
   }
-  const std::vector<exec::FileResult> results = exec::check_inputs(inputs, c.jobs, options);
-  if (c.json) std::printf("%s\n", exec::to_json_text(results).c_str());
+  const std::vector<check::FileResult> results = check::check_inputs(inputs, c.jobs, options);
+  if (c.json) std::printf("%s\n", check::to_json_text(results).c_str());
   else print_human(results);
-  return exec::summarize(results).all_passed() ? kExitOk : kExitInvalid;
+  return check::summarize(results).all_passed() ? kExitOk : kExitInvalid;
 }
 
 }  // namespace esi::cli
 
-#endif  // ESI_HAVE_EXEC

@@ -42,13 +42,10 @@ void print_inspect_help(std::FILE* out);
 int run_import_kpp(Args args);
 void print_import_kpp_help(std::FILE* out);
 
-#ifdef ESI_HAVE_PLAN
 /// `esi plan FILE [--component NAME] [-o PLAN.json]`
 int run_plan(Args args);
 void print_plan_help(std::FILE* out);
-#endif
 
-#ifdef ESI_HAVE_EXEC
 /// `esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] ... --output OUT.csv`
 int run_simulate(Args args);
 /// `esi check [--json] [--jobs N] FILE_OR_DIR...`
@@ -64,7 +61,6 @@ void print_analyze_help(std::FILE* out);
 /// `esi run [MODEL.esm] --config RUN.json --output OUT [--restart F] [--restart-every S --restart-dir D]`
 int run_run(Args args);
 void print_run_help(std::FILE* out);
-#endif
 
 /// Runs one command line (argv without the program name) and returns its exit status. Input
 /// problems are reported and mapped to statuses; an esi::Error may still escape (the input's

@@ -1,6 +1,6 @@
 // `esi run MODEL.esm --config RUN.json --output OUT`: a model run by its run configuration
-// (exec/run_config.hpp, exec/schedule.hpp), with forcing, progress, restart files and Ctrl-C.
-#ifdef ESI_HAVE_EXEC
+// (exec/run_config.hpp, exec/schedule.hpp), with forcing (exec/forcing.hpp, NetCDF read by io),
+// the output file (io/run_output.hpp), progress, restart files and Ctrl-C.
 
 #include <unistd.h>
 
@@ -12,16 +12,20 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
-#include "cli/csv.hpp"
 #include "cli/interrupt.hpp"
-#include "cli/run_output.hpp"
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/exec/forcing.hpp"
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/schedule.hpp"
+#include "esi/io/netcdf_forcing.hpp"
+#include "esi/io/netcdf_output.hpp"
+#include "esi/io/run_output.hpp"
 
 namespace esi::cli {
 namespace {
@@ -99,31 +103,29 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::equivalent(a, b, ec) || fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
 }
 
-/// Providers of the configuration's forcing (constants here, expressions in exec, NetCDF through
-/// run_output.hpp).
-std::vector<exec::ForcingProvider> forcing_providers(const exec::RunConfig& config, const esm::System& system) {
-  std::vector<exec::ForcingProvider> out;
-  for (const exec::ForcingSpec& f : config.forcing) {
-    exec::ForcingProvider p;
-    p.target = f.target;
-    p.pointer = f.pointer;
-    p.bracket = f.bracket;
-    if (f.kind == exec::ForcingSpec::Kind::Constant) {
-      std::size_t n = 1;
-      for (const auto& a : system.arrays)
-        if (a.name == f.target)
-          for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
-      p.record_values = n;
-      p.times = {config.start};
-      p.read = [v = f.value](std::size_t, std::span<double> out) { std::fill(out.begin(), out.end(), v); };
-    } else if (f.kind == exec::ForcingSpec::Kind::Expression) {
-      p = exec::expression_forcing(config, f, system);
-    } else {
-      p = netcdf_forcing(config, f, system);
-    }
-    out.push_back(std::move(p));
-  }
-  return out;
+/// NetCDF forcing entries read by io, handed to exec's assembly of the forcing set.
+exec::ForcingRecords open_netcdf_forcing(const exec::RunConfig& config, const exec::ForcingSpec& spec,
+                                         const esm::System& system) {
+  io::OpenForcing opened =
+      io::open_forcing(spec.file, {config.file, spec.pointer}, spec.variable, system, spec.target, spec.bracket);
+  return {std::move(opened.field.times), opened.field.values, std::move(opened.read)};
+}
+
+/// The NetCDF output's global attributes known before the run (the outcome is added at the end).
+io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document, const exec::RunConfig& config,
+                                          const std::string& model_file, const std::string& command_line) {
+  io::NetcdfOutputOptions o;
+  o.document = &document;
+  const nlohmann::json metadata = document.value("metadata", nlohmann::json::object());
+  if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
+    o.provenance["title"] = metadata["name"].get<std::string>();
+  o.provenance["history"] = command_line;
+  o.provenance["esi_command_line"] = command_line;
+  o.provenance["esi_model_file"] = model_file;
+  o.provenance["esi_run_config_file"] = config.file;
+  o.provenance["esi_run_config"] = config.source.dump();
+  o.provenance["esi_tspan"] = format_number(config.start) + " " + format_number(config.stop);
+  return o;
 }
 
 std::string leaf_line(const exec::LeafReport& l, std::size_t cells) {
@@ -202,7 +204,7 @@ int run_run(Args args) {
     shown = r.config;
     // NetCDF forcing is bound (file, variable, shape, units) here; operators, leaves and forcing
     // targets when the run binds them, before the output file is created.
-    std::vector<exec::ForcingProvider> forcing = forcing_providers(config, system);
+    std::vector<exec::ForcingProvider> forcing = exec::forcing_providers(config, system, open_netcdf_forcing);
     std::optional<exec::RestartState> resume;
     if (!r.restart.empty()) resume = exec::read_restart(r.restart);
     if (!r.restart_dir.empty()) {
@@ -214,7 +216,7 @@ int run_run(Args args) {
     // The output is created (under a temporary name) once the run has checked everything.
     std::string command_line = "esi run";
     for (const std::string& a : args) command_line += " " + a;
-    RunOutput output(r.output, system, doc->doc, config, r.model, command_line);
+    io::RunOutput output(r.output, system, netcdf_provenance(doc->doc, config, r.model, command_line));
     exec::ScheduleOptions so;
     so.document = &*doc;
     so.native = r.native;
@@ -271,7 +273,9 @@ int run_run(Args args) {
     if (progress_shown) std::fprintf(stderr, "\r\033[K");
     const exec::Trajectory& traj = result.trajectory;
     cells = traj.cell_stats.cells;
-    output.finish(traj);  // renames into place, also after a failed solve (the records reached)
+    // Renamed into place also after a failed solve (the records reached).
+    output.finish(std::string(method::return_code_name(traj.code)),
+                  traj.ok() ? std::nullopt : std::optional<std::string>(traj.message));
     if (!r.quiet) {
       const double total = wall();
       std::fprintf(stderr, "esi run: %s -> %s: %zu records, %llu macro steps, %.2f s (writing records %.3f s, %.1f%%)\n",
@@ -305,4 +309,3 @@ int run_run(Args args) {
 
 }  // namespace esi::cli
 
-#endif  // ESI_HAVE_EXEC

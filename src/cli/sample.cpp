@@ -2,7 +2,6 @@
 // --temperature T [--seed S] [--threads N] [--native] [--set name=value ...] --output OUT.csv`:
 // overdamped Langevin chains on an energy of the document (exec/sample.hpp), one CSV row per
 // chain holding its final state, one column per feature (state) by flattened name.
-#ifdef ESI_HAVE_EXEC
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/sample.hpp"
+#include "esi/io/csv.hpp"
 
 namespace esi::cli {
 namespace {
@@ -101,20 +101,13 @@ int parse_args(Args args, SampleArgs& s) {
   return kExitOk;
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 void write_csv(const std::string& path, const exec::SampleResult& r) {
   const bool to_stdout = path == "-";
   std::FILE* f = to_stdout ? stdout : std::fopen(path.c_str(), "w");
   if (f == nullptr)
     throw Error("output_not_writable", path, "", std::string("cannot open the output file for writing: ") + std::strerror(errno));
   std::string text;
-  for (std::size_t j = 0; j < r.features.size(); ++j) text += (j ? "," : "") + csv_field(r.features[j]);
+  for (std::size_t j = 0; j < r.features.size(); ++j) text += (j ? "," : "") + io::csv_field(r.features[j]);
   text += "\n";
   char buf[32];
   const std::size_t n = r.features.size();
@@ -184,4 +177,3 @@ int run_sample(Args args) {
 
 }  // namespace esi::cli
 
-#endif  // ESI_HAVE_EXEC

@@ -8,14 +8,14 @@
 
 namespace esi::exec::detail {
 
-CellGather::CellGather(const Model& rest, const PointwiseSplit& split) : split_(split) {
+CellGather::CellGather(const Model& rest, const plan::PointwiseSplit& split) : split_(split) {
   count_ = 1;
   for (std::int64_t e : split.extents) count_ *= static_cast<std::size_t>(e);
   for (std::size_t a : split.cell_state_array)
     first_.push_back(static_cast<std::size_t>(rest.system.arrays[a].first_state));
   for (std::size_t q = 0; q < split.cell_input_array.size(); ++q) {
     Input in;
-    if (split.cell_input_array[q] == PointwiseSplit::kPosition) {
+    if (split.cell_input_array[q] == plan::PointwiseSplit::kPosition) {
       in.position_axis = split.cell_input_axes[q][0];
       inputs_.push_back(std::move(in));
       continue;
@@ -89,7 +89,7 @@ void CellGather::gather(const double* src, const std::vector<std::int64_t>& stri
   }
 }
 
-CellOperator::CellOperator(Model& rest, const PointwiseSplit& split, const CellModel& cells)
+CellOperator::CellOperator(Model& rest, const plan::PointwiseSplit& split, const CellModel& cells)
     : m_(rest), cells_(cells), cells_at_(rest, split) {
   states_.resize(cells.state_count() * cells_at_.cells());
   params_.resize(cells_at_.input_count() * cells_at_.cells());

@@ -7,19 +7,19 @@
 #include <vector>
 
 #include "esi/exec/lane_pool.hpp"
-#include "esi/exec/pointwise.hpp"
+#include "esi/plan/pointwise_split.hpp"
 #include "esi/method/integrator.hpp"
 #include "exec/model.hpp"
 
 namespace esi::exec::detail {
 
-/// Where the cells of a PointwiseSplit find their states and inputs in the grid state vector,
+/// Where the cells of a plan::PointwiseSplit find their states and inputs in the grid state vector,
 /// and the gather / scatter between the two layouts (cell-major: value s of cell c at
 /// s * cells() + c). Shared by the lane-pool split (CellOperator) and the monolithic IMEX
 /// problem (ImexOperator).
 class CellGather {
  public:
-  CellGather(const Model& rest, const PointwiseSplit& split);
+  CellGather(const Model& rest, const plan::PointwiseSplit& split);
 
   std::size_t cells() const { return count_; }
   /// Per cell state: the first index of its array in the grid state vector.
@@ -43,7 +43,7 @@ class CellGather {
   void positions(std::size_t axis, double* dst) const;
   void gather(const double* src, const std::vector<std::int64_t>& stride, double* dst);
 
-  const PointwiseSplit& split_;
+  const plan::PointwiseSplit& split_;
   std::size_t count_ = 0;
   std::vector<std::size_t> first_;
   std::vector<Input> inputs_;
@@ -52,14 +52,14 @@ class CellGather {
   std::vector<std::int64_t> odometer_;                // scratch
 };
 
-/// Runs the cells of a PointwiseSplit over [t, t_next]: gathers each cell's states and inputs
+/// Runs the cells of a plan::PointwiseSplit over [t, t_next]: gathers each cell's states and inputs
 /// from the grid state vector (inputs from observed arrays are taken at t, from the rest
 /// model's grid workspace), integrates every cell with one controller per cell on lane pools,
 /// and scatters the states back. Each cell's last proposed step is carried to the next call
 /// (step_size(): what a restart file keeps).
 class CellOperator {
  public:
-  CellOperator(Model& rest, const PointwiseSplit& split, const CellModel& cells);
+  CellOperator(Model& rest, const plan::PointwiseSplit& split, const CellModel& cells);
 
   /// Adds the call's statistics to `sum`. False when some cell failed: `code` and `message`
   /// say which and why (the states of the cells that failed are their last accepted ones).

@@ -9,7 +9,7 @@
 
 namespace esi::exec::detail {
 
-ImexOperator::ImexOperator(Model& rest, const PointwiseSplit& split)
+ImexOperator::ImexOperator(Model& rest, const plan::PointwiseSplit& split)
     : m_(rest), cells_at_(rest, split) {
   // Cell inputs are read as CellOperator reads them, but at every evaluation (stage time and
   // stage state) instead of once per split step: a monolithic run holds nothing fixed.

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "esi/exec/pointwise.hpp"
+#include "esi/plan/pointwise_split.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/program.hpp"
 #include "esi/method/problem.hpp"
@@ -23,7 +23,7 @@ class ImexOperator {
  public:
   /// `rest` is the model compiled from split.rest (its problem.rhs is the explicit part).
   /// Throws `not_differentiable` and the compile codes of the cell equations.
-  ImexOperator(Model& rest, const PointwiseSplit& split);
+  ImexOperator(Model& rest, const plan::PointwiseSplit& split);
   ImexOperator(const ImexOperator&) = delete;
   ImexOperator& operator=(const ImexOperator&) = delete;
 

@@ -1,16 +1,16 @@
-// Lane pools (lane_pool.hpp): one Rosenbrock controller per lane, every stage run for all
-// lanes of a block at once.
+// Lane pools (lane_pool.hpp): cells of a pointwise model integrated side by side, many per
+// SIMD block, each with its own step size and controller, shards of cells spread over threads.
 //
-// A lane follows the scalar Integrator's step logic (method/integrator.cpp) step for step:
-// landing slack, rejection factors, dt_min and max_steps, the PI/I/PID controllers, Hairer's
-// starting step and the one-sided f_t difference of the scalar Rosenbrock stepper. What
-// differs is the linear algebra (a planned lane-batched LU without pivoting instead of Eigen's
-// partial pivoting), so a cell's result is close to, not bitwise equal to, a scalar run.
+// exec owns the cell model (the RHS, Jacobian and cell-constant programs compiled from the
+// system, the planned LU) and the sharding: which cell each lane holds, refilling lanes from a
+// shard's queue as cells end, narrowing a shard's tail, writing states back. The stepping
+// itself (stages, controllers, starting steps, landing) is method's LaneRosenbrock, which sees
+// the programs through the LaneProblem seam.
 //
-// Lanes never read each other: every per-lane loop below writes lane l from lane l only, and
-// the kernel programs and the LU are lane-independent by construction, so when the block
-// recomputes f(t, u0) or J for lanes whose (t, u0) did not change, those lanes get the same
-// bits again. That is what makes results independent of lane position and shard composition.
+// Lanes never read each other: the kernel programs and the LU are lane-independent by
+// construction, so when the block recomputes f(t, u0) or J for lanes whose (t, u0) did not
+// change, those lanes get the same bits again. That is what makes results independent of lane
+// position and shard composition.
 #include "esi/exec/lane_pool.hpp"
 
 #include <algorithm>
@@ -27,11 +27,10 @@
 #include "esi/kernel/program.hpp"
 #include "esi/linalg/lane_ops.hpp"
 #include "esi/linalg/sparse_lu.hpp"
+#include "esi/method/lane_rosenbrock.hpp"
 #include "esi/plan/jacobian_assembly.hpp"
 #include "exec/model.hpp"
 #include "exec/parallel.hpp"
-#include "method/controller.hpp"
-#include "method/tableau.hpp"
 
 namespace esi::exec {
 
@@ -214,30 +213,16 @@ std::shared_ptr<const CellModel> CellModel::build(const esm::System& system,
 
 namespace {
 
-// The scalar Integrator's constants (method/integrator.cpp), so a lane steps as it would.
-constexpr double kNonFiniteFactor = 0.1;
-constexpr double kSolverFailFactor = 0.5;
-constexpr double kLandingSlack = 0.01;
 // A shard's tail narrows its block no further than this: the native kernels compute 8 double
 // lanes per statement (one 64-byte vector) and the LU one vector per entry at 8 lanes, so a
 // narrower block costs about as much per call as 8 lanes.
 constexpr std::size_t kNarrowestBlock = 8;
 
-enum class Cause : std::uint8_t { None, ErrorTest, NonFinite, LinearSolve };
-
-double default_dt_min(double t) {
-  return 16 * std::numeric_limits<double>::epsilon() *
-         std::max(std::abs(t), std::numeric_limits<double>::min());
-}
-
-struct LaneState {
+/// Which cell a lane holds (the stepping state of the lane is method's).
+struct LaneSlot {
   std::int64_t cell = -1;  // real cell this lane integrates; -1 = idle
   bool padding = false;    // a duplicate whose results are dropped
-  bool fresh = false;      // needs a starting step
-  bool needs_f0 = true;    // f(t, u0) not known (a new cell, or a method without FSAL)
   bool done = false;
-  long attempts = 0, rejected = 0;
-  Cause cause = Cause::None;
 };
 
 struct ShardResult {
@@ -249,296 +234,140 @@ struct ShardResult {
   std::string message;
 };
 
-/// Scratch of one worker: every buffer lane-SoA (entry i of lane l at [i * L + l]).
-class Block {
+method::LaneStepOptions step_options(const LanePoolOptions& opt, std::size_t n) {
+  method::LaneStepOptions so;
+  so.method = opt.method;
+  so.controller = opt.controller;
+  so.rtol = opt.rtol;
+  for (std::size_t i = 0; i < n; ++i) so.atol.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
+  so.dt_min = opt.dt_min;
+  so.dt_max = opt.dt_max;
+  so.max_steps = opt.max_steps;
+  return so;
+}
+
+/// One worker's block: the cell model's programs over lanes (the method's LaneProblem), the
+/// cells' parameters and constants per lane, and the queue of a shard's cells that refill
+/// lanes as they end. Every buffer lane-SoA (entry i of lane l at [i * L + l]).
+class Block final : public method::LaneProblem {
  public:
-  Block(const CellModel::Impl& model, const LanePoolOptions& opt, std::span<const double> p)
+  Block(const CellModel::Impl& model, const LanePoolOptions& opt, std::span<const double> p,
+        const double* hoisted)
       : m_(model),
         opt_(opt),
-        tab_(method::detail::rosenbrock_tableau(opt.method)),
-        L_(static_cast<std::size_t>(opt.lanes)),
-        widest_(L_),
+        hoisted_(hoisted),
         n_(model.n),
-        rhs_ws_(model.rhs->make_workspace(L_)),
-        jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, L_)) {
+        rhs_ws_(model.rhs->make_workspace(std::size_t(opt.lanes))),
+        jac_ws_(plan::make_workspace(*model.jacobian, *model.jacobian_layout, std::size_t(opt.lanes))),
+        step_(*this, model.lu, model.n, with_time(step_options(opt, model.n)), std::size_t(opt.lanes)) {
     model.rhs->prepare(rhs_ws_, p);
     plan::prepare(*model.jacobian, *model.jacobian_layout, jac_ws_, p);
-    // Every lane buffer sized (zeros, End::None, idle lanes, fresh controllers) by set_width.
     const std::size_t fields = model.cell_parameter_index.size() + model.hoisted;
-    par_.assign(std::max<std::size_t>(1, fields) * L_, 0);
+    par_rows_ = std::max<std::size_t>(1, fields);
+    par_.assign(par_rows_ * step_.width(), 0);
     fields_.resize(fields);
-    set_width(L_);
-    const auto& info = method::method_info(opt.method);
-    order_ = info.order;
-    control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
-    fsal_ = is_fsal();
-    for (std::size_t i = 0; i < n_; ++i)
-      atol_.push_back(opt.atol.size() == 1 ? opt.atol[0] : opt.atol[i]);
+    set_width(step_.width());
   }
 
   ShardResult run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
                   std::span<std::int32_t> cell_steps);
-  const double* hoisted_ = nullptr;  // the model's cell constants, [cell * hoisted + k]
 
- private:
-  bool is_fsal() const {
-    const int last = tab_.stages - 1;
-    if (tab_.c[last] != 1.0 || tab_.b[last] != 0.0) return false;
-    for (int j = 0; j < last; ++j)
-      if (tab_.a[last][j] != tab_.b[j]) return false;
-    return true;
+  void rhs(std::size_t lanes, const double* t, const double* u, double* du) override {
+    kernel::RunArgs<double> a;
+    a.u = {u, n_, lanes, lanes};
+    a.t = times(t, lanes);
+    a.forcing = fields_;
+    a.du = {du, n_, lanes, lanes};
+    kernel::run(*m_.rhs, rhs_ws_, a);
   }
 
-  void load(std::size_t l, const CellData& data, std::size_t cell, double t0) {
-    const std::size_t C = data.cells;
-    const double* staged = shard_states_.data() + (cell - shard_begin_) * n_;
-    for (std::size_t s = 0; s < n_; ++s) u0_[s * L_ + l] = staged[s];
-    const std::size_t Q = m_.cell_parameter_index.size();
-    for (std::size_t q = 0; q < Q; ++q) par_[q * L_ + l] = data.cell_parameters[q * C + cell];
-    const double* constants = hoisted_ + cell * m_.hoisted;
-    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L_ + l] = constants[k];
-    t_[l] = t0;
-    double h = opt_.dt_initial;
-    if (!(h > 0) && !data.step_size.empty() && data.step_size[cell] > 0) h = data.step_size[cell];
-    h_[l] = h;
-    LaneState& lane = lanes_[l];
-    lane = {};
-    lane.cell = static_cast<std::int64_t>(cell);
-    lane.fresh = !(h > 0);
-    lane.needs_f0 = true;
-    ctl_[l]->reset();
+  /// J(t, u) of every lane into the LU's factor storage (0 at fill).
+  void jacobian(std::size_t lanes, const double* t, const double* u, double* values) override {
+    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, lanes, lanes},
+                            times(t, lanes), values, fields_);
+  }
+
+ private:
+  method::LaneStepOptions with_time(method::LaneStepOptions so) const {
+    so.autonomous = m_.autonomous;
+    return so;
   }
 
   /// The lanes' times as the programs take them: one for all lanes when the model does not
   /// read t (the kernel then skips its per-call time code and per-lane time copy).
-  std::span<const double> times(const double* t) const {
-    return m_.autonomous ? std::span<const double>(&kNoTime, 1) : std::span<const double>(t, L_);
+  std::span<const double> times(const double* t, std::size_t lanes) const {
+    return m_.autonomous ? std::span<const double>(&kNoTime, 1) : std::span<const double>(t, lanes);
   }
   static constexpr double kNoTime = 0;
 
-  void rhs(const double* t, const double* u, double* du) {
-    kernel::RunArgs<double> a;
-    a.u = {u, n_, L_, L_};
-    a.t = times(t);
-    a.forcing = fields_;
-    a.du = {du, n_, L_, L_};
-    kernel::run(*m_.rhs, rhs_ws_, a);
-    rhs_calls_ += long(L_);
+  void load(std::size_t l, const CellData& data, std::size_t cell, double t0) {
+    const std::size_t C = data.cells, L = step_.width();
+    const double* staged = shard_states_.data() + (cell - shard_begin_) * n_;
+    double* u0 = step_.u0();
+    for (std::size_t s = 0; s < n_; ++s) u0[s * L + l] = staged[s];
+    const std::size_t Q = m_.cell_parameter_index.size();
+    for (std::size_t q = 0; q < Q; ++q) par_[q * L + l] = data.cell_parameters[q * C + cell];
+    const double* constants = hoisted_ + cell * m_.hoisted;
+    for (std::size_t k = 0; k < m_.hoisted; ++k) par_[(Q + k) * L + l] = constants[k];
+    double h = opt_.dt_initial;
+    if (!(h > 0) && !data.step_size.empty() && data.step_size[cell] > 0) h = data.step_size[cell];
+    slots_[l] = {};
+    slots_[l].cell = static_cast<std::int64_t>(cell);
+    step_.start_lane(l, t0, h);
   }
 
-  /// J(t, u) of every lane into lu_, in the LU's factor storage (0 at fill).
-  void jacobian(const double* t, const double* u) {
-    plan::eval_into<double>(*m_.jacobian, *m_.jacobian_layout, jac_ws_, {u, n_, L_, L_}, times(t),
-                            lu_.data(), fields_);
-    jac_calls_ += long(L_);
-  }
-
-  /// Hairer's weighted RMS for lane l of `v` against u0 and (optionally) u1.
-  double norm(const double* v, const double* u1, std::size_t l) const {
-    double sum = 0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const double a = std::abs(u0_[i * L_ + l]);
-      const double b = u1 ? std::abs(u1[i * L_ + l]) : a;
-      const double w = v[i * L_ + l] / (atol_[i] + opt_.rtol * std::max(a, b));
-      sum += w * w;
-    }
-    return std::sqrt(sum / double(n_));
-  }
-
-  void starting_steps();
-  void time_derivative();
-  void attempt();
   void narrow(std::size_t width);
   void set_width(std::size_t width);
-  /// out = base + sum_{j < count} w_j k_j over all lanes (zero weights skipped, stage order;
-  /// base null = 0 + the sum): linalg::lane_combination.
-  void combine(const double* base, const double* w, int count, double* out) const {
-    linalg::lane_combination(n_, int(L_), base, k_.data(), n_ * L_, w, count, out);
-  }
 
   const CellModel::Impl& m_;
   const LanePoolOptions& opt_;
-  const method::detail::RosenbrockTableau& tab_;
-  std::size_t L_, widest_, n_;  // L_: lanes now (narrow() halves it in a shard's tail)
+  const double* hoisted_;  // the model's cell constants, [cell * hoisted + k]
+  std::size_t n_;
   // The shard's states, cell-major: cell c of the shard at [(c - shard_begin_) * n_].
   std::vector<double> shard_states_;
   std::size_t shard_begin_ = 0;
   kernel::Workspace rhs_ws_;
   plan::JacWorkspace jac_ws_;
-  // 64-byte aligned: the LU runs about 1.6x slower on buffers off a cache line.
-  linalg::LaneVector<double> u0_, f0_, u1_, us_, fs_, ft_, k_, lu_, par_;
-  std::vector<double> t_, h_, hh_, tt_, shift_, scale_;
-  std::vector<std::uint8_t> lands_, failed_, take_;
-  enum class End : std::uint8_t { None, Landed, BelowMin };
-  std::vector<End> end_;
-  std::vector<LaneState> lanes_;
-  std::vector<std::unique_ptr<method::detail::StepController>> ctl_;
+  method::LaneRosenbrock step_;
+  linalg::LaneVector<double> par_;  // cell parameters, then cell constants, one row each
+  std::size_t par_rows_ = 1;
   std::vector<kernel::ForcingField<double>> fields_;
-  std::vector<double> atol_, enorm_, coef_;  // atol_: one per state
-  std::vector<std::uint8_t> nonfinite_;
-  int order_ = 1, control_order_ = 1;
-  bool fsal_ = false;
-
- public:
-  // Lane-weighted: what a cell-by-cell solver would have counted for the same lane slots.
-  long rhs_calls_ = 0, jac_calls_ = 0, lu_calls_ = 0, solve_calls_ = 0;
+  std::vector<LaneSlot> slots_;
 };
 
 // Continues in a block `width` lanes wide: the lanes holding real cells (not padding, not
-// done; at most `width` of them) move, in lane order, to lanes 0, 1, ... with everything that
-// outlives an attempt (u0, f0, cell parameters and constants, t, h, lane state, controller);
-// the other lanes are left idle for the caller to pad. A lane's arithmetic does not depend on
-// the block's width or its position in it (kernels, LU and lane operations are per lane), so
-// its cell gets the same bits.
+// done; at most `width` of them) move, in lane order, to lanes 0, 1, ... with their cell
+// parameters and constants here and their stepping state in method; the other lanes are left
+// idle for the caller to pad. A lane's arithmetic does not depend on the block's width or its
+// position in it (kernels, LU and lane operations are per lane), so its cell gets the same bits.
 void Block::narrow(std::size_t width) {
+  const std::size_t L = step_.width();
   std::vector<std::size_t> real;
-  for (std::size_t l = 0; l < L_; ++l)
-    if (!lanes_[l].padding && !lanes_[l].done && lanes_[l].cell >= 0) real.push_back(l);
-  ESI_ASSERT(real.size() <= width && width < L_);
-  auto restride = [&](linalg::LaneVector<double>& v, std::size_t rows) {
-    for (std::size_t i = 0; i < rows; ++i)  // row i moves down to i * width: never overtakes
-      for (std::size_t j = 0; j < real.size(); ++j) v[i * width + j] = v[i * L_ + real[j]];
-  };
-  restride(u0_, n_);
-  restride(f0_, n_);
-  restride(par_, par_.size() / L_);
-  for (std::size_t j = 0; j < real.size(); ++j) {
-    t_[j] = t_[real[j]];
-    h_[j] = h_[real[j]];
-    lanes_[j] = lanes_[real[j]];
-    std::swap(ctl_[j], ctl_[real[j]]);
-  }
-  for (std::size_t j = real.size(); j < width; ++j) lanes_[j] = {};
+  for (std::size_t l = 0; l < L; ++l)
+    if (!slots_[l].padding && !slots_[l].done && slots_[l].cell >= 0) real.push_back(l);
+  ESI_ASSERT(real.size() <= width && width < L);
+  for (std::size_t i = 0; i < par_rows_; ++i)  // row i moves down to i * width: never overtakes
+    for (std::size_t j = 0; j < real.size(); ++j) par_[i * width + j] = par_[i * L + real[j]];
+  for (std::size_t j = 0; j < real.size(); ++j) slots_[j] = slots_[real[j]];
+  for (std::size_t j = real.size(); j < width; ++j) slots_[j] = {};
+  step_.narrow(real, width);
   set_width(width);
 }
 
-// Every lane-SoA buffer sized for `width` lanes (within the capacity of the widest, so no
-// allocation but the controllers of lanes added back; at construction, the first sizing).
+// The lane buffers of this block sized for `width` lanes (within the capacity of the widest,
+// so no allocation), and the method's.
 void Block::set_width(std::size_t width) {
-  const std::size_t rows = par_.size() / L_;
-  L_ = width;
-  const std::size_t nl = n_ * L_;
-  u0_.resize(nl), f0_.resize(nl), u1_.resize(nl), us_.resize(nl), fs_.resize(nl), ft_.resize(nl);
-  k_.resize(nl * std::size_t(tab_.stages));
-  lu_.resize(m_.lu.nonzeros() * L_);
-  par_.resize(rows * L_);
-  for (std::size_t q = 0; q < fields_.size(); ++q) fields_[q] = {par_.data() + q * L_, 1};
-  t_.resize(L_), h_.resize(L_), hh_.resize(L_), tt_.resize(L_), shift_.resize(L_);
-  scale_.resize(L_), lands_.resize(L_), failed_.resize(L_), take_.resize(L_), end_.resize(L_);
-  lanes_.resize(L_), enorm_.resize(L_), nonfinite_.resize(L_);
-  coef_.resize(std::size_t(tab_.stages) * L_);
-  ctl_.resize(L_);
-  for (auto& c : ctl_)
-    if (!c) c = method::detail::make_controller(opt_.controller, opt_.method);
-}
-
-// Hairer, Nørsett & Wanner I, II.4, per lane, as method/support.cpp hairer_initial_step.
-void Block::starting_steps() {
-  for (std::size_t l = 0; l < L_; ++l) {
-    // A lane past its start evaluates the trial point too (one call for the block), at its own
-    // state; what it yields is never read. Its two norms are skipped: a refill starts one lane
-    // at a time, and the norms of every lane (272 divisions each) were ~3 % of a fullchem run.
-    if (!lanes_[l].fresh) {
-      scale_[l] = 0;
-      tt_[l] = t_[l];
-      continue;
-    }
-    const double d0 = norm(u0_.data(), nullptr, l), d1 = norm(f0_.data(), nullptr, l);
-    scale_[l] = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;  // h0 per lane
-    tt_[l] = t_[l] + scale_[l];
-  }
-  for (std::size_t i = 0; i < n_; ++i)
-    for (std::size_t l = 0; l < L_; ++l)
-      us_[i * L_ + l] = u0_[i * L_ + l] + scale_[l] * f0_[i * L_ + l];
-  rhs(tt_.data(), us_.data(), fs_.data());
-  for (std::size_t i = 0; i < n_ * L_; ++i) fs_[i] -= f0_[i];
-  for (std::size_t l = 0; l < L_; ++l) {
-    if (!lanes_[l].fresh) continue;
-    const double h0 = scale_[l];
-    const double d1 = norm(f0_.data(), nullptr, l);
-    const double d2 = norm(fs_.data(), nullptr, l) / h0;
-    const double dmax = std::max(d1, d2);
-    const double h1 =
-        dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3) : std::pow(0.01 / dmax, 1.0 / (order_ + 1));
-    const double h = std::min(100 * h0, h1);
-    h_[l] = std::isfinite(h) ? h : 1e-6;
-    lanes_[l].fresh = false;
-  }
-}
-
-// f_t by the scalar stepper's second-order one-sided difference, per lane (stencil inside
-// [t, t + hh]).
-void Block::time_derivative() {
-  const double cbrt_eps = std::cbrt(std::numeric_limits<double>::epsilon());
-  for (std::size_t l = 0; l < L_; ++l) {
-    const double d = std::min(cbrt_eps * std::max(std::abs(t_[l]), std::abs(hh_[l])), 0.5 * hh_[l]);
-    tt_[l] = t_[l] + d;
-    shift_[l] = t_[l] + 2 * d;  // borrowed as the second time
-  }
-  rhs(tt_.data(), u0_.data(), ft_.data());
-  rhs(shift_.data(), u0_.data(), fs_.data());
-  for (std::size_t l = 0; l < L_; ++l) scale_[l] = 2 * (tt_[l] - t_[l]);
-  for (std::size_t i = 0; i < n_; ++i)
-    for (std::size_t l = 0; l < L_; ++l) {
-      const std::size_t x = i * L_ + l;
-      ft_[x] = (4 * ft_[x] - fs_[x] - 3 * f0_[x]) / scale_[l];
-    }
-}
-
-// One Rosenbrock attempt for every lane with its own hh_[l]; u1_ and the error norms enorm_
-// out, failed_ set for lanes whose iteration matrix had a tiny pivot. The lane loops over
-// whole vectors are linalg's lane operations (lane_ops.hpp: compile-time width, AVX2/AVX-512
-// clones).
-void Block::attempt() {
-  // J at (t, u0) again for every attempt (the factorisation overwrites it; a lane whose (t,
-  // u0) did not change gets the same bits), formed into s I - J and factored in place.
-  jacobian(t_.data(), u0_.data());
-  for (std::size_t l = 0; l < L_; ++l) shift_[l] = 1.0 / (tab_.gamma * hh_[l]);
-  std::fill(failed_.begin(), failed_.end(), 0);
-  linalg::lu_factor_shifted(m_.lu, lu_.data(), shift_.data(), int(L_),
-                            std::span<std::uint8_t>(failed_));
-  lu_calls_ += long(L_);
-  const std::size_t nl = n_ * L_;
-  const double* f = nullptr;  // f at stage i's point
-  bool stage_at_u0 = true;    // stage i's point is u0 itself (us_ not formed)
-  for (int i = 0; i < tab_.stages; ++i) {
-    // U_i = u0 + sum_j a_ij k_j (zero weights skipped, sums in stage order); stage 0 reads
-    // f0 = f(u0) and no U_0.
-    // A stage at the previous stage's point reuses its f (and, from stage 0, f0 and u0).
-    if (i == 0) {
-      f = f0_.data();
-      stage_at_u0 = true;
-    } else if (!method::detail::rosenbrock_stage_repeats_previous(tab_, i)) {
-      combine(u0_.data(), tab_.a[i], i, us_.data());
-      for (std::size_t l = 0; l < L_; ++l) tt_[l] = t_[l] + tab_.c[i] * hh_[l];
-      rhs(tt_.data(), us_.data(), fs_.data());
-      f = fs_.data();
-      stage_at_u0 = false;
-    }
-    if (fsal_ && i == tab_.stages - 1)
-      std::copy((stage_at_u0 ? u0_ : us_).begin(), (stage_at_u0 ? u0_ : us_).end(), u1_.begin());
-    double* k = k_.data() + std::size_t(i) * nl;
-    // k_i = f + sum_j (C_ij / h) k_j + (h d_i) f_t, per lane with its own h.
-    for (int j = 0; j < i; ++j)
-      for (std::size_t l = 0; l < L_; ++l) coef_[std::size_t(j) * L_ + l] = tab_.C[i][j] / hh_[l];
-    for (std::size_t l = 0; l < L_; ++l) scale_[l] = hh_[l] * tab_.d[i];
-    // An autonomous model's f_t is +0 throughout: no term to read (the same bits).
-    linalg::lane_stage_rhs(n_, int(L_), f, m_.autonomous ? nullptr : ft_.data(), k_.data(), nl,
-                           tab_.C[i], i, coef_.data(), scale_.data(), k);
-    linalg::lu_solve(m_.lu, lu_.data(), k, int(L_));
-    solve_calls_ += long(L_);
-  }
-  // u1 (unless FSAL gave it), the error estimate and its norm per lane in one pass.
-  linalg::lane_step_end(n_, int(L_), u0_.data(), k_.data(), nl, fsal_ ? nullptr : tab_.b,
-                        tab_.btilde, tab_.stages, atol_.data(), opt_.rtol, u1_.data(),
-                        enorm_.data(), nonfinite_.data());
+  if (step_.width() != width) step_.set_width(width);
+  par_.resize(par_rows_ * width);
+  for (std::size_t q = 0; q < fields_.size(); ++q) fields_[q] = {par_.data() + q * width, 1};
+  slots_.resize(width);
 }
 
 ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, std::size_t end,
                        std::span<std::int32_t> cell_steps) {
   ShardResult r;
-  rhs_calls_ = jac_calls_ = lu_calls_ = solve_calls_ = 0;
-  if (L_ != widest_) set_width(widest_);  // the previous shard's tail narrowed the block
+  step_.reset_counts();
+  if (step_.width() != step_.widest()) set_width(step_.widest());  // the last shard narrowed it
   // The shard's states cell by cell: a lane loads and writes back one contiguous run instead
   // of one value per state row of the whole grid (each in its own cache line and page: 3 % of
   // a fullchem run with 272 states); rows of data.states are read and written in runs.
@@ -550,7 +379,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       shard_states_[c * n_ + s] = data.states[s * C + begin + c];
   std::size_t next = begin;
   std::size_t live = 0;
-  for (std::size_t l = 0; l < L_; ++l)
+  for (std::size_t l = 0; l < step_.width(); ++l)
     if (next < end) {
       load(l, data, next++, t0);
       ++live;
@@ -558,26 +387,28 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
   if (live == 0) return r;
   auto pad = [&](std::size_t l) {
     // Copy a live real cell from scratch; its results are dropped.
-    for (std::size_t s = 0; s < L_; ++s)
-      if (!lanes_[s].padding && !lanes_[s].done && lanes_[s].cell >= 0) {
-        load(l, data, std::size_t(lanes_[s].cell), t0);
-        lanes_[l].padding = true;
+    for (std::size_t s = 0; s < step_.width(); ++s)
+      if (!slots_[s].padding && !slots_[s].done && slots_[s].cell >= 0) {
+        load(l, data, std::size_t(slots_[s].cell), t0);
+        slots_[l].padding = true;
         return;
       }
   };
-  for (std::size_t l = live; l < L_; ++l) pad(l);
+  for (std::size_t l = live; l < step_.width(); ++l) pad(l);
 
   auto finish = [&](std::size_t l, ReturnCode code, const std::string& why) {
-    LaneState& lane = lanes_[l];
+    LaneSlot& lane = slots_[l];
     if (!lane.padding) {
-      const std::size_t c = std::size_t(lane.cell);
+      const std::size_t c = std::size_t(lane.cell), L = step_.width();
       double* staged = shard_states_.data() + (c - begin) * n_;
-      for (std::size_t s = 0; s < n_; ++s) staged[s] = u0_[s * L_ + l];
-      if (!data.step_size.empty()) data.step_size[c] = h_[l];
-      if (!cell_steps.empty()) cell_steps[c] = static_cast<std::int32_t>(lane.attempts);
-      r.accepted += lane.attempts - lane.rejected;
-      r.rejected += lane.rejected;
-      r.max_cell_steps = std::max(r.max_cell_steps, lane.attempts);
+      const double* u0 = step_.u0();
+      for (std::size_t s = 0; s < n_; ++s) staged[s] = u0[s * L + l];
+      const long attempts = step_.attempts(l), rejected = step_.rejected(l);
+      if (!data.step_size.empty()) data.step_size[c] = step_.h(l);
+      if (!cell_steps.empty()) cell_steps[c] = static_cast<std::int32_t>(attempts);
+      r.accepted += attempts - rejected;
+      r.rejected += rejected;
+      r.max_cell_steps = std::max(r.max_cell_steps, attempts);
       if (code != ReturnCode::Success) {
         ++r.failed;
         if (r.first_failed < 0 || lane.cell < r.first_failed) {
@@ -585,7 +416,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
           r.code = code;
           r.message = "cell " + std::to_string(c) + ": " +
                       std::string(method::return_code_name(code)) +
-                      " at t = " + std::to_string(t_[l]) + ": " + why;
+                      " at t = " + std::to_string(step_.t(l)) + ": " + why;
         }
       }
       --live;
@@ -599,145 +430,27 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
     }
   };
 
-  bool dirty = true;  // some lane's (t, u0) changed since f0 was computed
   while (live > 0) {
     // The queue is empty and at most half the lanes hold real cells: go on in a block half as
     // wide (down to kNarrowestBlock), so that the shard's tail steps fewer padding lanes.
-    while (next >= end && L_ / 2 >= kNarrowestBlock && live <= L_ / 2) {
-      narrow(L_ / 2);
-      for (std::size_t l = live; l < L_; ++l) pad(l);
-      dirty = true;
+    while (next >= end && step_.width() / 2 >= kNarrowestBlock && live <= step_.width() / 2) {
+      narrow(step_.width() / 2);
+      for (std::size_t l = live; l < step_.width(); ++l) pad(l);
     }
-    if (dirty) {
-      // f(t, u0) only for lanes that lack it, written into those lanes only: an FSAL lane
-      // keeps the f its last stage computed (what the scalar Integrator does too).
-      bool any_f0 = false;
-      for (std::size_t l = 0; l < L_; ++l) {
-        take_[l] = lanes_[l].needs_f0;
-        any_f0 = any_f0 || lanes_[l].needs_f0;
-        lanes_[l].needs_f0 = false;
-      }
-      if (any_f0) {
-        rhs(t_.data(), u0_.data(), fs_.data());
-        linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
-      }
-      bool any_fresh = false;
-      for (const LaneState& lane : lanes_) any_fresh = any_fresh || lane.fresh;
-      if (any_fresh) starting_steps();
-      dirty = false;
-    }
-    // Plan each lane's step as the scalar Integrator does (landing slack, dt_max, dt_min).
-    bool stop_lane = false;
-    for (std::size_t l = 0; l < L_; ++l) {
-      double h = opt_.dt_max > 0 ? std::min(h_[l], opt_.dt_max) : h_[l];
-      lands_[l] = t_[l] + (1 + kLandingSlack) * h >= t1;
-      hh_[l] = lands_[l] ? t1 - t_[l] : h;
-      const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
-      if (lanes_[l].attempts >= opt_.max_steps || (!(hh_[l] >= dt_min) && !lands_[l]))
-        stop_lane = true;
-    }
-    if (stop_lane) {
-      for (std::size_t l = 0; l < L_; ++l) {
-        const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
-        if (lanes_[l].attempts >= opt_.max_steps) {
-          finish(l, ReturnCode::MaxSteps, std::to_string(opt_.max_steps) + " attempts used");
-          dirty = true;
-        } else if (!(hh_[l] >= dt_min) && !lands_[l]) {
-          const Cause c = lanes_[l].cause;
-          finish(l,
-                 c == Cause::NonFinite     ? ReturnCode::NonFinite
-                 : c == Cause::LinearSolve ? ReturnCode::LinearSolveFailed
-                                           : ReturnCode::DtBelowMin,
-                 "step below dt_min");
-          dirty = true;
-        }
-      }
-      continue;  // refilled lanes need their derivatives
-    }
-    if (!m_.autonomous) time_derivative();
-    attempt();
-    r.slots += static_cast<long>(L_);
-    // Each lane's verdict first, then the accepted lanes' states all at once, then the lanes
-    // that end (in lane order, as they refill from the queue).
-    bool any_accepted = false, any_end = false;
-    for (std::size_t l = 0; l < L_; ++l) {
-      take_[l] = 0;
-      end_[l] = End::None;
-      LaneState& lane = lanes_[l];
-      ++lane.attempts;
-      double h_next = hh_[l];
-      bool accept = false;
-      const bool finite = nonfinite_[l] == 0;
-      if (failed_[l]) {
-        // A pivot that is not finite usually comes from a state or rate that is not: say so.
-        bool inputs_finite = true;
-        for (std::size_t i = 0; i < n_ && inputs_finite; ++i)
-          inputs_finite = std::isfinite(u0_[i * L_ + l]) && std::isfinite(f0_[i * L_ + l]);
-        lane.cause = inputs_finite ? Cause::LinearSolve : Cause::NonFinite;
-        h_next = hh_[l] * (inputs_finite ? kSolverFailFactor : kNonFiniteFactor);
-      } else if (!finite) {
-        lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
-      } else {
-        const double e = enorm_[l];
-        if (!std::isfinite(e)) {
-          lane.cause = Cause::NonFinite, h_next = hh_[l] * kNonFiniteFactor;
-        } else {
-          const method::detail::Proposal p = ctl_[l]->propose(hh_[l], e, control_order_);
-          accept = p.accept;
-          h_next = p.h_next;
-          lane.cause = accept ? Cause::None : Cause::ErrorTest;
-        }
-      }
-      if (!accept) {
-        ++lane.rejected;
-        h_[l] = h_next;
-        const double dt_min = opt_.dt_min > 0 ? opt_.dt_min : default_dt_min(t_[l]);
-        if (lands_[l] && !(h_[l] >= dt_min)) {
-          end_[l] = End::BelowMin;
-          any_end = true;
-        }
-        continue;
-      }
-      t_[l] = lands_[l] ? t1 : t_[l] + hh_[l];
-      take_[l] = 1;
-      any_accepted = true;
-      // With FSAL the last stage evaluated f at (t + h, u1): the next step's f0.
-      lane.needs_f0 = !fsal_;
-      if (lands_[l] && hh_[l] < h_[l] && h_next > hh_[l]) h_next = std::max(h_next, h_[l]);
-      h_[l] = opt_.dt_max > 0 ? std::min(h_next, opt_.dt_max) : h_next;
-      if (lands_[l]) {
-        end_[l] = End::Landed;
-        any_end = true;
-      }
-    }
-    if (any_accepted) {
-      // Every lane accepted (the usual case): the buffers trade places instead of a copy; u1_
-      // and fs_ are written afresh by the next attempt before they are read.
-      if (std::all_of(take_.begin(), take_.end(), [](std::uint8_t t) { return t != 0; })) {
-        std::swap(u0_, u1_);
-        if (fsal_) std::swap(f0_, fs_);
-      } else {
-        linalg::lane_select(n_, int(L_), take_.data(), u1_.data(), u0_.data());
-        if (fsal_) linalg::lane_select(n_, int(L_), take_.data(), fs_.data(), f0_.data());
-      }
-      dirty = true;
-    }
-    if (any_end) {
-      for (std::size_t l = 0; l < L_; ++l)
-        if (end_[l] != End::None)
-          finish(l, end_[l] == End::Landed ? ReturnCode::Success : ReturnCode::DtBelowMin,
-                 end_[l] == End::Landed ? "" : "step below dt_min");
-      dirty = true;
-    }
+    bool attempted = false;
+    const std::size_t width = step_.width();
+    // Lanes that end refill from the queue in lane order (or become padding).
+    for (const method::LaneEnd& e : step_.round(t1, attempted)) finish(e.lane, e.code, e.why);
+    if (attempted) r.slots += static_cast<long>(width);
   }
   // Every cell of the shard ended (done or failed) and left its state in the stage.
   for (std::size_t s = 0; s < n_; ++s)
     for (std::size_t c = 0; c < count; ++c)
       data.states[s * C + begin + c] = shard_states_[c * n_ + s];
-  r.rhs = rhs_calls_;
-  r.jac = jac_calls_;
-  r.lu = lu_calls_;
-  r.solves = solve_calls_;
+  r.rhs = step_.rhs_calls;
+  r.jac = step_.jacobian_calls;
+  r.lu = step_.factorizations;
+  r.solves = step_.solves;
   return r;
 }
 
@@ -750,7 +463,7 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   auto invalid = [](const std::string& why) {
     throw Error("invalid_lane_pool_options", "", "", why);
   };
-  if (method::detail::family_of(options.method) != method::detail::Family::Rosenbrock)
+  if (!method::LaneRosenbrock::supports(options.method))
     invalid("lane pools run Rosenbrock methods; " +
             std::string(method::method_info(options.method).name) + " is not one");
   if (std::find(std::begin(linalg::kLuLaneWidths), std::end(linalg::kLuLaneWidths),
@@ -816,10 +529,7 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
     const std::size_t begin = s * options.shard_cells;
     const std::size_t end = std::min(C, begin + options.shard_cells);
     std::unique_ptr<Block>& block = blocks[worker];
-    if (!block) {
-      block = std::make_unique<Block>(m, narrowed, p);
-      block->hoisted_ = by_cell.data();
-    }
+    if (!block) block = std::make_unique<Block>(m, narrowed, p, by_cell.data());
     results[s] = block->run(data, t0, t1, begin, end, cell_steps);
   });
   for (const ShardResult& r : results) {  // shard order: the same sums for any thread count

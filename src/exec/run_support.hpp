@@ -1,4 +1,4 @@
-// Private to exec: what the run drivers (simulate.cpp, schedule.cpp) share: output times,
+// Private to exec: what the run drivers (simulate.cpp, schedule/runner.cpp) share: output times,
 // output rows and number spelling for messages.
 #pragma once
 

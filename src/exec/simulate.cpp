@@ -8,7 +8,7 @@
 #include <string>
 
 #include "esi/core/error.hpp"
-#include "esi/exec/pointwise.hpp"
+#include "esi/plan/pointwise_split.hpp"
 #include "esi/kernel/grid.hpp"
 #include "exec/discrete_events.hpp"
 #include "exec/model.hpp"

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "esi/core/error.hpp"
 #include "esi/esm/units.hpp"
@@ -169,22 +170,6 @@ std::optional<CfTimeUnits> parse_cf_time_units(std::string_view units, std::stri
   return out;
 }
 
-std::size_t select_epoch(std::span<const double> times, double t) {
-  if (times.empty() || !(t >= times.front()))
-    throw Error("forcing_time_out_of_range", "", "",
-                times.empty() ? std::string("the forcing has no records")
-                              : "time " + number(t) + " s is before the forcing's first record (" +
-                                    number(times.front()) + " s)");
-  // The first record time strictly after t, minus one: t on t_{k+1} selects k + 1.
-  return static_cast<std::size_t>(std::upper_bound(times.begin(), times.end(), t) - times.begin()) - 1;
-}
-
-std::optional<double> next_epoch_time(std::span<const double> times, double t) {
-  const auto it = std::upper_bound(times.begin(), times.end(), t);
-  if (it == times.end()) return std::nullopt;
-  return *it;
-}
-
 NetcdfForcing::NetcdfForcing(std::string path, ForcingOrigin origin, double model_epoch_unix)
     : path_(std::move(path)), origin_(std::move(origin)), model_epoch_unix_(model_epoch_unix) {
   std::error_code ec;
@@ -257,6 +242,62 @@ bool names_axis(const std::string& dim, const std::string& axis) {
 }
 
 }  // namespace
+
+void NetcdfForcing::bind_times(ForcingField& f, int time_coordinate, const std::string& time_dim,
+                               std::size_t records, const std::string& where) const {
+  if (time_coordinate < 0)
+    refuse("forcing_time_axis_invalid", where + ": its time dimension '" + time_dim +
+                                            "' has no coordinate variable giving the record times");
+  const std::string time_units = text_attribute(ncid_, time_coordinate, "units");
+  std::string why;
+  const auto cf = parse_cf_time_units(time_units, &why);
+  if (!cf) refuse("forcing_time_axis_invalid", where + ": time coordinate '" + time_dim + "': " + why);
+  const std::string calendar = lower(text_attribute(ncid_, time_coordinate, "calendar"));
+  if (!(calendar.empty() || calendar == "standard" || calendar == "gregorian" || calendar == "proleptic_gregorian"))
+    refuse("forcing_time_axis_invalid", where + ": calendar '" + calendar +
+                                            "' is not supported (standard, gregorian or proleptic_gregorian)");
+  std::vector<double> raw(records);
+  if (!raw.empty()) {
+    const std::size_t start = 0, count = raw.size();
+    if (const int s = nc_get_vara_double(ncid_, time_coordinate, &start, &count, raw.data()); s != NC_NOERR)
+      refuse("forcing_file_unreadable", where + ": reading its times failed: " + nc_strerror(s));
+  }
+  if (raw.empty()) refuse("forcing_time_axis_invalid", where + " has no records");
+  for (double v : raw) f.times.push_back(v * cf->seconds_per_unit + (cf->origin_unix_seconds - model_epoch_unix_));
+  for (std::size_t k = 1; k < f.times.size(); ++k)
+    if (!(f.times[k] > f.times[k - 1]) || !std::isfinite(f.times[k]))
+      refuse("forcing_time_axis_invalid", where + ": record times are not strictly increasing (record " +
+                                              std::to_string(k + 1) + " at " + number(f.times[k]) + " s after " +
+                                              number(f.times[k - 1]) + " s)");
+}
+
+void NetcdfForcing::bind_units(ForcingField& f, const std::string& units, const std::string& target,
+                               const std::string& where) const {
+  f.file_units = trim(text_attribute(ncid_, f.varid, "units"));
+  f.target_units = trim(units);
+  if (!f.target_units.empty()) {
+    const bool file_has_units = has_attribute(ncid_, f.varid, "units");
+    if (!file_has_units)
+      refuse("forcing_units_mismatch", where + " has no `units` attribute; " + target + " is declared in '" +
+                                           f.target_units + "' (add the attribute to the file)");
+    std::string why_file, why_target;
+    const auto from = parse_units(f.file_units, &why_file);
+    const auto to = parse_units(f.target_units, &why_target);
+    if (!from)
+      refuse("forcing_units_mismatch", where + ": its units '" + f.file_units + "' are not a unit esi knows (" +
+                                           why_file + "); " + target + " is declared in '" + f.target_units + "'");
+    if (!to)
+      refuse("forcing_units_mismatch", target + " is declared in '" + f.target_units + "', which is not a unit (" +
+                                           why_target + ")");
+    if (!(from->dim == to->dim))
+      refuse("forcing_units_mismatch", where + " is in '" + f.file_units + "' (" + esm::to_string(from->dim) +
+                                           "), but " + target + " is declared in '" + f.target_units + "' (" +
+                                           esm::to_string(to->dim) + "): different dimensions");
+    // value_target = (value_file * s_f + o_f - o_t) / s_t
+    f.factor = from->scale / to->scale;
+    f.shift = (from->offset - to->offset) / to->scale;
+  }
+}
 
 ForcingField NetcdfForcing::bind_to(const std::string& variable, const std::string& target,
                                     const std::vector<std::int64_t>& extents, const std::string& units,
@@ -355,58 +396,8 @@ ForcingField NetcdfForcing::bind_to(const std::string& variable, const std::stri
   f.values = 1;
   for (std::size_t d = timed ? 1 : 0; d < lengths.size(); ++d) f.count[d] = lengths[d], f.values *= lengths[d];
 
-  if (timed) {
-    if (time_coordinate < 0)
-      refuse("forcing_time_axis_invalid", where + ": its time dimension '" + dim_names[0] +
-                                              "' has no coordinate variable giving the record times");
-    const std::string time_units = text_attribute(ncid_, time_coordinate, "units");
-    std::string why;
-    const auto cf = parse_cf_time_units(time_units, &why);
-    if (!cf) refuse("forcing_time_axis_invalid", where + ": time coordinate '" + dim_names[0] + "': " + why);
-    const std::string calendar = lower(text_attribute(ncid_, time_coordinate, "calendar"));
-    if (!(calendar.empty() || calendar == "standard" || calendar == "gregorian" || calendar == "proleptic_gregorian"))
-      refuse("forcing_time_axis_invalid", where + ": calendar '" + calendar +
-                                              "' is not supported (standard, gregorian or proleptic_gregorian)");
-    std::vector<double> raw(lengths[0]);
-    if (!raw.empty()) {
-      const std::size_t start = 0, count = raw.size();
-      if (const int s = nc_get_vara_double(ncid_, time_coordinate, &start, &count, raw.data()); s != NC_NOERR)
-        refuse("forcing_file_unreadable", where + ": reading its times failed: " + nc_strerror(s));
-    }
-    if (raw.empty()) refuse("forcing_time_axis_invalid", where + " has no records");
-    for (double v : raw) f.times.push_back(v * cf->seconds_per_unit + (cf->origin_unix_seconds - model_epoch_unix_));
-    for (std::size_t k = 1; k < f.times.size(); ++k)
-      if (!(f.times[k] > f.times[k - 1]) || !std::isfinite(f.times[k]))
-        refuse("forcing_time_axis_invalid", where + ": record times are not strictly increasing (record " +
-                                                std::to_string(k + 1) + " at " + number(f.times[k]) + " s after " +
-                                                number(f.times[k - 1]) + " s)");
-  }
-
-  // Units: the file's (after packing) to the declared ones.
-  f.file_units = trim(text_attribute(ncid_, f.varid, "units"));
-  f.target_units = trim(units);
-  if (!f.target_units.empty()) {
-    const bool file_has_units = has_attribute(ncid_, f.varid, "units");
-    if (!file_has_units)
-      refuse("forcing_units_mismatch", where + " has no `units` attribute; " + target + " is declared in '" +
-                                           f.target_units + "' (add the attribute to the file)");
-    std::string why_file, why_target;
-    const auto from = parse_units(f.file_units, &why_file);
-    const auto to = parse_units(f.target_units, &why_target);
-    if (!from)
-      refuse("forcing_units_mismatch", where + ": its units '" + f.file_units + "' are not a unit esi knows (" +
-                                           why_file + "); " + target + " is declared in '" + f.target_units + "'");
-    if (!to)
-      refuse("forcing_units_mismatch", target + " is declared in '" + f.target_units + "', which is not a unit (" +
-                                           why_target + ")");
-    if (!(from->dim == to->dim))
-      refuse("forcing_units_mismatch", where + " is in '" + f.file_units + "' (" + esm::to_string(from->dim) +
-                                           "), but " + target + " is declared in '" + f.target_units + "' (" +
-                                           esm::to_string(to->dim) + "): different dimensions");
-    // value_target = (value_file * s_f + o_f - o_t) / s_t
-    f.factor = from->scale / to->scale;
-    f.shift = (from->offset - to->offset) / to->scale;
-  }
+  if (timed) bind_times(f, time_coordinate, dim_names[0], lengths[0], where);
+  bind_units(f, units, target, where);
   if (const auto s = number_attribute(ncid_, f.varid, "scale_factor"); s.size() == 1) f.scale_factor = s[0];
   if (const auto o = number_attribute(ncid_, f.varid, "add_offset"); o.size() == 1) f.add_offset = o[0];
   for (const char* attr : {"_FillValue", "missing_value"})
@@ -449,6 +440,35 @@ void NetcdfForcing::read(const ForcingField& f, std::size_t record, std::span<do
     if (converted) v = v * f.factor + f.shift;
     out[c] = v;
   }
+}
+
+OpenForcing open_forcing(const std::string& path, const ForcingOrigin& origin, const std::string& variable,
+                         const esm::System& system, const std::string& target, const std::string& bracket) {
+  auto file = std::make_shared<NetcdfForcing>(path, origin);
+  OpenForcing out;
+  const esm::System::Array* array = nullptr;
+  for (const auto& a : system.arrays)
+    if (a.name == target) array = &a;
+  if (array != nullptr) {
+    esm::System::Array one = *array;
+    for (std::size_t d = 0; d < one.axes.size(); ++d)
+      if (one.axes[d] == bracket) {
+        one.axes.erase(one.axes.begin() + static_cast<std::ptrdiff_t>(d));
+        one.extents.erase(one.extents.begin() + static_cast<std::ptrdiff_t>(d));
+        break;
+      }
+    out.field = file->bind(variable, one);
+  } else {
+    const int k = system.parameter_index(target);
+    if (k < 0)
+      throw Error("forcing_target_unknown", origin.file, origin.pointer,
+                  "'" + target + "' is not a parameter or parameter array of the model");
+    out.field = file->bind_scalar(variable, target, system.parameters[static_cast<std::size_t>(k)].units);
+  }
+  out.read = [file, field = out.field](std::size_t record, std::span<double> values) {
+    file->read(field, record, values);
+  };
+  return out;
 }
 
 }  // namespace esi::io

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -84,6 +85,212 @@ bool monotonic(const std::vector<double>& v) {
   return up || down;
 }
 
+/// An output quantity: a scalar, or an array with its cells.
+struct Quantity {
+  std::string flat;
+  const char* kind = "unknown";
+  const esm::FlatVariable* scalar = nullptr;
+  const esm::System::Array* array = nullptr;
+  std::vector<std::ptrdiff_t> gather;  // array: per cell (first index fastest), its column
+};
+
+/// The output quantities of these columns in order of first appearance: a scalar column, or an
+/// array gathering its cells' columns.
+std::vector<Quantity> output_quantities(const esm::System& system, const std::vector<std::string>& columns) {
+  struct Source {
+    const esm::FlatVariable* variable;
+    const char* kind;
+  };
+  // The cells of per-region state arrays are found by position (StateList::find), without
+  // an entry or a name per cell.
+  std::unordered_map<std::string, Source> by_name;
+  system.states.for_each_stored([&](std::size_t, const esm::FlatVariable& v) {
+    by_name.emplace(v.name, Source{&v, "state"});
+  });
+  for (const auto& v : system.observed) by_name.emplace(v.name, Source{&v, "observed"});
+  std::unordered_map<std::string, const esm::System::Array*> arrays;
+  for (const auto& a : system.arrays) arrays.emplace(a.name, &a);
+  std::vector<std::pair<std::size_t, const esm::System::Array*>> state_arrays;  // by first state
+  for (const auto& a : system.arrays)
+    if (a.first_state >= 0) state_arrays.emplace_back(static_cast<std::size_t>(a.first_state), &a);
+  std::sort(state_arrays.begin(), state_arrays.end());
+
+  std::vector<Quantity> quantities;
+  std::unordered_map<std::string, std::size_t> quantity_of;
+  const auto add_cell = [&](std::size_t j, const esm::System::Array& a, const char* kind,
+                            std::size_t offset) {
+    auto [it, fresh] = quantity_of.emplace(a.name, quantities.size());
+    if (fresh) {
+      std::size_t n = 1;
+      for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
+      quantities.push_back({a.name, kind, nullptr, &a, std::vector<std::ptrdiff_t>(n, -1)});
+    }
+    quantities[it->second].gather.at(offset) = static_cast<std::ptrdiff_t>(j);
+  };
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    const auto found = by_name.find(columns[j]);
+    if (found == by_name.end()) {
+      // A cell of a per-region state array: its offset in the array is its offset in the
+      // array's run of states (both first index fastest).
+      const std::int64_t s = system.states.find(columns[j]);
+      auto run =
+          std::upper_bound(state_arrays.begin(), state_arrays.end(), static_cast<std::size_t>(s),
+                           [](std::size_t x, const auto& e) { return x < e.first; });
+      std::size_t cells = 0;
+      if (s >= 0 && run != state_arrays.begin()) {
+        --run;
+        cells = 1;
+        for (std::int64_t e : run->second->extents) cells *= static_cast<std::size_t>(e);
+      }
+      if (cells > 0 && static_cast<std::size_t>(s) - run->first < cells) {
+        add_cell(j, *run->second, "state", static_cast<std::size_t>(s) - run->first);
+      } else {
+        quantities.push_back(
+            {columns[j], "unknown", nullptr, nullptr, {static_cast<std::ptrdiff_t>(j)}});
+      }
+      continue;
+    }
+    const esm::FlatVariable* v = found->second.variable;
+    const char* kind = found->second.kind;
+    const auto array = !v->array.empty() ? arrays.find(v->array) : arrays.end();
+    if (array == arrays.end() || v->cell.size() != array->second->extents.size()) {
+      quantities.push_back({columns[j], kind, v, nullptr, {static_cast<std::ptrdiff_t>(j)}});
+      continue;
+    }
+    const esm::System::Array& a = *array->second;
+    std::size_t offset = 0, stride = 1;
+    for (std::size_t d = 0; d < a.extents.size(); ++d) {
+      offset += static_cast<std::size_t>(v->cell[d] - 1) * stride;
+      stride *= static_cast<std::size_t>(a.extents[d]);
+    }
+    add_cell(j, a, kind, offset);
+  }
+  return quantities;
+}
+
+/// A NetCDF status checked: output_write_failed naming `what` unless it is NC_NOERR.
+using Check = std::function<void(int status, const std::string& what)>;
+
+/// One dimension per (index set, extent) the output arrays use.
+struct Dimension {
+  std::string axis, name;
+  std::int64_t extent = 0;
+  int dimid = -1;
+  bool has_coordinate = false;
+};
+
+/// A coordinate that is not a dimension's own: named in the `coordinates` attribute of every
+/// data variable over all its dimensions.
+struct Auxiliary {
+  std::string name;
+  std::vector<int> dimids;
+};
+
+Dimension* find_dim(std::vector<Dimension>& dims, const std::string& axis, std::int64_t extent) {
+  for (Dimension& d : dims)
+    if (d.axis == axis && d.extent == extent) return &d;
+  return nullptr;
+}
+
+/// Defines the coordinate variables of `dims`: the registry's entries first, then categorical
+/// members, then 1-based indices. Their values go into `coordinate_data` (written after
+/// nc_enddef).
+void define_coordinates(int ncid, const esm::System& system, const nlohmann::json& registry,
+                        const nlohmann::json& index_sets, NameTable& names, std::vector<Dimension>& dims,
+                        std::vector<CoordinateData>& coordinate_data, std::vector<Auxiliary>& auxiliaries,
+                        const Check& check) {
+  const auto text_attribute = [&](int varid, const std::string& name, const std::string& value) {
+    check(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.data()), "attribute " + name);
+  };
+  const auto copy_cf_attributes = [&](int varid, const std::string& key, const nlohmann::json& entry) {
+    for (const char* attr : {"standard_name", "units", "axis"})
+      if (entry.contains(attr) && entry[attr].is_string()) text_attribute(varid, attr, entry[attr].get<std::string>());
+    text_attribute(varid, "esm_coordinate", key);
+  };
+  for (const auto& [key, entry] : registry.items()) {
+    if (!entry.is_object()) continue;
+    std::vector<double> values;
+    std::vector<Dimension*> over;  // the entry's axes, first index first
+    if (entry.contains("values") && entry["values"].is_array()) {
+      for (const auto& v : entry["values"])
+        if (v.is_number()) values.push_back(v.get<double>());
+      if (values.size() != entry["values"].size()) continue;
+      const auto n = static_cast<std::int64_t>(values.size());
+      Dimension* target = nullptr;
+      for (Dimension& d : dims)
+        if (d.extent == n && (key == d.axis || ends_with(key, "_" + d.axis))) target = &d;
+      if (target == nullptr) {
+        int same_length = 0;
+        for (Dimension& d : dims)
+          if (d.extent == n) ++same_length, target = &d;
+        if (same_length != 1) target = nullptr;
+      }
+      if (target == nullptr) continue;
+      over.push_back(target);
+    } else if (entry.contains("source") && entry["source"].is_string()) {
+      const std::string source = entry["source"].get<std::string>();
+      const esm::System::Array* found = nullptr;
+      int matches = 0;
+      for (const auto& a : system.arrays)
+        if (a.name == source || ends_with(a.name, "." + source)) found = &a, ++matches;
+      if (matches != 1 || !found->parameter) continue;
+      values = array_values(system, *found);
+      if (values.empty()) continue;
+      for (std::size_t d = 0; d < found->axes.size(); ++d)
+        over.push_back(find_dim(dims, found->axes[d], found->extents[d]));
+      if (std::find(over.begin(), over.end(), nullptr) != over.end()) continue;
+    } else {
+      continue;
+    }
+    const bool dimension_coordinate = over.size() == 1 && !over[0]->has_coordinate && monotonic(values);
+    CoordinateData data;
+    data.numbers = std::move(values);
+    if (dimension_coordinate) {
+      Dimension& d = *over[0];
+      check(nc_def_var(ncid, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + key);
+      d.has_coordinate = true;
+    } else {
+      Auxiliary aux{names.claim(key), {}};
+      for (auto it = over.rbegin(); it != over.rend(); ++it) aux.dimids.push_back((*it)->dimid);
+      check(nc_def_var(ncid, aux.name.c_str(), NC_DOUBLE, static_cast<int>(aux.dimids.size()), aux.dimids.data(),
+                       &data.varid),
+            "defining coordinate " + key);
+      auxiliaries.push_back(std::move(aux));
+    }
+    copy_cf_attributes(data.varid, key, entry);
+    coordinate_data.push_back(std::move(data));
+  }
+  for (Dimension& d : dims) {
+    if (d.has_coordinate) continue;
+    CoordinateData data;
+    const nlohmann::json* set = index_sets.contains(d.axis) ? &index_sets[d.axis] : nullptr;
+    const nlohmann::json* members =
+        set != nullptr && set->is_object() && set->value("kind", "") == "categorical" && set->contains("members") &&
+                (*set)["members"].is_array() && static_cast<std::int64_t>((*set)["members"].size()) == d.extent
+            ? &(*set)["members"]
+            : nullptr;
+    bool all_numbers = members != nullptr, all_strings = members != nullptr;
+    if (members != nullptr)
+      for (const auto& m : *members) all_numbers = all_numbers && m.is_number(), all_strings = all_strings && m.is_string();
+    if (all_numbers) {
+      for (const auto& m : *members) data.numbers.push_back(m.get<double>());
+      check(nc_def_var(ncid, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
+      text_attribute(data.varid, "long_name", d.axis + " members");
+    } else if (all_strings) {
+      for (const auto& m : *members) data.strings.push_back(m.get<std::string>());
+      check(nc_def_var(ncid, d.name.c_str(), NC_STRING, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
+      text_attribute(data.varid, "long_name", d.axis + " members");
+    } else {
+      for (std::int64_t i = 1; i <= d.extent; ++i) data.indices.push_back(i);
+      check(nc_def_var(ncid, d.name.c_str(), NC_INT64, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
+      text_attribute(data.varid, "long_name", d.axis + " index (1-based)");
+    }
+    text_attribute(data.varid, "esm_index_set", d.axis);
+    d.has_coordinate = true;
+    coordinate_data.push_back(std::move(data));
+  }
+}
+
 }  // namespace
 
 std::string netcdf_name(const std::string& flat_name) {
@@ -124,82 +331,7 @@ void NetcdfOutput::check(int status, const std::string& what) const {
 void NetcdfOutput::define(const std::vector<std::string>& columns) {
   ESI_ASSERT(ncid_ >= 0 && time_varid_ < 0);
   columns_ = columns.size();
-  struct Source {
-    const esm::FlatVariable* variable;
-    const char* kind;
-  };
-  // The cells of per-region state arrays are found by position (StateList::find), without
-  // an entry or a name per cell.
-  std::unordered_map<std::string, Source> by_name;
-  system_.states.for_each_stored([&](std::size_t, const esm::FlatVariable& v) {
-    by_name.emplace(v.name, Source{&v, "state"});
-  });
-  for (const auto& v : system_.observed) by_name.emplace(v.name, Source{&v, "observed"});
-  std::unordered_map<std::string, const esm::System::Array*> arrays;
-  for (const auto& a : system_.arrays) arrays.emplace(a.name, &a);
-  std::vector<std::pair<std::size_t, const esm::System::Array*>> state_arrays;  // by first state
-  for (const auto& a : system_.arrays)
-    if (a.first_state >= 0) state_arrays.emplace_back(static_cast<std::size_t>(a.first_state), &a);
-  std::sort(state_arrays.begin(), state_arrays.end());
-
-  // Output quantities in order of first appearance: a scalar, or an array with its cells.
-  struct Quantity {
-    std::string flat;
-    const char* kind = "unknown";
-    const esm::FlatVariable* scalar = nullptr;
-    const esm::System::Array* array = nullptr;
-    std::vector<std::ptrdiff_t> gather;  // array: per cell (first index fastest), its column
-  };
-  std::vector<Quantity> quantities;
-  std::unordered_map<std::string, std::size_t> quantity_of;
-  const auto add_cell = [&](std::size_t j, const esm::System::Array& a, const char* kind,
-                            std::size_t offset) {
-    auto [it, fresh] = quantity_of.emplace(a.name, quantities.size());
-    if (fresh) {
-      std::size_t n = 1;
-      for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
-      quantities.push_back({a.name, kind, nullptr, &a, std::vector<std::ptrdiff_t>(n, -1)});
-    }
-    quantities[it->second].gather.at(offset) = static_cast<std::ptrdiff_t>(j);
-  };
-  for (std::size_t j = 0; j < columns.size(); ++j) {
-    const auto found = by_name.find(columns[j]);
-    if (found == by_name.end()) {
-      // A cell of a per-region state array: its offset in the array is its offset in the
-      // array's run of states (both first index fastest).
-      const std::int64_t s = system_.states.find(columns[j]);
-      auto run =
-          std::upper_bound(state_arrays.begin(), state_arrays.end(), static_cast<std::size_t>(s),
-                           [](std::size_t x, const auto& e) { return x < e.first; });
-      std::size_t cells = 0;
-      if (s >= 0 && run != state_arrays.begin()) {
-        --run;
-        cells = 1;
-        for (std::int64_t e : run->second->extents) cells *= static_cast<std::size_t>(e);
-      }
-      if (cells > 0 && static_cast<std::size_t>(s) - run->first < cells) {
-        add_cell(j, *run->second, "state", static_cast<std::size_t>(s) - run->first);
-      } else {
-        quantities.push_back(
-            {columns[j], "unknown", nullptr, nullptr, {static_cast<std::ptrdiff_t>(j)}});
-      }
-      continue;
-    }
-    const esm::FlatVariable* v = found->second.variable;
-    const char* kind = found->second.kind;
-    const auto array = !v->array.empty() ? arrays.find(v->array) : arrays.end();
-    if (array == arrays.end() || v->cell.size() != array->second->extents.size()) {
-      quantities.push_back({columns[j], kind, v, nullptr, {static_cast<std::ptrdiff_t>(j)}});
-      continue;
-    }
-    const esm::System::Array& a = *array->second;
-    std::size_t offset = 0, stride = 1;
-    for (std::size_t d = 0; d < a.extents.size(); ++d) {
-      offset += static_cast<std::size_t>(v->cell[d] - 1) * stride;
-      stride *= static_cast<std::size_t>(a.extents[d]);
-    }
-    add_cell(j, a, kind, offset);
-  }
+  std::vector<Quantity> quantities = output_quantities(system_, columns);
 
   NameTable names;
   const std::string time_name = names.claim("time");
@@ -224,12 +356,6 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
                                          ? (*doc)["index_sets"] : empty;
   const nlohmann::json& registry = doc != nullptr && doc->contains("coordinates") && (*doc)["coordinates"].is_object()
                                        ? (*doc)["coordinates"] : empty;
-  struct Dimension {
-    std::string axis, name;
-    std::int64_t extent = 0;
-    int dimid = -1;
-    bool has_coordinate = false;
-  };
   std::vector<Dimension> dims;
   const auto dim_of = [&](const std::string& axis, std::int64_t extent) -> Dimension& {
     for (Dimension& d : dims)
@@ -245,102 +371,9 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
 
   // Coordinates: the registry's entries first, then categorical members, then 1-based indices.
   std::vector<CoordinateData> coordinate_data;
-  struct Auxiliary {
-    std::string name;
-    std::vector<int> dimids;
-  };
   std::vector<Auxiliary> auxiliaries;
-  const auto copy_cf_attributes = [&](int varid, const std::string& key, const nlohmann::json& entry) {
-    for (const char* attr : {"standard_name", "units", "axis"})
-      if (entry.contains(attr) && entry[attr].is_string()) text_attribute(varid, attr, entry[attr].get<std::string>());
-    text_attribute(varid, "esm_coordinate", key);
-  };
-  const auto find_dim = [&](const std::string& axis, std::int64_t extent) -> Dimension* {
-    for (Dimension& d : dims)
-      if (d.axis == axis && d.extent == extent) return &d;
-    return nullptr;
-  };
-  for (const auto& [key, entry] : registry.items()) {
-    if (!entry.is_object()) continue;
-    std::vector<double> values;
-    std::vector<Dimension*> over;  // the entry's axes, first index first
-    if (entry.contains("values") && entry["values"].is_array()) {
-      for (const auto& v : entry["values"])
-        if (v.is_number()) values.push_back(v.get<double>());
-      if (values.size() != entry["values"].size()) continue;
-      const auto n = static_cast<std::int64_t>(values.size());
-      Dimension* target = nullptr;
-      for (Dimension& d : dims)
-        if (d.extent == n && (key == d.axis || ends_with(key, "_" + d.axis))) target = &d;
-      if (target == nullptr) {
-        int same_length = 0;
-        for (Dimension& d : dims)
-          if (d.extent == n) ++same_length, target = &d;
-        if (same_length != 1) target = nullptr;
-      }
-      if (target == nullptr) continue;
-      over.push_back(target);
-    } else if (entry.contains("source") && entry["source"].is_string()) {
-      const std::string source = entry["source"].get<std::string>();
-      const esm::System::Array* found = nullptr;
-      int matches = 0;
-      for (const auto& a : system_.arrays)
-        if (a.name == source || ends_with(a.name, "." + source)) found = &a, ++matches;
-      if (matches != 1 || !found->parameter) continue;
-      values = array_values(system_, *found);
-      if (values.empty()) continue;
-      for (std::size_t d = 0; d < found->axes.size(); ++d) over.push_back(find_dim(found->axes[d], found->extents[d]));
-      if (std::find(over.begin(), over.end(), nullptr) != over.end()) continue;
-    } else {
-      continue;
-    }
-    const bool dimension_coordinate = over.size() == 1 && !over[0]->has_coordinate && monotonic(values);
-    CoordinateData data;
-    data.numbers = std::move(values);
-    if (dimension_coordinate) {
-      Dimension& d = *over[0];
-      check(nc_def_var(ncid_, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + key);
-      d.has_coordinate = true;
-    } else {
-      Auxiliary aux{names.claim(key), {}};
-      for (auto it = over.rbegin(); it != over.rend(); ++it) aux.dimids.push_back((*it)->dimid);
-      check(nc_def_var(ncid_, aux.name.c_str(), NC_DOUBLE, static_cast<int>(aux.dimids.size()), aux.dimids.data(),
-                       &data.varid),
-            "defining coordinate " + key);
-      auxiliaries.push_back(std::move(aux));
-    }
-    copy_cf_attributes(data.varid, key, entry);
-    coordinate_data.push_back(std::move(data));
-  }
-  for (Dimension& d : dims) {
-    if (d.has_coordinate) continue;
-    CoordinateData data;
-    const nlohmann::json* set = index_sets.contains(d.axis) ? &index_sets[d.axis] : nullptr;
-    const nlohmann::json* members =
-        set != nullptr && set->is_object() && set->value("kind", "") == "categorical" && set->contains("members") &&
-                (*set)["members"].is_array() && static_cast<std::int64_t>((*set)["members"].size()) == d.extent
-            ? &(*set)["members"]
-            : nullptr;
-    bool all_numbers = members != nullptr, all_strings = members != nullptr;
-    if (members != nullptr)
-      for (const auto& m : *members) all_numbers = all_numbers && m.is_number(), all_strings = all_strings && m.is_string();
-    if (all_numbers) {
-      for (const auto& m : *members) data.numbers.push_back(m.get<double>());
-      check(nc_def_var(ncid_, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " members");
-    } else if (all_strings) {
-      for (const auto& m : *members) data.strings.push_back(m.get<std::string>());
-      check(nc_def_var(ncid_, d.name.c_str(), NC_STRING, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " members");
-    } else {
-      for (std::int64_t i = 1; i <= d.extent; ++i) data.indices.push_back(i);
-      check(nc_def_var(ncid_, d.name.c_str(), NC_INT64, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " index (1-based)");
-    }
-    text_attribute(data.varid, "esm_index_set", d.axis);
-    d.has_coordinate = true;
-    coordinate_data.push_back(std::move(data));
-  }
+  define_coordinates(ncid_, system_, registry, index_sets, names, dims, coordinate_data, auxiliaries,
+                     [this](int status, const std::string& what) { check(status, what); });
 
   // Data variables.
   for (Quantity& q : quantities) {
@@ -350,7 +383,7 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
     std::vector<std::size_t> chunks{q.array != nullptr ? std::size_t{1} : series_chunk};
     if (q.array != nullptr)
       for (std::size_t d = q.array->axes.size(); d-- > 0;) {
-        const Dimension* dim = find_dim(q.array->axes[d], q.array->extents[d]);
+        const Dimension* dim = find_dim(dims, q.array->axes[d], q.array->extents[d]);
         dimids.push_back(dim->dimid);
         var.count.push_back(static_cast<std::size_t>(q.array->extents[d]));
         chunks.push_back(static_cast<std::size_t>(q.array->extents[d]));

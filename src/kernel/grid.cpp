@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "esi/core/error.hpp"
+#include "esi/esm/relative_read.hpp"
 #include "esi/kernel/native.hpp"
 #include "kernel/thread_team.hpp"
 
@@ -44,40 +45,6 @@ std::int64_t cells_of(const std::vector<std::int64_t>& lo, const std::vector<std
   return n;
 }
 
-/// "C.x[@0+1,@1,3]" -> ("C.x", [(0, 1), (1, 0), (-1, 3)]); false when not of that form.
-bool parse_relative(std::string_view name, std::string& base, std::vector<int>& axis,
-                    std::vector<std::int64_t>& offset) {
-  const auto open = name.find('[');
-  if (open == std::string_view::npos || name.back() != ']') return false;
-  base = std::string(name.substr(0, open));
-  axis.clear();
-  offset.clear();
-  std::string_view rest = name.substr(open + 1, name.size() - open - 2);
-  while (true) {
-    const auto comma = rest.find(',');
-    std::string_view c = rest.substr(0, comma);
-    int ax = -1;
-    std::int64_t off = 0;
-    if (!c.empty() && c[0] == '@') {
-      std::size_t k = 1;
-      while (k < c.size() && c[k] >= '0' && c[k] <= '9') ++k;
-      if (std::from_chars(c.data() + 1, c.data() + k, ax).ec != std::errc()) return false;
-      c = c.substr(k);
-      if (!c.empty() && c[0] == '+') c = c.substr(1);
-    }
-    if (!c.empty()) {
-      const auto r = std::from_chars(c.data(), c.data() + c.size(), off);
-      if (r.ec != std::errc() || r.ptr != c.data() + c.size()) return false;
-    } else if (ax < 0) {
-      return false;
-    }
-    axis.push_back(ax);
-    offset.push_back(off);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return true;
-}
 
 /// Symbols a set of expressions reads, through the scalar observeds it reads.
 std::vector<NodeId> symbols_read(const System& sys, std::span<const NodeId> roots,
@@ -170,12 +137,15 @@ GridProgram compile_grid(const System& sys, const GridCompileOptions& options) {
       for (NodeId sym : symbols_read(sys, region.rhs, observed_index)) {
         const std::string name(sys.pool.str(sys.pool.node(sym).name));
         GridInput in;
-        std::string base;
+        esm::RelativeRead read;
         if (auto s = state_index.find(name); s != state_index.end()) {
           in.kind = GridInput::Kind::ScalarState;
           in.state = s->second;
           state_direct = true;
-        } else if (parse_relative(name, base, in.axis, in.offset)) {
+        } else if (esm::parse_relative_read(name, read)) {
+          const std::string& base = read.array;
+          in.axis = std::move(read.axis);
+          in.offset = std::move(read.offset);
           if (base == "$index") {
             in.kind = GridInput::Kind::Index;
             if (in.axis.size() != 1 || in.axis[0] < 0 || std::abs(in.offset[0]) > kIotaMargin)

@@ -12,6 +12,7 @@
 #include "method/controller.hpp"
 #include "method/stepper.hpp"
 #include "method/support.hpp"
+#include "method/step_rules.hpp"
 #include "method/tableau.hpp"
 
 namespace esi::method {
@@ -23,10 +24,6 @@ namespace {
 // Why the last attempt was rejected; decides the code when the step size runs out.
 enum class Cause { None, ErrorTest, NonFinite, LinearSolve, Newton, Domain };
 
-constexpr double kNonFiniteFactor = 0.1;    // brief: non-finite -> dt * 0.1
-constexpr double kSolverFailFactor = 0.5;   // OrdinaryDiffEq failfactor 2
-constexpr double kDomainFactor = 0.5;
-constexpr double kLandingSlack = 0.01;      // stretch a step by <= 1% to land on t_limit
 
 bool all_finite(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
@@ -149,9 +146,7 @@ void Integrator::Impl::start(double t_limit) {
 }
 
 double Integrator::Impl::plan_step(double t_limit, bool& lands) const {
-  double h = opt.dt_max > 0 ? std::min(dt, opt.dt_max) : dt;
-  lands = t + (1 + kLandingSlack) * h >= t_limit;
-  return lands ? t_limit - t : h;
+  return planned_step(t, dt, opt.dt_max, t_limit, lands);
 }
 
 bool Integrator::Impl::reject(Cause why, double h_next_value, double& h_next) {
@@ -219,9 +214,7 @@ void Integrator::Impl::complete_step(double h, bool lands, double t_limit, doubl
   own_dense = stepper->has_dense() && (!clipped || stepper->dense_uses_end());
   ++stats.accepted;
   cause = Cause::None;
-  // A step shortened to land on t_limit says little about the step the problem allows.
-  if (adaptive && lands && h < dt && h_next > h) h_next = std::max(h_next, dt);
-  dt = opt.dt_max > 0 ? std::min(h_next, opt.dt_max) : h_next;
+  dt = step_after_accept(h, adaptive && lands, dt, h_next, opt.dt_max);
 }
 
 ReturnCode Integrator::Impl::fail(ReturnCode code, const std::string& what) {

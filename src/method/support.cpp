@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "method/step_rules.hpp"
+
 namespace esi::method::detail {
 
 double weighted_rms(const double* err, const double* u0, const double* u1, std::size_t n,
@@ -41,16 +43,12 @@ double hairer_initial_step(const Evaluator& eval, double t0, const double* u0, c
   const double* none = u0;  // the norm's max(|u0|, |u1|) with u1 = u0
   const double d0 = weighted_rms(u0, u0, none, n, rtol, atol);
   const double d1 = weighted_rms(f0, u0, none, n, rtol, atol);
-  const double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+  const double h0 = hairer_trial_step(d0, d1);
   for (std::size_t i = 0; i < n; ++i) scratch_u[i] = u0[i] + h0 * f0[i];
   eval.rhs(t0 + h0, scratch_u, scratch_f);
   for (std::size_t i = 0; i < n; ++i) scratch_f[i] -= f0[i];
   const double d2 = weighted_rms(scratch_f, u0, none, n, rtol, atol) / h0;
-  const double dmax = std::max(d1, d2);
-  const double h1 = dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3)
-                                  : std::pow(0.01 / dmax, 1.0 / (order + 1));
-  const double h = std::min(100 * h0, h1);
-  return std::isfinite(h) ? h : 1e-6;
+  return hairer_starting_step(h0, d1, d2, order);
 }
 
 bool leaves_nonnegative_domain(std::span<const double> v, std::span<const int> components) {

@@ -1,5 +1,5 @@
-// Forward-mode dual numbers with sparse gradients (the planner's independent derivative), the
-// additive-term splitter and the relative-read parser.
+// Forward-mode dual numbers with sparse gradients (the planner's independent derivative) and the
+// additive-term splitter.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -261,37 +261,6 @@ NodeId sum_of(expr::Pool& pool, const std::vector<NodeId>& terms) {
   if (terms.empty()) return pool.number(0.0);
   if (terms.size() == 1) return terms[0];
   return pool.make(Op::Add, terms);
-}
-
-bool parse_relative(const std::string& name, RelativeRead& out) {
-  const std::size_t open = name.find('[');
-  if (open == std::string::npos || open == 0 || name.back() != ']') return false;
-  out = RelativeRead{name.substr(0, open), {}, {}};
-  std::size_t pos = open + 1;
-  while (pos < name.size() - 1) {
-    std::size_t end = name.find(',', pos);
-    if (end == std::string::npos) end = name.size() - 1;
-    const std::string part = name.substr(pos, end - pos);
-    if (!part.empty() && part[0] == '@') {
-      std::size_t k = 1;
-      while (k < part.size() && std::isdigit(static_cast<unsigned char>(part[k]))) ++k;
-      out.axis.push_back(std::stoi(part.substr(1, k - 1)));
-      out.offset.push_back(k < part.size() ? std::stoll(part.substr(k)) : 0);
-    } else {
-      std::size_t used = 0;
-      std::int64_t v = 0;
-      try {
-        v = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        return false;
-      }
-      if (used != part.size()) return false;
-      out.axis.push_back(-1);
-      out.offset.push_back(v);
-    }
-    pos = end + 1;
-  }
-  return true;
 }
 
 std::string owner_component(const std::string& name, const std::vector<std::string>& components) {

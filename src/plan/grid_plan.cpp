@@ -119,7 +119,7 @@ struct GridPlanner {
     Reach out;
     for (const auto& name : symbols(e)) {
       RelativeRead read;
-      if (!parse_relative(name, read) || read.array == "$index") continue;
+      if (!esm::parse_relative_read(name, read) || read.array == "$index") continue;
       auto it = arrays.find(read.array);
       if (it == arrays.end()) continue;
       const ArrayInfo& info = it->second;
@@ -295,7 +295,7 @@ void plan_grid(esm::System& s, Plan& plan) {
           grp.row_reach[row].add(r);
           for (const auto& name : gp.symbols(term)) {
             RelativeRead read;
-            if (parse_relative(name, read) && read.array.find("~term") != std::string::npos)
+            if (esm::parse_relative_read(name, read) && read.array.find("~term") != std::string::npos)
               grp.term_arrays.insert(read.array);
           }
         }

@@ -92,7 +92,7 @@ class CellInstantiator {
     auto it = parsed_.find(name);
     if (it == parsed_.end()) {
       detail::RelativeRead r;
-      if (!detail::parse_relative(std::string(s_.pool.str(name)), r)) r.array.clear();
+      if (!esm::parse_relative_read(std::string(s_.pool.str(name)), r)) r.array.clear();
       it = parsed_.emplace(name, std::move(r)).first;
     }
     return it->second.array.empty() ? nullptr : &it->second;

@@ -222,6 +222,9 @@ Plan make_plan(esm::System& system, const PlanOptions& options) {
                     "the arrays of this document became one equation per cell" +
                         (system.grid_fallback.empty() ? std::string() : " (" + system.grid_fallback + ")") +
                         "; the planner needs their per-region form (flatten with FlattenOptions::grid)");
+  // The executable split first, from the system as given (the passes below add the
+  // operators' expressions to its pool).
+  if (grid) plan.pointwise_split = split_pointwise(system, plan.pointwise_split_why);
   if (grid) detail::plan_grid(system, plan);
   else detail::plan_scalar(system, plan);
   require_patterns(plan);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "esi/esm/relative_read.hpp"
 #include "esi/esm/system.hpp"
 #include "esi/plan/plan.hpp"
 
@@ -60,15 +61,7 @@ inline constexpr std::size_t kMaxTerms = 64;
 /// The sum of `terms` (0 when empty) as one node.
 expr::NodeId sum_of(expr::Pool& pool, const std::vector<expr::NodeId>& terms);
 
-/// A relative read "C.x[@0+1,@1,3]" taken apart: per index of the array read, the output
-/// axis it moves with (-1: fixed) and the offset (or the fixed 1-based position).
-struct RelativeRead {
-  std::string array;
-  std::vector<int> axis;
-  std::vector<std::int64_t> offset;
-};
-/// Parses a read of an array ("C.x[@0+1,@1,3]", "C.y[2]"); false for an ordinary name.
-bool parse_relative(const std::string& name, RelativeRead& out);
+using esm::RelativeRead;  // the relative-read names of grid regions (esi/esm/relative_read.hpp)
 
 /// The component of `name` among `components` (longest path that prefixes it followed by a
 /// dot); "" when none.

@@ -85,7 +85,7 @@ class GridOracle {
   const RelativeRead& parsed(NodeId sym) {
     if (auto it = parsed_.find(sym); it != parsed_.end()) return it->second;
     RelativeRead r;
-    if (!parse_relative(std::string(s_.pool.str(s_.pool.node(sym).name)), r)) r.array.clear();
+    if (!esm::parse_relative_read(std::string(s_.pool.str(s_.pool.node(sym).name)), r)) r.array.clear();
     return parsed_.emplace(sym, std::move(r)).first->second;
   }
 

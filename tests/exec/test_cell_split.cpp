@@ -16,7 +16,7 @@
 
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
-#include "esi/exec/pointwise.hpp"
+#include "esi/plan/pointwise_split.hpp"
 #include "esi/exec/simulate.hpp"
 #include "support/reseact_docs.hpp"
 #include "support/grid_and_cells.hpp"
@@ -86,7 +86,7 @@ std::vector<double> final_row(const esi::exec::Trajectory& tr) {
 TEST(CellSplit, PointwiseDecayWithPositionDependentRatesIsExact) {
   Loaded m(doc_text(kVariables, equations(false)));
   std::string why;
-  const auto split = esi::exec::split_pointwise(m.grid, why);
+  const auto split = esi::plan::split_pointwise(m.grid, why);
   ASSERT_TRUE(split) << why;
   EXPECT_FALSE(split->has_rest);
   ASSERT_EQ(split->cell.states.size(), 1u);
@@ -106,7 +106,7 @@ TEST(CellSplit, PointwiseDecayWithPositionDependentRatesIsExact) {
 TEST(CellSplit, LieSplittingConvergesAtFirstOrderInTheSplitStep) {
   Loaded m(doc_text(kVariables, equations(true)));
   std::string why;
-  const auto split = esi::exec::split_pointwise(m.grid, why);
+  const auto split = esi::plan::split_pointwise(m.grid, why);
   ASSERT_TRUE(split) << why;
   EXPECT_TRUE(split->has_rest);
   // Unsplit reference: one equation per cell, Rodas5P at a tight tolerance.
@@ -151,7 +151,7 @@ TEST(CellSplit, Reseact3dChemRunsAnHourWithNoNegativeOrNonFiniteConcentration) {
   const auto doc = esi::esm::load_resolved(d.file.string());
   const esi::esm::System sys = esi::esm::flatten(doc, d.grid);
   std::string why;
-  const auto split = esi::exec::split_pointwise(sys, why);
+  const auto split = esi::plan::split_pointwise(sys, why);
   ASSERT_TRUE(split) << why;
   EXPECT_TRUE(split->has_rest);
   EXPECT_EQ(split->cell.states.size(), 12u);  // SuperFast's species; m has no chemistry

@@ -14,7 +14,7 @@
 
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
-#include "esi/exec/pointwise.hpp"
+#include "esi/plan/pointwise_split.hpp"
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/schedule.hpp"
 #include "esi/exec/simulate.hpp"

@@ -1,7 +1,7 @@
 // The NetCDF forcing reader: files written here with NetCDF-C, read back into an array's cell
 // order (first index fastest) with units converted; every refusal code with what its message
-// must name; the CF time axis in model seconds; half-open epoch selection at and between
-// record times.
+// must name; the CF time axis in model seconds. (Which record holds when is exec's:
+// tests/exec/test_schedule_forcing.cpp.)
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -302,23 +302,6 @@ TEST(NetcdfForcing, AFillValueInARecordIsAMissingValueAtItsPosition) {
   const esi::Error e = error_of([&] { forcing.read(holes, 1, out); });
   EXPECT_EQ(e.code(), "forcing_missing_value");
   EXPECT_NE(e.diagnostic().message.find("record 2, value 2"), std::string::npos) << e.diagnostic().message;
-}
-
-TEST(NetcdfForcing, EpochsAreHalfOpenAtAndBetweenRecordTimes) {
-  const std::vector<double> times = {0, 3600, 7200};
-  EXPECT_EQ(esi::io::select_epoch(times, 0), 0u);
-  EXPECT_EQ(esi::io::select_epoch(times, 1800), 0u);
-  EXPECT_EQ(esi::io::select_epoch(times, std::nextafter(3600.0, 0.0)), 0u);
-  EXPECT_EQ(esi::io::select_epoch(times, 3600), 1u);  // exactly on t_1: the next epoch
-  EXPECT_EQ(esi::io::select_epoch(times, 3600.5), 1u);
-  EXPECT_EQ(esi::io::select_epoch(times, 7200), 2u);
-  EXPECT_EQ(esi::io::select_epoch(times, 1e9), 2u);  // the last record holds from its time on
-  EXPECT_EQ(error_of([&] { esi::io::select_epoch(times, -1); }).code(), "forcing_time_out_of_range");
-  EXPECT_EQ(error_of([&] { esi::io::select_epoch({}, 0); }).code(), "forcing_time_out_of_range");
-  EXPECT_EQ(esi::io::next_epoch_time(times, 0), 3600.0);
-  EXPECT_EQ(esi::io::next_epoch_time(times, 3599), 3600.0);
-  EXPECT_EQ(esi::io::next_epoch_time(times, 3600), 7200.0);
-  EXPECT_FALSE(esi::io::next_epoch_time(times, 7200));
 }
 
 }  // namespace

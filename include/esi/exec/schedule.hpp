@@ -20,11 +20,8 @@
 // runs its child `substeps` times over equal parts; `every` runs its child only in macro steps
 // that end on a multiple of its period after the start, over the time since its last run.
 //
-// Forcing. A provider has record times t_k (model seconds, increasing) and reads record k into
-// its target (a parameter array or a scalar parameter). Over a macro step starting at t, the
-// target holds record k with t_k <= t < t_k+1 (half-open), or with `bracket` the pair (k, k+1)
-// along that index set; macro steps end on every record time, so no step crosses an epoch.
-// Before the first record or from the last one on, the run is refused (`forcing_out_of_range`).
+// Forcing (forcing.hpp). Macro steps end on every record time, so no step crosses an epoch;
+// a stage exactly on the record time that ends its step sees the next epoch.
 //
 // Restart. At restart points (multiples of restart_every after the start, always macro-step
 // ends) the runner hands the caller a RestartState: time, state, every leaf's carried step
@@ -41,30 +38,13 @@
 
 #include "esi/esm/load.hpp"
 #include "esi/esm/system.hpp"
+#include "esi/exec/forcing.hpp"
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/method/integrator.hpp"
 #include "esi/plan/plan.hpp"
 
 namespace esi::exec {
-
-struct ForcingProvider {
-  std::string target;          ///< a parameter array or scalar parameter of the system
-  std::string bracket;         ///< "" or the index set of extent 2 holding records (k, k+1)
-  std::vector<double> times;   ///< record times [s], increasing; one record = constant forever
-  std::size_t record_values = 0;  ///< values one record holds (the target without the bracket axis)
-  /// Reads record k: record_values numbers in the target's cell order (first index fastest,
-  /// the bracket axis left out). Called from the run's thread, between macro steps.
-  std::function<void(std::size_t record, std::span<double> out)> read;
-  std::string pointer;  ///< where the configuration declared it (for errors)
-};
-
-/// The provider of an `expression` forcing (ForcingSpec::Kind::Expression): records at
-/// start + k * every covering the run (one more for a bracket), each the expression at every
-/// cell of the target. Refused before the run, at the forcing's pointer:
-/// `forcing_target_unknown`, `forcing_expression_invalid` (a name other than t and the
-/// target's axes; t without `every`; a value that is not finite, with the cell and time).
-ForcingProvider expression_forcing(const RunConfig& config, const ForcingSpec& spec, const esm::System& system);
 
 struct RestartState {
   std::uint64_t fingerprint = 0;

@@ -11,7 +11,6 @@
 //                             calendar other than standard / gregorian / proleptic_gregorian,
 //                             or is not strictly increasing
 //   forcing_missing_value     (read) a record holds _FillValue, missing_value, NaN or infinity
-//   forcing_time_out_of_range (select_epoch) a time before the first record
 // Errors carry `origin` (the run configuration's file and the JSON pointer of the forcing
 // entry) when one is given, else the NetCDF file's path; the message always names the NetCDF
 // file and the variable.
@@ -38,11 +37,12 @@
 // declares no units takes the values as they are. CF packing (scale_factor, add_offset) is
 // applied before the conversion.
 //
-// Epochs are half-open: record k holds on [t_k, t_{k+1}); a time exactly on t_{k+1} selects
-// k + 1, and the last record holds from its time on.
+// Which record holds when (epochs, brackets, reading ahead) is the run's business:
+// exec/forcing.hpp.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,13 +65,6 @@ struct CfTimeUnits {
   double origin_unix_seconds = 0;
 };
 std::optional<CfTimeUnits> parse_cf_time_units(std::string_view units, std::string* error = nullptr);
-
-/// The record k with times[k] <= t < times[k+1] (the last record for t >= times.back()).
-/// `times` strictly increasing and not empty; t < times[0] throws forcing_time_out_of_range.
-std::size_t select_epoch(std::span<const double> times, double t);
-
-/// The first record time strictly after t (when the forcing next changes), or nullopt.
-std::optional<double> next_epoch_time(std::span<const double> times, double t);
 
 /// One variable bound to one target, checked; read it with NetcdfForcing::read.
 struct ForcingField {
@@ -121,6 +114,14 @@ class NetcdfForcing {
   ForcingField bind_to(const std::string& variable, const std::string& target,
                        const std::vector<std::int64_t>& extents, const std::string& units,
                        const std::vector<std::string>& axes = {}) const;
+  /// The record times of a field whose first dimension is time, in model seconds
+  /// (forcing_time_axis_invalid, forcing_file_unreadable).
+  void bind_times(ForcingField& f, int time_coordinate, const std::string& time_dim, std::size_t records,
+                  const std::string& where) const;
+  /// The conversion from the file's units (after packing) to the declared `units`
+  /// (forcing_units_mismatch).
+  void bind_units(ForcingField& f, const std::string& units, const std::string& target,
+                  const std::string& where) const;
   [[noreturn]] void refuse(const std::string& code, const std::string& message) const;
 
   std::string path_;
@@ -128,5 +129,20 @@ class NetcdfForcing {
   double model_epoch_unix_ = 0;
   int ncid_ = -1;
 };
+
+/// A forcing entry opened for a run: the bound field and a reader of its record k that keeps
+/// the file open for as long as a copy of `read` lives.
+struct OpenForcing {
+  ForcingField field;
+  std::function<void(std::size_t record, std::span<double> out)> read;
+};
+
+/// Opens `path` (located at `origin` in errors) and binds `variable` to `target` of `system`:
+/// a parameter array without its `bracket` axis (the file holds one record per time; a
+/// bracketed target holds two of them side by side), else a scalar parameter in its declared
+/// units; `forcing_target_unknown` when the target is neither. The file is opened first, so a
+/// missing file is reported before an unknown target.
+OpenForcing open_forcing(const std::string& path, const ForcingOrigin& origin, const std::string& variable,
+                         const esm::System& system, const std::string& target, const std::string& bracket);
 
 }  // namespace esi::io

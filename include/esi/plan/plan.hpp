@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "esi/esm/system.hpp"
+#include "esi/plan/pointwise_split.hpp"
 
 namespace esi::plan {
 
@@ -135,6 +136,11 @@ struct Plan {
   std::size_t states = 0;
   std::vector<Operator> operators;
   Validation validation;
+  /// Per-region form: the pointwise operator in executable form (the cell system lane pools
+  /// run, and the rest of the tendencies), what exec binds a split run from; nullopt, with
+  /// `pointwise_split_why`, when the system has no pointwise part that can be separated.
+  std::optional<PointwiseSplit> pointwise_split;
+  std::string pointwise_split_why;
 };
 
 struct PlanOptions {
