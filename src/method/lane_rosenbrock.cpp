@@ -22,18 +22,6 @@ bool LaneRosenbrock::supports(MethodId method) {
   return family_of(method) == Family::Rosenbrock;
 }
 
-namespace {
-
-bool is_fsal(const RosenbrockTableau& tab) {
-  const int last = tab.stages - 1;
-  if (tab.c[last] != 1.0 || tab.b[last] != 0.0) return false;
-  for (int j = 0; j < last; ++j)
-    if (tab.a[last][j] != tab.b[j]) return false;
-  return true;
-}
-
-}  // namespace
-
 LaneRosenbrock::LaneRosenbrock(LaneProblem& problem, const linalg::SparseLuPlan& lu,
                                std::size_t n, const LaneStepOptions& options, std::size_t lanes)
     : problem_(problem),
@@ -47,7 +35,7 @@ LaneRosenbrock::LaneRosenbrock(LaneProblem& problem, const linalg::SparseLuPlan&
   const auto& info = method_info(opt_.method);
   order_ = info.order;
   control_order_ = std::max(1, std::min(info.order, info.embedded_order + 1));
-  fsal_ = is_fsal(tab_);
+  fsal_ = rosenbrock_is_fsal(tab_);
   set_width(L_);
 }
 

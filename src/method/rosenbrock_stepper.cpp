@@ -11,14 +11,6 @@
 namespace esi::method::detail {
 namespace {
 
-bool is_fsal(const RosenbrockTableau& tab) {
-  const int last = tab.stages - 1;
-  if (tab.c[last] != 1.0 || tab.b[last] != 0.0) return false;
-  for (int j = 0; j < last; ++j)
-    if (tab.a[last][j] != tab.b[j]) return false;
-  return true;
-}
-
 class RosenbrockStepper final : public Stepper {
  public:
   RosenbrockStepper(MethodId id, const Evaluator& eval)
@@ -30,7 +22,7 @@ class RosenbrockStepper final : public Stepper {
         f_stage_(n_),
         f_last_(n_),
         f_t_(n_),
-        fsal_(is_fsal(tab_)),
+        fsal_(rosenbrock_is_fsal(tab_)),
         dense_(rosenbrock_dense(id)) {
     if (dense_) k_accepted_.assign(k_.size(), 0.0);  // only methods with their own interpolant
   }

@@ -49,6 +49,16 @@ constexpr bool rosenbrock_stage_repeats_previous(const RosenbrockTableau& tab, i
   return true;
 }
 
+/// True when the last stage evaluates f at (t + h, u1) (c = 1, b = the last row of a, the
+/// last weight 0): that f is the next step's f0 (first same as last).
+constexpr bool rosenbrock_is_fsal(const RosenbrockTableau& tab) {
+  const int last = tab.stages - 1;
+  if (tab.c[last] != 1.0 || tab.b[last] != 0.0) return false;
+  for (int j = 0; j < last; ++j)
+    if (tab.a[last][j] != tab.b[j]) return false;
+  return true;
+}
+
 /// Diagonally implicit RK whose first stage is explicit (ESDIRK; a[0][0] == 0) and whose
 /// implicit stages share the diagonal gamma: Y_i = u0 + h sum_{j<i} a[i][j] k_j + h gamma k_i.
 /// The error estimate h sum btilde[j] k_j is filtered by (I - h gamma J)^{-1} (Shampine).

@@ -8,21 +8,14 @@
 
 #include "esi/check/analyze.hpp"
 #include "esi/esm/load.hpp"
+#include "support/relaxation_doc.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
 using esi::exec::Trajectory;
 
-// x' = -k (x - 1): stiff for large k (the automatic method picks Rodas5P), with the exact
-// solution x(t) = 1 + (x0 - 1) exp(-k t); y' = -y keeps a second state in the Jacobian.
-const char* kRelaxation = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {
-  "variables": {"x": {"type": "unknown", "default": 3.0}, "y": {"type": "unknown", "default": 1.0},
-                "k": {"type": "parameter", "default": 1000.0}},
-  "equations": [
-    {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
-     "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, {"op": "-", "args": ["x", 1]}]}},
-    {"lhs": {"op": "D", "args": ["y"], "wrt": "t"}, "rhs": {"op": "-", "args": ["y"]}}]}}})";
+using esi::testing::kRelaxationDoc;
 
 double at(const Trajectory& tr, double t, const std::string& name) {
   for (std::size_t k = 0; k < tr.times.size(); ++k)
@@ -36,7 +29,7 @@ double at(const Trajectory& tr, double t, const std::string& name) {
 // same bits as without the cache, on one worker or two.
 TEST(AnalysisCache, AnalysesOfOneComponentShareTheirJacobianThroughTheCache) {
   esi::testing::TempDir dir;
-  std::string text = kRelaxation;
+  std::string text = kRelaxationDoc;
   text.replace(text.rfind("]}}}"), 4, R"(],
     "analyses": [
       {"id": "sweep", "time_span": {"start": 0, "end": 1},

@@ -12,18 +12,12 @@
 #include "esi/exec/bind.hpp"
 #include "esi/exec/parallel.hpp"
 #include "esi/exec/simulate.hpp"
+#include "support/relaxation_doc.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
-// x' = -k (x - 1), y' = -y: stiff at k = 1000 (the automatic method picks an implicit one).
-const char* kRelaxation = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {
-  "variables": {"x": {"type": "unknown", "default": 3.0}, "y": {"type": "unknown", "default": 1.0},
-                "k": {"type": "parameter", "default": 1000.0}},
-  "equations": [
-    {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
-     "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, {"op": "-", "args": ["x", 1]}]}},
-    {"lhs": {"op": "D", "args": ["y"], "wrt": "t"}, "rhs": {"op": "-", "args": ["y"]}}]}}})";
+using esi::testing::kRelaxationDoc;
 
 void set_k(esi::esm::System& s, double k) {
   s.parameters[static_cast<std::size_t>(s.parameter_index("M.k"))].default_value = k;
@@ -31,7 +25,7 @@ void set_k(esi::esm::System& s, double k) {
 
 TEST(BoundModel, RunsAreTheBitsOfSimulateBeforeAndAfterARebind) {
   esi::testing::TempDir dir;
-  const esi::esm::ResolvedDocument doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxation));
+  const esi::esm::ResolvedDocument doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxationDoc));
   esi::esm::System system = esi::esm::flatten(doc);
   esi::exec::SimulateOptions o;
   o.t1 = 1;
@@ -58,7 +52,7 @@ TEST(BoundModel, RunsAreTheBitsOfSimulateBeforeAndAfterARebind) {
 
 TEST(BoundModel, AnExplicitRunCompilesNoJacobian) {
   esi::testing::TempDir dir;
-  const esi::esm::ResolvedDocument doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxation));
+  const esi::esm::ResolvedDocument doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxationDoc));
   esi::esm::System system = esi::esm::flatten(doc);
   set_k(system, 1);
   esi::exec::SimulateOptions o;

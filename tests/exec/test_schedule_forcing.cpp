@@ -8,19 +8,11 @@
 
 #include "esi/core/error.hpp"
 #include "esi/exec/forcing.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
-/// The error an action throws (fails the test when it throws none).
-esi::Error error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const esi::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an esi::Error";
-  return esi::Error("none", "", "", "");
-}
+using esi::testing::error_of;
 
 TEST(ForcingEpochs, EpochsAreHalfOpenAtAndBetweenRecordTimes) {
   const std::vector<double> times = {0, 3600, 7200};

@@ -10,6 +10,7 @@
 #include "esi/exec/simulate.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
+#include "support/relaxation_doc.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -18,15 +19,7 @@ using esi::exec::SimulateOptions;
 using esi::exec::Trajectory;
 namespace detail = esi::exec::detail;
 
-// x' = -k (x - 1): stiff for large k (the automatic method picks Rodas5P), with the exact
-// solution x(t) = 1 + (x0 - 1) exp(-k t); y' = -y keeps a second state in the Jacobian.
-const char* kRelaxation = R"({"esm": "1.0.0", "metadata": {"name": "t"}, "models": {"M": {
-  "variables": {"x": {"type": "unknown", "default": 3.0}, "y": {"type": "unknown", "default": 1.0},
-                "k": {"type": "parameter", "default": 1000.0}},
-  "equations": [
-    {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
-     "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, {"op": "-", "args": ["x", 1]}]}},
-    {"lhs": {"op": "D", "args": ["y"], "wrt": "t"}, "rhs": {"op": "-", "args": ["y"]}}]}}})";
+using esi::testing::kRelaxationDoc;
 
 struct Relaxation {
   esi::testing::TempDir dir;
@@ -34,7 +27,7 @@ struct Relaxation {
   esi::esm::System system;
   SimulateOptions options;
   Relaxation() {
-    doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxation));
+    doc = esi::esm::load_resolved(dir.write("m.esm", kRelaxationDoc));
     system = esi::esm::flatten(doc);
     options.t0 = 0;
     options.t1 = 1;

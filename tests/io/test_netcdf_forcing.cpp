@@ -15,6 +15,7 @@
 #include "esi/io/netcdf_forcing.hpp"
 #include "io/io_support.hpp"
 #include "support/temp_dir.hpp"
+#include "support/error_of.hpp"
 
 namespace {
 
@@ -94,16 +95,7 @@ esi::esm::System::Array array(const std::string& units, std::vector<std::int64_t
   return a;
 }
 
-/// The error an action throws (fails the test when it throws none).
-esi::Error error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const esi::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an esi::Error";
-  return esi::Error("none", "", "", "");
-}
+using esi::testing::error_of;
 
 TEST(NetcdfForcing, ARecordReadsInCellOrderConvertedFromHpaToPa) {
   ForcingFile file;
