@@ -66,7 +66,7 @@ fi
 if wants asan; then
   stage "ASan + UBSan build (build-asan/)"
   # -O1 -g1: with -O2 -g, g++ 12 spends 10-20x longer per file under ASan + UBSan (137 s vs 7 s
-  # for src/esm/units.cpp), which alone would blow the suite's time budget on two cores.
+  # for src/esm/units/units.cpp), which alone would blow the suite's time budget on two cores.
   configure build-asan -DESI_SANITIZE=ON -DESI_BUILD_BENCH=OFF \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
   cmake --build build-asan -j "$jobs"

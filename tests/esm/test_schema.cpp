@@ -1,4 +1,4 @@
-// Tests of the JSON Schema engine (src/esm/schema.cpp): keyword semantics on small inline
+// Tests of the JSON Schema engine (src/esm/checks/schema.cpp): keyword semantics on small inline
 // schemas, then the ESM schema against the corpus (conformance fixtures and real documents).
 #include <gtest/gtest.h>
 
