@@ -2,10 +2,10 @@
 # Runs every test: the RelWithDebInfo build and its ctest suite (unit, corpus, conformance, CLI
 # tests and the fuzz seed replay). Installs missing Debian packages first.
 #
-#   bash scripts/test.sh                 the main stage (what CI runs)
+#   bash scripts/test.sh                 the main stage (the everyday command)
 #   bash scripts/test.sh --only asan     the same suite under AddressSanitizer + UBSan (build-asan/)
 #   bash scripts/test.sh --only fuzz     seed replay through the clang/libFuzzer build (build-fuzz/)
-#   bash scripts/test.sh --all           main, asan and fuzz
+#   bash scripts/test.sh --all           main, asan and fuzz (what CI runs: .ci/run)
 #
 # ESI_CORPUS defaults to ../shared/corpus beside the repository when that folder exists; tests
 # that need it skip, saying so, when it is absent. Exits non-zero if any stage fails.

@@ -358,10 +358,13 @@ void plan_grid(esm::System& s, Plan& plan) {
       op.reach.push_back(ar);
     }
     for (const auto& [st, m] : total.states)
-      for (const auto& [a, i] : m)
-        if (std::find_if(plan.axes.begin(), plan.axes.end(), [&](const std::string& x) { return base_axis(x) == a; }) ==
-                plan.axes.end() && i.unbounded)
+      for (const auto& [a, i] : m) {
+        const auto& axis = a;  // clang 14 cannot capture a structured binding in a lambda
+        if (std::find_if(plan.axes.begin(), plan.axes.end(),
+                         [&](const std::string& x) { return base_axis(x) == axis; }) == plan.axes.end() &&
+            i.unbounded)
           unbounded_horizontal = true;
+      }
     op.locality = unbounded_horizontal ? Locality::Global
                   : horizontal         ? Locality::Stencil
                   : vertical_moves     ? Locality::Column
