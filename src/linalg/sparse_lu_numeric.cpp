@@ -98,6 +98,38 @@ void lu_solve(const SparseLuPlan& plan, const T* factored, T* x, int lanes) {
   solve_dispatch(plan, factored, x, lanes);
 }
 
+// M = P^T L U P, so M^T x = b is U^T L^T (P x) = P b: forward through U^T (pivot first, then
+// its row scattered down), then back through L^T (unit diagonal, each row scattered up). Rows
+// of the factor are read as columns of the transpose, so no transposed copy is stored. One
+// loop over lanes per entry; the adjoint runs this once per stage, far less often than
+// lu_solve, so it is not instantiated per width.
+template <class T>
+void lu_solve_transposed(const SparseLuPlan& plan, const T* v, T* x, int lanes) {
+  const auto L = static_cast<size_t>(lanes);
+  const int* row_ptr = plan.row_ptr.data();
+  const int* diag = plan.diag.data();
+  const int* order = plan.order.data();
+  const std::int32_t* source = plan.solve_ops.data();
+  for (int k = 0; k < plan.n; ++k) {  // U^T z = P b
+    T* xk = x + static_cast<size_t>(order[k]) * L;
+    const T* inverse_pivot = v + static_cast<size_t>(diag[k]) * L;
+    for (size_t l = 0; l < L; ++l) xk[l] *= inverse_pivot[l];
+    for (int q = diag[k] + 1; q < row_ptr[k + 1]; ++q) {
+      const T* a = v + static_cast<size_t>(q) * L;
+      T* xs = x + static_cast<size_t>(source[q]) * L;
+      for (size_t l = 0; l < L; ++l) xs[l] -= a[l] * xk[l];
+    }
+  }
+  for (int k = plan.n - 1; k >= 0; --k) {  // L^T (P x) = z
+    const T* xk = x + static_cast<size_t>(order[k]) * L;
+    for (int q = row_ptr[k]; q < diag[k]; ++q) {
+      const T* a = v + static_cast<size_t>(q) * L;
+      T* xs = x + static_cast<size_t>(source[q]) * L;
+      for (size_t l = 0; l < L; ++l) xs[l] -= a[l] * xk[l];
+    }
+  }
+}
+
 template <class T>
 void assemble_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shift, T* values,
                       int lanes) {
@@ -106,6 +138,8 @@ void assemble_shifted(const SparseLuPlan& plan, const T* jacobian, const T* shif
 
 template void lu_solve<double>(const SparseLuPlan&, const double*, double*, int);
 template void lu_solve<float>(const SparseLuPlan&, const float*, float*, int);
+template void lu_solve_transposed<double>(const SparseLuPlan&, const double*, double*, int);
+template void lu_solve_transposed<float>(const SparseLuPlan&, const float*, float*, int);
 template void assemble_shifted<double>(const SparseLuPlan&, const double*, const double*, double*,
                                        int);
 template void assemble_shifted<float>(const SparseLuPlan&, const float*, const float*, float*,

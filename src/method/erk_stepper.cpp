@@ -1,5 +1,8 @@
 // Explicit Runge-Kutta stepper, generic over ErkTableau. Sums run in stage order so results
 // are bitwise reproducible.
+#include <algorithm>
+
+#include "method/derivatives.hpp"
 #include "method/stepper.hpp"
 #include "method/tableau.hpp"
 
@@ -51,6 +54,50 @@ class ErkStepper final : public Stepper {
     return AttemptStatus::Ok;
   }
 
+  bool has_sensitivities() const override { return true; }
+
+  // Y_i = u0 + h sum a_ij k_j, k_i = f(t_i, Y_i), u1 = u0 + h sum b_j k_j (an FSAL u1 = Y_last
+  // is the same sum): the tangent follows the stages, the adjoint walks them backwards.
+  void tangent(const StepRecord& r, Derivatives& d, const double*, const double* du0,
+               const double* df0, const double* dp, double* du1) override {
+    dk_.resize(k_.size());
+    std::copy(df0, df0 + n_, dk_.begin());
+    for (int i = 1; i < tab_.stages; ++i) {
+      double* dk = dk_.data() + std::size_t(i) * n_;
+      combine_slopes(dk_.data(), n_, du0, r.h, tab_.a[i], i, dk);  // dY_i, in place
+      std::copy(dk, dk + n_, scratch(n_));
+      std::fill(dk, dk + n_, 0.0);
+      d.at(r.t + tab_.c[i] * r.h, stage_state(i));
+      d.jv(scratch_.data(), dk);
+      d.pv(dp, dk);
+    }
+    combine_slopes(dk_.data(), n_, du0, r.h, tab_.b, tab_.stages, du1);
+  }
+
+  void adjoint(const StepRecord& r, Derivatives& d, const double*, const double* lambda1,
+               double* lambda0, double* lambda_f0, double* mu) override {
+    const int s = tab_.stages;
+    dk_.assign(k_.size(), 0.0);  // kappa_j: adjoint of slope j
+    for (int j = 0; j < s; ++j)
+      if (tab_.b[j] != 0.0)
+        for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += r.h * tab_.b[j] * lambda1[m];
+    std::copy(lambda1, lambda1 + n_, lambda0);
+    double* adj_stage = scratch(n_);
+    for (int i = s - 1; i >= 1; --i) {
+      const double* kappa = dk_.data() + std::size_t(i) * n_;
+      std::fill(adj_stage, adj_stage + n_, 0.0);
+      d.at(r.t + tab_.c[i] * r.h, stage_state(i));
+      d.jtw(kappa, adj_stage);
+      d.ptw(kappa, mu);
+      for (std::size_t m = 0; m < n_; ++m) lambda0[m] += adj_stage[m];
+      for (int j = 0; j < i; ++j)
+        if (tab_.a[i][j] != 0.0)
+          for (std::size_t m = 0; m < n_; ++m)
+            dk_[std::size_t(j) * n_ + m] += r.h * tab_.a[i][j] * adj_stage[m];
+    }
+    std::copy(dk_.begin(), dk_.begin() + long(n_), lambda_f0);
+  }
+
   const double* f_at_end() const override {
     return fsal_ ? k_.data() + std::size_t(tab_.stages - 1) * n_ : nullptr;
   }
@@ -86,8 +133,14 @@ class ErkStepper final : public Stepper {
     combine_slopes(k_.data(), n_, base, h, w, count, out);
   }
 
+  double* scratch(std::size_t n) {
+    scratch_.resize(n);
+    return scratch_.data();
+  }
+
   const ErkTableau& tab_;
   Evaluator eval_;
+  std::vector<double> dk_, scratch_;  // sensitivities: slope tangents or adjoints
   std::vector<double> k_;  // k_[i*n + m]: slope of stage i, component m
   bool fsal_, estimate_;
   const ErkDense* dense_;

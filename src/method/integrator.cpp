@@ -35,8 +35,10 @@ std::string format_double(double x) {
   return buf;
 }
 
-std::unique_ptr<Stepper> make_stepper(MethodId id, const Evaluator& eval,
-                                      const IntegratorOptions& options) {
+}  // namespace
+
+std::unique_ptr<Stepper> detail::make_stepper(MethodId id, const Evaluator& eval,
+                                              const IntegratorOptions& options) {
   switch (family_of(id)) {
     case Family::Explicit: return make_erk_stepper(id, eval);
     case Family::Rosenbrock: return make_rosenbrock_stepper(id, eval);
@@ -46,8 +48,6 @@ std::unique_ptr<Stepper> make_stepper(MethodId id, const Evaluator& eval,
   }
   return nullptr;
 }
-
-}  // namespace
 
 struct Integrator::Impl {
   const OdeProblem* problem;
@@ -84,6 +84,10 @@ struct Integrator::Impl {
   ReturnCode fail_step_size(double h);
   void blame_non_finite_rhs();
   double last_h = 0;  // size of the last attempt
+  ForwardTape* tape = nullptr;  // records accepted steps (Integrator::record)
+  std::vector<int> clip_list;   // components the last accepted step clipped (when recording)
+  double f_time = 0;            // f = f(f_time, u): t, or the previous t + h for an FSAL f
+  void record_step(double h, double t_end, std::span<const int> clipped);
 };
 
 Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t0,
@@ -136,6 +140,7 @@ std::string Integrator::Impl::check_options() const {
 
 void Integrator::Impl::start(double t_limit) {
   eval.rhs(t, u.data(), f.data());
+  f_time = t;
   f_prev = f;
   if (!(opt.dt_initial > 0))
     dt = hairer_initial_step(eval, t, u.data(), f.data(), info->order, opt.rtol, opt.atol,
@@ -188,25 +193,48 @@ bool Integrator::Impl::run_attempt(double h, double& h_next) {
   return true;
 }
 
+// The step as a sweep replays it (sensitivity.hpp); called before the state moves on.
+void Integrator::Impl::record_step(double h, double t_end, std::span<const int> clipped) {
+  const std::size_t k = tape->steps.size();
+  if (k % tape->checkpoint_every == 0) tape->checkpoints.insert(tape->checkpoints.end(), u.begin(), u.end());
+  StepRecord r;
+  r.t = t, r.h = h, r.t_end = t_end, r.f0_time = f_time;
+  stepper->describe_attempt(r);
+  r.clip_begin = tape->clipped.size();
+  tape->clipped.insert(tape->clipped.end(), clipped.begin(), clipped.end());
+  r.clip_end = tape->clipped.size();
+  tape->steps.push_back(r);
+  tape->final_state.assign(u_new.begin(), u_new.end());
+}
+
 void Integrator::Impl::complete_step(double h, bool lands, double t_limit, double h_next) {
   const double* fsal = stepper->f_at_end();
   bool clipped = false;
+  clip_list.clear();
   if (opt.nonnegative == DomainPolicy::Clip) {
     auto clip = [&](std::size_t i) {
-      if (u_new[i] < 0) u_new[i] = 0, clipped = true;
+      if (u_new[i] < 0) {
+        u_new[i] = 0, clipped = true;
+        if (tape) clip_list.push_back(int(i));
+      }
     };
     if (opt.nonnegative_components.empty())
       for (std::size_t i = 0; i < u_new.size(); ++i) clip(i);
     for (int i : opt.nonnegative_components) clip(std::size_t(i));
   }
+  const double t_end = lands ? t_limit : t + h;
+  if (tape) record_step(h, t_end, clip_list);
   t_prev = t;
-  t = lands ? t_limit : t + h;
+  t = t_end;
   u_prev.swap(u), u.swap(u_new);
   f_prev.swap(f);
-  if (fsal && !clipped)
+  if (fsal && !clipped) {
     std::copy(fsal, fsal + u.size(), f.begin());
-  else
+    f_time = t_prev + h;  // where the last stage evaluated it
+  } else {
     eval.rhs(t, u.data(), f.data());
+    f_time = t;
+  }
   stepper->commit();
   stepper->state_changed();
   // An interpolant rebuilt from the slopes ends at the unclipped u1: after a clip it would
@@ -282,6 +310,7 @@ ReturnCode Integrator::Impl::step(double t_limit) {
 }
 
 ReturnCode Integrator::Impl::step_self_stepping(double t_limit) {
+  if (tape) tape->unsupported = std::string(info->name) + " keeps no steps a sweep can replay";
   stats = self_stepping->stats();
   if (stats.accepted + stats.rejected >= opt.max_steps)
     return fail(ReturnCode::MaxSteps, std::to_string(opt.max_steps) + " attempts used");
@@ -368,10 +397,25 @@ void Integrator::restart(double time, std::span<const double> u) {
     m.eval.rhs(m.t, m.u.data(), m.f.data());
     m.f_prev = m.f;
   }
+  m.f_time = time;
+  if (m.tape)
+    m.tape->unsupported = "the integration was restarted at t = " + format_double(time) +
+                          " (an event changed the state or the parameters)";
   m.controller->reset();
   m.stepper->state_changed();
   m.own_dense = false;
   m.cause = Cause::None;
+}
+
+void Integrator::record(ForwardTape* tape) {
+  Impl& m = *impl_;
+  m.tape = tape;
+  if (!tape) return;
+  tape->size = m.u.size();
+  tape->method = m.method;
+  if (tape->checkpoint_every == 0) tape->checkpoint_every = 1;
+  if (!m.invalid.empty()) tape->unsupported = m.invalid;
+  if (const std::string why = sensitivity_unsupported(m.method); !why.empty()) tape->unsupported = why;
 }
 
 Integrator::Carry Integrator::carry() const {

@@ -251,6 +251,26 @@ bool LinearSystem::solve(double* x) {
   return m.sparse_lu.info() == Eigen::Success;
 }
 
+bool LinearSystem::solve_transposed(double* x) {
+  Impl& m = *impl_;
+  if (m.planned_factored) {
+    linalg::lu_solve_transposed(m.plan, m.lu_values.data(), x, 1);
+    return true;
+  }
+  Eigen::Map<Eigen::VectorXd> xv(x, Eigen::Index(m.n));
+  m.rhs_copy = xv;
+  if (!m.sparse) {
+    xv.noalias() = m.dense_lu.transpose().solve(m.rhs_copy);
+    return true;
+  }
+  xv = m.sparse_lu.transpose().solve(m.rhs_copy);
+  return m.sparse_lu.info() == Eigen::Success;
+}
+
+const double* LinearSystem::jacobian_values() const {
+  return impl_->csr_values.empty() ? nullptr : impl_->csr_values.data();
+}
+
 double LinearSystem::gershgorin_bound() const {
   const Impl& m = *impl_;
   double bound = 0;

@@ -47,6 +47,11 @@ class LinearSystem {
   [[nodiscard]] bool factorize(double alpha);
   /// x = M^{-1} b in place; false when the solver failed (non-finite data is not checked here).
   [[nodiscard]] bool solve(double* x);
+  /// x = M^{-T} b in place with the factors of the last factorize (a discrete adjoint's
+  /// transposed stage solve: no second factorization).
+  [[nodiscard]] bool solve_transposed(double* x);
+  /// The analytic Jacobian's CSR values of the last evaluate_jacobian (null without one).
+  const double* jacobian_values() const;
   /// |J| spectral radius bound (max absolute row sum, Gershgorin) of the last Jacobian.
   double gershgorin_bound() const;
 

@@ -60,6 +60,9 @@ class NewtonSolver {
   }
 
   void reset_rate() { eta_ = 1; }
+  /// The rate estimate the next solve starts from (a replay restores it).
+  double rate() const { return eta_; }
+  void set_rate(double eta) { eta_ = eta; }
 
  private:
   void evaluate(double t, const double* Y) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "method/derivatives.hpp"
 #include "method/stepper.hpp"
 #include "method/tableau.hpp"
 
@@ -49,6 +50,22 @@ class RosenbrockStepper final : public Stepper {
     return AttemptStatus::Ok;
   }
 
+  bool has_sensitivities() const override { return true; }
+  void describe_attempt(StepRecord& r) const override { r.ft_h = ft_h_; }
+
+  AttemptStatus replay(const StepRecord& r, const double* u0, const double* f0, double* u1,
+                       double* err) override {
+    system_.evaluate_jacobian(r.t, u0, f0);
+    evaluate_time_derivative(r.t, r.ft_h, u0, f0);
+    derivatives_current_ = true;
+    return attempt(r.t, r.h, u0, f0, u1, err);
+  }
+
+  void tangent(const StepRecord& r, Derivatives& d, const double* u0, const double* du0,
+               const double* df0, const double* dp, double* du1) override;
+  void adjoint(const StepRecord& r, Derivatives& d, const double* u0, const double* lambda1,
+               double* lambda0, double* lambda_f0, double* mu) override;
+
   const double* f_at_end() const override { return fsal_ ? f_last_.data() : nullptr; }
   void state_changed() override { derivatives_current_ = false; }
 
@@ -85,6 +102,7 @@ class RosenbrockStepper final : public Stepper {
   // convergence), and the stencil stays inside [t, t + h], so a retry with a smaller step never
   // evaluates the rhs beyond the end of the step (nor before t).
   void evaluate_time_derivative(double t, double h, const double* u0, const double* f0) {
+    ft_h_ = h;
     if (eval_.problem->autonomous) {
       std::fill(f_t_.begin(), f_t_.end(), 0.0);
       f_t_reach_ = 0;
@@ -100,6 +118,7 @@ class RosenbrockStepper final : public Stepper {
     for (std::size_t m = 0; m < n_; ++m)
       f_t_[m] = (4 * f_t_[m] - f_stage_[m] - 3 * f0[m]) / (2 * applied);
     f_t_reach_ = t2 - t;
+    ft_t1_ = t1, ft_t2_ = t2, ft_applied_ = applied;
   }
 
   // Stage i: U_i = u0 + sum a_ij k_j; M k_i = f(U_i) + sum (C_ij/h) k_j + h d_i f_t.
@@ -150,7 +169,108 @@ class RosenbrockStepper final : public Stepper {
   std::vector<double> k_accepted_;  // slopes of the last accepted step (dense output)
   bool derivatives_current_ = false;
   double f_t_reach_ = 0;  // 2d of the current f_t stencil
+  double ft_h_ = 0;       // the attempt size the current f_t was made for
+  double ft_t1_ = 0, ft_t2_ = 0, ft_applied_ = 0;  // its stencil (non-autonomous problems)
+  std::vector<double> dk_, dt_, xi_, phi_pending_, scratch_;  // sensitivity buffers
 };
+
+// Tangent of M k_i = F_i + sum (C_ij/h) k_j + h d_i f_t with M = I/(gamma h) - J(t, u0):
+// M dk_i = dF_i + sum (C_ij/h) dk_j + h d_i df_t + dJ[du0, dp] k_i.
+void RosenbrockStepper::tangent(const StepRecord& r, Derivatives& d, const double* u0,
+                                const double* du0, const double* df0, const double* dp,
+                                double* du1) {
+  const int s = tab_.stages;
+  const double h = r.h;
+  dk_.assign(k_.size(), 0.0);
+  dt_.assign(n_, 0.0);
+  scratch_.resize(2 * n_);
+  double* dF = scratch_.data();
+  double* dU = scratch_.data() + n_;
+  if (!eval_.problem->autonomous) {  // df_t = (4 df(t1) - df(t2) - 3 df0) / (2 applied)
+    std::fill(dF, dF + n_, 0.0);
+    d.at(ft_t1_, u0), d.jv(du0, dF), d.pv(dp, dF);
+    std::fill(dU, dU + n_, 0.0);
+    d.at(ft_t2_, u0), d.jv(du0, dU), d.pv(dp, dU);
+    for (std::size_t m = 0; m < n_; ++m)
+      dt_[m] = (4 * dF[m] - dU[m] - 3 * df0[m]) / (2 * ft_applied_);
+  }
+  for (int i = 0; i < s; ++i) {
+    double* dk = dk_.data() + std::size_t(i) * n_;
+    if (i == 0) {
+      std::copy(df0, df0 + n_, dF);
+    } else if (!rosenbrock_stage_repeats_previous(tab_, i)) {
+      combine_slopes(dk_.data(), n_, du0, 1.0, tab_.a[i], i, dU);
+      std::fill(dF, dF + n_, 0.0);
+      d.at(r.t + tab_.c[i] * h, stage_state(i));
+      d.jv(dU, dF), d.pv(dp, dF);
+    }  // a repeated stage has the previous stage's dF
+    for (std::size_t m = 0; m < n_; ++m) {
+      double coupling = 0;
+      for (int j = 0; j < i; ++j)
+        if (tab_.C[i][j] != 0.0) coupling += (tab_.C[i][j] / h) * dk_[std::size_t(j) * n_ + m];
+      dk[m] = dF[m] + coupling + h * tab_.d[i] * dt_[m];
+    }
+    d.at(r.t, u0, system_.jacobian_values());
+    d.hessian_tangent(du0, dp, slope(i), dk);
+    (void)system_.solve(dk);
+  }
+  combine_slopes(dk_.data(), n_, du0, 1.0, tab_.b, s, du1);
+}
+
+// The transpose of tangent(), stages last to first: kappa_j is the adjoint of k_j, xi the
+// adjoint of stage i's right-hand side (M^T xi = kappa_i), phi the adjoint of F_i.
+void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const double* u0,
+                                const double* lambda1, double* lambda0, double* lambda_f0,
+                                double* mu) {
+  const int s = tab_.stages;
+  const double h = r.h;
+  dk_.assign(k_.size(), 0.0);
+  for (int j = 0; j < s; ++j)
+    if (tab_.b[j] != 0.0)
+      for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] = tab_.b[j] * lambda1[m];
+  std::copy(lambda1, lambda1 + n_, lambda0);
+  dt_.assign(n_, 0.0);
+  phi_pending_.assign(n_, 0.0);
+  xi_.resize(n_);
+  scratch_.resize(n_);
+  double* adj_stage = scratch_.data();
+  for (int i = s - 1; i >= 0; --i) {
+    std::copy(dk_.begin() + long(i * n_), dk_.begin() + long((i + 1) * n_), xi_.begin());
+    (void)system_.solve_transposed(xi_.data());
+    for (int j = 0; j < i; ++j)
+      if (tab_.C[i][j] != 0.0)
+        for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += (tab_.C[i][j] / h) * xi_[m];
+    if (tab_.d[i] != 0.0)
+      for (std::size_t m = 0; m < n_; ++m) dt_[m] += h * tab_.d[i] * xi_[m];
+    d.at(r.t, u0, system_.jacobian_values());
+    d.hessian_adjoint(xi_.data(), slope(i), lambda0, mu);
+    for (std::size_t m = 0; m < n_; ++m) xi_[m] += phi_pending_[m];  // now phi_i
+    std::fill(phi_pending_.begin(), phi_pending_.end(), 0.0);
+    if (i == 0) break;
+    if (rosenbrock_stage_repeats_previous(tab_, i)) {
+      phi_pending_.swap(xi_);
+      continue;
+    }
+    std::fill(adj_stage, adj_stage + n_, 0.0);
+    d.at(r.t + tab_.c[i] * h, stage_state(i));
+    d.jtw(xi_.data(), adj_stage);
+    d.ptw(xi_.data(), mu);
+    for (std::size_t m = 0; m < n_; ++m) lambda0[m] += adj_stage[m];
+    for (int j = 0; j < i; ++j)
+      if (tab_.a[i][j] != 0.0)
+        for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += tab_.a[i][j] * adj_stage[m];
+  }
+  std::copy(xi_.begin(), xi_.end(), lambda_f0);  // phi_0
+  if (eval_.problem->autonomous) return;
+  const double w1 = 4 / (2 * ft_applied_), w2 = -1 / (2 * ft_applied_), w0 = -3 / (2 * ft_applied_);
+  for (std::size_t m = 0; m < n_; ++m) lambda_f0[m] += w0 * dt_[m];
+  for (const auto& [time, w] : {std::pair{ft_t1_, w1}, std::pair{ft_t2_, w2}}) {
+    for (std::size_t m = 0; m < n_; ++m) adj_stage[m] = w * dt_[m];
+    d.at(time, u0);
+    d.jtw(adj_stage, lambda0);
+    d.ptw(adj_stage, mu);
+  }
+}
 
 }  // namespace
 

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "esi/method/integrator.hpp"
+#include "esi/method/sensitivity.hpp"
 #include "method/linear_system.hpp"
 
 namespace esi::method::detail {
+
+class Derivatives;
 
 /// Why an attempt produced no usable u1. All are recoverable by a smaller step.
 enum class AttemptStatus { Ok, NonFinite, LinearSolveFailed, NewtonFailed };
@@ -46,6 +49,29 @@ class Stepper {
   /// u(t0 + theta h) of the last accepted step (u0 at its start, u1 at its end).
   virtual void dense(double /*theta*/, const double* /*u0*/, const double* /*u1*/,
                      double* /*out*/) const {}
+  // ---- Sensitivities (sensitivity.cpp drives these over a ForwardTape) ----
+
+  /// Whether tangent() and adjoint() are implemented for this method.
+  virtual bool has_sensitivities() const { return false; }
+  /// Writes what the last attempt depended on beyond (t, h, u0, f0) into `record`.
+  virtual void describe_attempt(StepRecord& /*record*/) const {}
+  /// Recomputes the attempt of `record` from (u0, f0) bit for bit as the forward run did and
+  /// keeps its stage values, slopes and factors for tangent() and adjoint().
+  virtual AttemptStatus replay(const StepRecord& record, const double* u0, const double* f0,
+                               double* u1, double* err) {
+    state_changed();
+    return attempt(record.t, record.h, u0, f0, u1, err);
+  }
+  /// After replay(): du1 = (du1/du0) du0 + (du1/df0) df0 + (du1/dp) dp (dp may be null).
+  virtual void tangent(const StepRecord& /*record*/, Derivatives& /*d*/, const double* /*u0*/,
+                       const double* /*du0*/, const double* /*df0*/, const double* /*dp*/,
+                       double* /*du1*/) {}
+  /// After replay(): lambda0 = (du1/du0)^T lambda1, lambda_f0 = (du1/df0)^T lambda1 and
+  /// mu += (du1/dp)^T lambda1 (mu may be null). f0's own dependence on u0 is the caller's.
+  virtual void adjoint(const StepRecord& /*record*/, Derivatives& /*d*/, const double* /*u0*/,
+                       const double* /*lambda1*/, double* /*lambda0*/, double* /*lambda_f0*/,
+                       double* /*mu*/) {}
+
   int stage_count() const { return stage_count_; }
   /// State at which stage i of the last accepted step evaluated the right-hand side.
   std::span<const double> accepted_stage(int i) const {
@@ -105,6 +131,10 @@ std::unique_ptr<SelfSteppingSolver> make_cvode_solver(const OdeProblem& problem,
                                                       double t0, std::span<const double> u0,
                                                       std::string& error);
 
+/// The stepper of a method of the explicit, Rosenbrock, SDIRK or IMEX family (null for a
+/// self-stepping one).
+std::unique_ptr<Stepper> make_stepper(MethodId id, const Evaluator& eval,
+                                      const IntegratorOptions& options);
 std::unique_ptr<Stepper> make_erk_stepper(MethodId id, const Evaluator& eval);
 std::unique_ptr<Stepper> make_rosenbrock_stepper(MethodId id, const Evaluator& eval);
 /// SDIRK (MethodId ImplicitEuler..Kvaerno3) and IMEXEuler; Newton tolerances from options.

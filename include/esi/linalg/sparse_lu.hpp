@@ -126,6 +126,10 @@ int lu_factor_shifted(const SparseLuPlan& plan, T* values, const T* shift, int l
 /// (ORIGINAL index) of lane l at x[i * lanes + l]; the permutation is applied internally.
 template <class T>
 void lu_solve(const SparseLuPlan& plan, const T* factored, T* x, int lanes);
+/// Solves M^T x = b in place with the factors lu_factor left for M (same layout as lu_solve):
+/// the transposed solves of a discrete adjoint, without factorizing M^T.
+template <class T>
+void lu_solve_transposed(const SparseLuPlan& plan, const T* factored, T* x, int lanes);
 
 /// Fills factor storage with M = shift[l] * I - J for every lane: zeros everywhere (fill
 /// included), J's input nonzeros (input CSR order, jacobian[j * lanes + l]) negated into

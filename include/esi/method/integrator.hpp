@@ -21,6 +21,8 @@
 
 namespace esi::method {
 
+struct ForwardTape;
+
 enum class MethodId {
   // explicit
   Euler, Heun, RK4, SSPRK33, SSPRK43, SSPRK104, BS3, Tsit5, DP5,
@@ -145,6 +147,11 @@ class Integrator {
   double dt() const;        ///< the proposed next step
   const IntegratorStats& stats() const;
   const std::string& message() const;  ///< why the last step failed ("" after success)
+
+  /// Records every accepted step from now on into `tape` (sensitivity.hpp), which must outlive
+  /// the recording; null stops it. Set it before the first step: the tape starts at the state
+  /// the next step starts from. A restart while recording marks the tape unsupported.
+  void record(ForwardTape* tape);
 
   /// Stage values of the last accepted step (stage i, `size` values), for the discrete adjoint.
   int stage_count() const;

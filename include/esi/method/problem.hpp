@@ -51,6 +51,24 @@ struct OdeProblem {
   /// True when f does not depend on t (most chemistry): Rosenbrock methods then take df/dt = 0
   /// exactly instead of two extra rhs calls per step for its difference quotient.
   bool autonomous = false;
+
+  // ---- Derivatives for sensitivities and adjoints (optional; method/sensitivity.hpp) ----
+  // Parameters are numbered 0 .. parameter_count-1 in whatever order the caller chose (exec
+  // uses System::parameters order). Rows and Jacobian entries follow the CSR pattern above.
+
+  std::size_t parameter_count = 0;
+  /// df/dp in CSR form: nonzeros of row i (state i) are [param_row_ptr[i], param_row_ptr[i+1])
+  /// with parameter columns param_col (increasing per row); the callback writes their values.
+  std::vector<int> param_row_ptr;
+  std::vector<int> param_col;
+  void (*parameter_jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+  /// Second derivatives of the Jacobian's nonzeros (jac_col order, entry e = CSR position):
+  /// u_values[q] = d J[hess_u_entry[q]] / d u[hess_u_state[q]] and
+  /// p_values[q] = d J[hess_p_entry[q]] / d p[hess_p_param[q]]. Structural zeros are omitted.
+  std::vector<int> hess_u_entry, hess_u_state;
+  std::vector<int> hess_p_entry, hess_p_param;
+  void (*second_derivatives)(void* context, double t, const double* u, double* u_values,
+                             double* p_values) = nullptr;
 };
 
 }  // namespace esi::method

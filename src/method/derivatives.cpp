@@ -1,0 +1,142 @@
+#include "method/derivatives.hpp"
+
+#include <algorithm>
+
+namespace esi::method::detail {
+namespace {
+
+std::vector<int> rows_of(const std::vector<int>& row_ptr) {
+  std::vector<int> rows(row_ptr.empty() ? 0 : std::size_t(row_ptr.back()));
+  for (std::size_t i = 0; i + 1 < row_ptr.size(); ++i)
+    std::fill(rows.begin() + row_ptr[i], rows.begin() + row_ptr[i + 1], int(i));
+  return rows;
+}
+
+}  // namespace
+
+Derivatives::Derivatives(const OdeProblem& problem, SweepResult& counts)
+    : problem_(problem), counts_(counts), n_(problem.size),
+      jac_row_(rows_of(problem.jac_row_ptr)), param_row_(rows_of(problem.param_row_ptr)) {}
+
+void Derivatives::at(double t, const double* u) {
+  // An autonomous problem's derivatives do not depend on t: a point is its state alone.
+  const double key = problem_.autonomous ? 0.0 : t;
+  for (int s = 0; s < 2; ++s) {
+    Point& p = points_[s];
+    if (p.valid && p.t == key && std::equal(p.u.begin(), p.u.end(), u)) {
+      current_ = s;
+      next_ = 1 - s;  // the other point is the older one
+      return;
+    }
+  }
+  current_ = next_;
+  next_ = 1 - next_;
+  Point& p = points_[current_];
+  p.t = key;
+  p.u.assign(u, u + n_);
+  p.valid = true;
+  p.has_jac = p.has_pjac = p.has_hess = false;
+  p.time = t;
+}
+
+void Derivatives::at(double t, const double* u, const double* jacobian) {
+  at(t, u);
+  Point& p = current();
+  if (p.has_jac || jacobian == nullptr) return;
+  p.jac.assign(jacobian, jacobian + problem_.jac_col.size());
+  p.has_jac = true;
+}
+
+void Derivatives::need_jac() {
+  Point& p = current();
+  if (p.has_jac) return;
+  p.jac.resize(problem_.jac_col.size());
+  problem_.jacobian(problem_.context, p.time, p.u.data(), p.jac.data());
+  ++counts_.stats.jacobian_evaluations;
+  p.has_jac = true;
+}
+
+void Derivatives::need_pjac() {
+  Point& p = current();
+  if (p.has_pjac) return;
+  p.pjac.resize(problem_.param_col.size());
+  if (problem_.parameter_jacobian && !p.pjac.empty())
+    problem_.parameter_jacobian(problem_.context, p.time, p.u.data(), p.pjac.data());
+  p.has_pjac = true;
+}
+
+void Derivatives::need_hess() {
+  Point& p = current();
+  if (p.has_hess) return;
+  p.hu.resize(problem_.hess_u_entry.size());
+  p.hp.resize(problem_.hess_p_entry.size());
+  problem_.second_derivatives(problem_.context, p.time, p.u.data(), p.hu.data(), p.hp.data());
+  ++counts_.second_order_evaluations;
+  p.has_hess = true;
+}
+
+void Derivatives::jv(const double* v, double* out) {
+  need_jac();
+  const double* a = current().jac.data();
+  for (std::size_t i = 0; i < n_; ++i) {
+    double acc = 0;
+    for (int k = problem_.jac_row_ptr[i]; k < problem_.jac_row_ptr[i + 1]; ++k)
+      acc += a[k] * v[problem_.jac_col[k]];
+    out[i] += acc;
+  }
+}
+
+void Derivatives::jtw(const double* w, double* out) {
+  need_jac();
+  ++counts_.jacobian_transpose_products;
+  const double* a = current().jac.data();
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (w[i] == 0.0) continue;
+    for (int k = problem_.jac_row_ptr[i]; k < problem_.jac_row_ptr[i + 1]; ++k)
+      out[problem_.jac_col[k]] += a[k] * w[i];
+  }
+}
+
+void Derivatives::pv(const double* dp, double* out) {
+  if (problem_.parameter_count == 0 || dp == nullptr) return;
+  need_pjac();
+  const double* a = current().pjac.data();
+  for (std::size_t k = 0; k < param_row_.size(); ++k) out[param_row_[k]] += a[k] * dp[problem_.param_col[k]];
+}
+
+void Derivatives::ptw(const double* w, double* mu) {
+  if (problem_.parameter_count == 0 || mu == nullptr) return;
+  need_pjac();
+  const double* a = current().pjac.data();
+  for (std::size_t k = 0; k < param_row_.size(); ++k) mu[problem_.param_col[k]] += a[k] * w[param_row_[k]];
+}
+
+void Derivatives::hessian_tangent(const double* du, const double* dp, const double* v, double* out) {
+  need_hess();
+  const Point& p = current();
+  for (std::size_t q = 0; q < p.hu.size(); ++q) {
+    const int e = problem_.hess_u_entry[q];
+    out[jac_row_[e]] += p.hu[q] * du[problem_.hess_u_state[q]] * v[problem_.jac_col[e]];
+  }
+  if (dp == nullptr) return;
+  for (std::size_t q = 0; q < p.hp.size(); ++q) {
+    const int e = problem_.hess_p_entry[q];
+    out[jac_row_[e]] += p.hp[q] * dp[problem_.hess_p_param[q]] * v[problem_.jac_col[e]];
+  }
+}
+
+void Derivatives::hessian_adjoint(const double* w, const double* v, double* grad_u, double* grad_p) {
+  need_hess();
+  const Point& p = current();
+  for (std::size_t q = 0; q < p.hu.size(); ++q) {
+    const int e = problem_.hess_u_entry[q];
+    grad_u[problem_.hess_u_state[q]] += p.hu[q] * w[jac_row_[e]] * v[problem_.jac_col[e]];
+  }
+  if (grad_p == nullptr) return;
+  for (std::size_t q = 0; q < p.hp.size(); ++q) {
+    const int e = problem_.hess_p_entry[q];
+    grad_p[problem_.hess_p_param[q]] += p.hp[q] * w[jac_row_[e]] * v[problem_.jac_col[e]];
+  }
+}
+
+}  // namespace esi::method::detail

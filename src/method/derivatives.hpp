@@ -1,0 +1,61 @@
+// The derivative products a sensitivity sweep needs, over an OdeProblem's derivative callbacks:
+// J v, J^T w, (df/dp) v, (df/dp)^T w and the second-order contractions of J, all from the CSR
+// values the problem writes at one point (t, u). Values are evaluated once per point and kept
+// for two points (a step's start and the stage in progress), so a sweep that asks several
+// products at the same point pays one evaluation. Private to method.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include "esi/method/problem.hpp"
+#include "esi/method/sensitivity.hpp"
+
+namespace esi::method::detail {
+
+class Derivatives {
+ public:
+  explicit Derivatives(const OdeProblem& problem, SweepResult& counts);
+
+  std::size_t size() const { return n_; }
+  std::size_t parameter_count() const { return problem_.parameter_count; }
+  bool has_second_derivatives() const { return problem_.second_derivatives != nullptr; }
+
+  /// Makes (t, u) the current point; values already evaluated there are kept.
+  void at(double t, const double* u);
+  /// The same, taking J's values from `jacobian` (what the stepper's own linear system holds).
+  void at(double t, const double* u, const double* jacobian);
+
+  /// out += J v, out += J^T w at the current point.
+  void jv(const double* v, double* out);
+  void jtw(const double* w, double* out);
+  /// out += (df/dp) dp, mu += (df/dp)^T w (nothing when there are no parameters).
+  void pv(const double* dp, double* out);
+  void ptw(const double* w, double* mu);
+  /// out += (dJ[du, dp]) v: J's directional derivative along (du, dp) applied to v.
+  void hessian_tangent(const double* du, const double* dp, const double* v, double* out);
+  /// grad_u += d(w^T J v)/du, grad_p += d(w^T J v)/dp.
+  void hessian_adjoint(const double* w, const double* v, double* grad_u, double* grad_p);
+
+ private:
+  struct Point {
+    double t = 0;     // the key: t, or 0 for an autonomous problem
+    double time = 0;  // the time the callbacks are given
+    std::vector<double> u, jac, pjac, hu, hp;
+    bool valid = false, has_jac = false, has_pjac = false, has_hess = false;
+  };
+  Point& current() { return points_[current_]; }
+  void need_jac();
+  void need_pjac();
+  void need_hess();
+
+  const OdeProblem& problem_;
+  SweepResult& counts_;
+  std::size_t n_;
+  std::vector<int> jac_row_, param_row_;  // row of each nonzero
+  std::array<Point, 2> points_;
+  int current_ = 0, next_ = 0;
+};
+
+}  // namespace esi::method::detail
