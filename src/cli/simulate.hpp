@@ -45,6 +45,11 @@ struct SimulateArgs {
   int lanes = 16;
   double split_step = 0;
   std::optional<method::MethodId> transport_method;
+  // Gradients (--gradient OUT.json): instead of a trajectory, dLoss/d(parameters, initial values).
+  std::string gradient, loss;
+  std::vector<std::string> wrt;
+  bool gradient_check = false;
+  std::size_t checkpoint_every = 1;
 };
 
 // simulate_args.cpp
@@ -110,6 +115,10 @@ struct ColumnCatalog {
     return c;
   }
 };
+
+// simulate_gradient.cpp
+/// `--gradient OUT.json`: the loss and its gradient by the discrete adjoint, written as JSON.
+int run_gradient(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc);
 
 // simulate_stochastic.cpp
 /// A model with random parameters: one path, an ensemble's statistics or every member (CSV).

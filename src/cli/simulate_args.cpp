@@ -116,6 +116,33 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.transport_method = *m;
     return kExitOk;
   }
+  if (a == "--gradient" || a == "--loss" || a == "--wrt") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty())
+      return usage_error("simulate", a + (a == "--gradient" ? " needs an OUT.json" : a == "--loss" ? " needs a state name" : " needs a comma-separated list of names"));
+    if (a == "--gradient") s.gradient = *v;
+    else if (a == "--loss") s.loss = *v;
+    else
+      for (std::size_t b = 0; b <= v->size();) {
+        const std::size_t e = std::min(v->find(',', b), v->size());
+        if (e > b) s.wrt.push_back(v->substr(b, e - b));
+        b = e + 1;
+      }
+    return kExitOk;
+  }
+  if (a == "--gradient-check") {
+    s.gradient_check = true;
+    return kExitOk;
+  }
+  if (a == "--checkpoint-every") {
+    const std::string* v = value_of(args, i);
+    std::uint64_t n = 0;
+    if (v == nullptr || !parse_count(*v, 1u << 30, n) || n == 0)
+      return usage_error("simulate", "--checkpoint-every needs a whole number of steps >= 1" +
+                                         (v ? ", got '" + *v + "'" : std::string()));
+    s.checkpoint_every = n;
+    return kExitOk;
+  }
   if (a == "--members") {
     s.members = true;
     return kExitOk;
@@ -237,6 +264,14 @@ int parse_args(Args args, SimulateArgs& s) {
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
+  if (!s.gradient.empty() || !s.loss.empty() || !s.wrt.empty() || s.gradient_check) {
+    if (s.gradient.empty()) return usage_error("simulate", "--loss, --wrt and --gradient-check go with --gradient OUT.json");
+    if (s.loss.empty()) return usage_error("simulate", "--gradient needs --loss NAME (a state, or a state array: the mean of its cells, at T1)");
+    if (!s.output.empty())
+      return usage_error("simulate", "--gradient writes OUT.json instead of a trajectory; run without it for --output");
+    if (!(s.options.t1 > s.options.t0)) return usage_error("simulate", "--gradient needs T1 > T0");
+    s.output = s.gradient;
+  }
   if (s.output.empty()) return usage_error("simulate", "--output OUT.csv is required");
   if (!saveat_given) s.options.saveat = default_saveat(s.options.t0, s.options.t1), s.default_saveat = true;
   else if (s.options.saveat <= 0)
@@ -266,6 +301,8 @@ void print_simulate_help(std::FILE* out) {
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--cells] [--set name=value ...]\n"
       "                    [--params FILE] [--inputs FILE.json] [--stats FILE.json] [--quiet]\n"
       "                    --output OUT.csv\n"
+      "       esi simulate FILE --tspan T0 T1 [--method M] ... --loss NAME --gradient OUT.json\n"
+      "                    [--wrt n1,n2,...] [--gradient-check] [--checkpoint-every K]\n"
       "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
@@ -340,6 +377,18 @@ void print_simulate_help(std::FILE* out) {
       "                of every column; --members writes every member instead (a leading\n"
       "                `member` column)\n"
       "  --threads T   members run on T threads (default 1)\n"
+      "\n"
+      "Gradients (exact discrete adjoint of the steps the run took, step sizes held fixed):\n"
+      "  --gradient F  write {\"loss\", \"gradient\": {name: dLoss/dname}, \"units\", \"run\"} to F\n"
+      "                (JSON) instead of a trajectory: with respect to every numeric parameter\n"
+      "                and every state's initial value (flat names)\n"
+      "  --loss NAME   the loss: state NAME at T1, or for a state array the mean of its cells\n"
+      "  --wrt LIST    only these names (comma-separated parameters and states)\n"
+      "  --gradient-check  also check the gradient in 3 random directions: the dot-product\n"
+      "                identity of tangent and adjoint, and central differences (stderr, F)\n"
+      "  --checkpoint-every K  keep the state before every K-th step only (less memory; the\n"
+      "                sweep replays the steps between). Explicit, Rosenbrock and SDIRK methods;\n"
+      "                models with events are refused\n"
       "\n"
       "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
       "run (rows up to then are kept) with a message naming it and the time.\n"

@@ -279,6 +279,71 @@ void use_native(Model& m) {
   }
 }
 
+void parameter_jacobian_callback(void* context, double t, const double* u, double* values) {
+  Model& m = *static_cast<Model*>(context);
+  if (m.parameter_jacobian->col.empty()) return;  // no parameter reaches a state equation
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, m.problem.size);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(values, m.parameter_jacobian->col.size());
+  kernel::run(m.parameter_jacobian->values, *m.parameter_jacobian_ws, args);
+}
+
+/// One program computes both kinds of second derivative (they share the Jacobian's
+/// subexpressions); its outputs are split into the two arrays the seam asks for.
+void second_derivatives_callback(void* context, double t, const double* u, double* u_values,
+                                 double* p_values) {
+  Model& m = *static_cast<Model*>(context);
+  if (m.second_values.empty()) return;
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, m.problem.size);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(m.second_values.data(), m.second_values.size());
+  kernel::run(m.second_derivatives->values, *m.second_derivatives_ws, args);
+  const auto split = m.second_values.begin() +
+                     static_cast<std::ptrdiff_t>(m.second_derivatives->u_entry.size());
+  std::copy(m.second_values.begin(), split, u_values);
+  std::copy(split, m.second_values.end(), p_values);
+}
+
+/// Whether the caller asked for native code (build_model records it in `native` only for a
+/// deferred Jacobian; otherwise the RHS program's status tells).
+bool wants_native(const Model& m) {
+  return m.native || (m.rhs && m.rhs->native_status() != "tape");
+}
+
+/// An adjoint needs df/du: the model's own, or compiled now when it was built without one.
+void require_jacobian(Model& m) {
+  m.ensure_jacobian();
+  if (m.jacobian) return;
+  try {
+    attach_jacobian(m, kernel::compile_jacobian(m.system));
+  } catch (const Error& e) {
+    throw Error("adjoint_unsupported_jacobian", e.diagnostic().file, e.diagnostic().pointer,
+                "sensitivities and adjoints need the analytic Jacobian, which cannot be formed: " +
+                    e.diagnostic().message);
+  }
+  if (wants_native(m)) {
+    m.jacobian->values =
+        kernel::with_native(m.jacobian->values, kernel::resolve_native_toolchain());
+    m.jacobian_ws = m.jacobian->values.make_workspace(1);
+  }
+  m.jacobian->values.prepare(*m.jacobian_ws, m.p);
+}
+
+void fill_derivative_fields(Model& m) {
+  method::OdeProblem& prob = m.problem;
+  prob.parameter_count = m.derivative_parameters.size();
+  prob.param_row_ptr = m.parameter_jacobian->row_ptr;
+  prob.param_col = m.parameter_jacobian->col;
+  prob.parameter_jacobian = &parameter_jacobian_callback;
+  prob.hess_u_entry = m.second_derivatives->u_entry;
+  prob.hess_u_state = m.second_derivatives->u_state;
+  prob.hess_p_entry = m.second_derivatives->p_entry;
+  prob.hess_p_param = m.second_derivatives->p_param;
+  prob.second_derivatives = &second_derivatives_callback;
+}
+
 }  // namespace
 
 void collect_symbols(const expr::Pool& pool, expr::NodeId root, std::vector<std::string>& out) {
@@ -319,6 +384,8 @@ void Model::prepare_all() {
   if (rhs) rhs->prepare(*rhs_ws, p);
   if (grid) grid_ws = kernel::make_grid_workspace(*grid, system, p, grid_threads);
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
+  if (parameter_jacobian) parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
+  if (second_derivatives) second_derivatives->values.prepare(*second_derivatives_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
 }
@@ -341,6 +408,33 @@ void Model::ensure_jacobian() {
   }
   attach_jacobian(*this, std::move(program));
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
+}
+
+void Model::ensure_derivatives() {
+  if (second_derivatives) return;
+  if (!system.grid.empty())
+    throw Error("adjoint_unsupported_grid", system.grid.front().file, system.grid.front().pointer,
+                "sensitivities and adjoints need every state's equation as a scalar (arrays as one "
+                "equation per cell); this model runs its arrays as per-region programs");
+  require_jacobian(*this);
+  std::vector<int> params = kernel::differentiable_parameters(system);
+  kernel::ParameterJacobianProgram dfdp = kernel::compile_parameter_jacobian(system, params);
+  kernel::SecondDerivativeProgram second = kernel::compile_second_derivatives(*jacobian, params);
+  if (wants_native(*this)) {
+    const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
+    dfdp.values = kernel::with_native(dfdp.values, toolchain);
+    second.values = kernel::with_native(second.values, toolchain);
+  }
+  derivative_parameters = std::move(params);
+  parameter_jacobian.emplace(std::move(dfdp));
+  second_derivatives.emplace(std::move(second));
+  parameter_jacobian_ws = parameter_jacobian->values.make_workspace(1);
+  second_derivatives_ws = second_derivatives->values.make_workspace(1);
+  second_values.assign(
+      second_derivatives->u_entry.size() + second_derivatives->p_entry.size(), 0.0);
+  parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
+  second_derivatives->values.prepare(*second_derivatives_ws, p);
+  fill_derivative_fields(*this);
 }
 
 void Model::reset_parameters(bool require_observed_values) {

@@ -12,6 +12,7 @@
 
 #include "esi/esm/load.hpp"
 #include "esi/esm/system.hpp"
+#include "esi/kernel/derivatives.hpp"
 #include "esi/kernel/grid.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/program.hpp"
@@ -104,6 +105,15 @@ struct Model {
   /// ensure_jacobian, not at build time.
   std::shared_ptr<SharedJacobian> deferred_jacobian;
   bool native = false;  ///< the Jacobian too is made native code when it is attached
+  /// Sensitivities and adjoints (ensure_derivatives): df/dp and the Jacobian's second
+  /// derivatives over `derivative_parameters` (OdeProblem parameter position -> System::
+  /// parameters index).
+  std::vector<int> derivative_parameters;
+  std::optional<kernel::ParameterJacobianProgram> parameter_jacobian;
+  std::optional<kernel::Workspace> parameter_jacobian_ws;
+  std::optional<kernel::SecondDerivativeProgram> second_derivatives;
+  std::optional<kernel::Workspace> second_derivatives_ws;
+  std::vector<double> second_values;  ///< u then p values, split into the callback's two arrays
 
   Model() = default;
   Model(const Model&) = delete;
@@ -119,6 +129,13 @@ struct Model {
   /// Attaches the deferred Jacobian (compiling it if no model sharing it has yet), prepared
   /// for `p`; nothing when there is none to attach. Call before a run with an implicit method.
   void ensure_jacobian();
+  /// Compiles df/dp and the Jacobian's second derivatives over every differentiable parameter
+  /// (kernel::differentiable_parameters) once, prepared for `p`, and fills problem's
+  /// derivative fields. The analytic Jacobian is attached first (compiled here when the model
+  /// was built without one). Throws `adjoint_unsupported_grid` for a per-region (gridded)
+  /// model, `adjoint_unsupported_jacobian` when the Jacobian cannot be formed, and
+  /// `adjoint_unsupported_function` (kernel/derivatives.hpp).
+  void ensure_derivatives();
 };
 
 /// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is

@@ -1,15 +1,19 @@
 // A problem document compiled for time integration: the flattened System, its RHS Program and
 // analytic JacobianProgram (Whole target, one column), the parameters' default values, and an
 // esi::method::OdeProblem whose callbacks run them. Used by test_problem_solutions.cpp and by
-// bench/bench_stiff.cpp, which feeds the same callbacks to SUNDIALS.
+// bench/bench_stiff.cpp, which feeds the same callbacks to SUNDIALS. enable_derivatives() adds
+// df/dp and the Jacobian's second derivatives (kernel/derivatives.hpp) for sensitivity and
+// adjoint tests.
 //
 // The integration state is in System::states order (what the kernel reads); `order` maps the
 // test set's component i to its position there, so results compare with reference.json.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -17,6 +21,7 @@
 
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/kernel/derivatives.hpp"
 #include "esi/kernel/jacobian.hpp"
 #include "esi/kernel/native.hpp"
 #include "esi/kernel/program.hpp"
@@ -74,7 +79,47 @@ class CompiledProblem {
     ws_jac_ = jac_.values.make_workspace(1);
     rhs_.prepare(ws_rhs_, p_);
     jac_.values.prepare(ws_jac_, p_);
+    if (derivatives_) {
+      derivatives_->dfdp.values = kernel::with_native(derivatives_->dfdp.values);
+      derivatives_->second.values = kernel::with_native(derivatives_->second.values);
+      derivatives_->prepare(p_);
+    }
     return "";
+  }
+
+  /// Compiles df/dp and the Jacobian's second derivatives over every differentiable parameter
+  /// (kernel::differentiable_parameters), so ode_problem() fills the derivative callbacks.
+  void enable_derivatives() {
+    if (derivatives_) return;
+    const std::vector<int> params = kernel::differentiable_parameters(system_);
+    derivatives_.emplace(Derivatives{kernel::compile_parameter_jacobian(system_, params),
+                                     kernel::compile_second_derivatives(jac_, params)});
+    derivatives_->prepare(p_);
+  }
+  bool derivatives_enabled() const { return derivatives_.has_value(); }
+  /// Position -> System::parameters index of the derivative callbacks' parameters.
+  const std::vector<int>& derivative_parameters() const { return derivatives_->dfdp.parameters; }
+  const kernel::ParameterJacobianProgram& parameter_jacobian_program() const {
+    return derivatives_->dfdp;
+  }
+  const kernel::SecondDerivativeProgram& second_derivative_program() const {
+    return derivatives_->second;
+  }
+
+  /// The CSR nonzeros of df/dp at (t, u), in parameter_jacobian_program() order.
+  void parameter_jacobian(double t, const double* u, double* values) {
+    Derivatives& d = *derivatives_;
+    if (!d.dfdp.col.empty()) run_one(d.dfdp.values, *d.ws_dfdp, t, u, values, d.dfdp.col.size());
+  }
+  /// The Jacobian's second derivatives at (t, u): by states into u_values, by parameters
+  /// into p_values (second_derivative_program() order).
+  void second_derivatives(double t, const double* u, double* u_values, double* p_values) {
+    Derivatives& d = *derivatives_;
+    const std::size_t nu = d.second.u_entry.size(), np = d.second.p_entry.size();
+    if (nu + np == 0) return;
+    run_one(d.second.values, *d.ws_second, t, u, d.scratch.data(), nu + np);
+    std::copy(d.scratch.begin(), d.scratch.begin() + static_cast<std::ptrdiff_t>(nu), u_values);
+    std::copy(d.scratch.begin() + static_cast<std::ptrdiff_t>(nu), d.scratch.end(), p_values);
   }
 
   /// du = f(t, u), System order. Counts calls.
@@ -103,6 +148,7 @@ class CompiledProblem {
     };
     for (const auto& s : system_.states) p.names.push_back(s.name);
     p.autonomous = !rhs_.reads_time();
+    if (derivatives_) add_derivatives(p);
     return p;
   }
 
@@ -128,6 +174,40 @@ class CompiledProblem {
         throw std::runtime_error("Jacobian DOFs are not the states in System order");
   }
 
+  /// The derivative programs of enable_derivatives and their workspaces.
+  struct Derivatives {
+    kernel::ParameterJacobianProgram dfdp;
+    kernel::SecondDerivativeProgram second;
+    std::optional<kernel::Workspace> ws_dfdp, ws_second;
+    std::vector<double> scratch;  // the second-derivative program writes u and p values at once
+
+    void prepare(const std::vector<double>& p) {
+      ws_dfdp = dfdp.values.make_workspace(1);
+      ws_second = second.values.make_workspace(1);
+      dfdp.values.prepare(*ws_dfdp, p);
+      second.values.prepare(*ws_second, p);
+      scratch.assign(second.u_entry.size() + second.p_entry.size(), 0.0);
+    }
+  };
+
+  void add_derivatives(method::OdeProblem& p) {
+    const Derivatives& d = *derivatives_;
+    p.parameter_count = d.dfdp.parameters.size();
+    p.param_row_ptr = d.dfdp.row_ptr;
+    p.param_col = d.dfdp.col;
+    p.parameter_jacobian = [](void* c, double t, const double* u, double* values) {
+      static_cast<CompiledProblem*>(c)->parameter_jacobian(t, u, values);
+    };
+    p.hess_u_entry = d.second.u_entry;
+    p.hess_u_state = d.second.u_state;
+    p.hess_p_entry = d.second.p_entry;
+    p.hess_p_param = d.second.p_param;
+    p.second_derivatives = [](void* c, double t, const double* u, double* u_values,
+                              double* p_values) {
+      static_cast<CompiledProblem*>(c)->second_derivatives(t, u, u_values, p_values);
+    };
+  }
+
   static void run_one(const kernel::Program& prog, kernel::Workspace& ws, double t,
                       const double* u, double* out, std::size_t rows) {
     kernel::RunArgs<double> a;
@@ -141,6 +221,7 @@ class CompiledProblem {
   kernel::Program rhs_;
   kernel::JacobianProgram jac_;
   kernel::Workspace ws_rhs_, ws_jac_;
+  std::optional<Derivatives> derivatives_;
   std::vector<double> p_;
   std::vector<int> order_;
 };

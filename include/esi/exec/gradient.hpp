@@ -1,0 +1,75 @@
+// Gradients of a loss over one run (`esi simulate --gradient`): a forward run that records its
+// steps (method::ForwardTape), then the discrete adjoint of that step sequence
+// (method::adjoint), so the gradient with respect to every numeric parameter and every state's
+// initial value costs one backward sweep. The derivative is the one of the discrete map the
+// forward run computed, step sizes held fixed (sensitivity.hpp).
+//
+// The loss is the value of a state at the end of the span, or for a state array the mean of
+// its cells. Refused with a located esi::Error: a loss or --wrt name that names nothing
+// (`unknown_gradient_variable`), an observed as the loss (`adjoint_unsupported_loss`), a
+// parameter that is not a number fixed for the run (`adjoint_unsupported_parameter`), a method
+// without sensitivities (`adjoint_unsupported_method`), events and parameter updates
+// (`adjoint_unsupported_event`), arrays as per-region programs (`adjoint_unsupported_grid`).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "esi/esm/system.hpp"
+#include "esi/exec/simulate.hpp"
+#include "esi/method/sensitivity.hpp"
+
+namespace esi::exec {
+
+struct GradientOptions {
+  /// t0, t1, the integrator, the document, native; outputs and events are not used.
+  SimulateOptions run;
+  std::string loss;  ///< a state's flat name, or a state array's (the mean of its cells)
+  /// Flat names to differentiate with respect to: parameters, and states for their initial
+  /// values. Empty: every differentiable parameter and every state.
+  std::vector<std::string> wrt;
+  std::size_t checkpoint_every = 1;  ///< the tape keeps the state before every K-th step
+  /// > 0: also check the gradient in this many random directions (seeded, reproducible): the
+  /// dot-product identity of tangent and adjoint, and central differences of the frozen steps.
+  int check_directions = 0;
+  /// Also time the same forward run without a tape (GradientResult::plain_seconds), for the
+  /// cost of a gradient in plain forward runs.
+  bool time_plain_forward = false;
+};
+
+struct GradientEntry {
+  std::string name;   ///< flat name
+  bool initial = false;  ///< true: with respect to the state's initial value
+  double value = 0;
+  std::string units;  ///< units of the loss per unit of the variable ("" when either is unknown)
+};
+
+/// One random direction v of --gradient-check: <lambda, TLM v> against <ADJ lambda, v>, and
+/// the directional derivative of the frozen steps by central differences.
+struct GradientCheck {
+  double tangent = 0, adjoint = 0, dot_relative = 0;  ///< <lambda, TLM v>, <ADJ lambda, v> (lambda random)
+  double loss_tangent = 0;  ///< the loss's derivative along v by the tangent
+  double finite_difference = 0, difference_relative = 0, step = 0;  ///< ... and by central differences
+};
+
+struct GradientResult {
+  double loss = 0;
+  std::string loss_units;
+  std::vector<GradientEntry> gradient;
+  method::ReturnCode code = method::ReturnCode::Success;
+  std::string message;  ///< why the forward run or the sweep failed ("" on success)
+  method::MethodId method = method::MethodId::Auto;
+  method::IntegratorStats forward_stats;
+  method::SweepResult sweep;
+  std::size_t steps = 0, tape_bytes = 0, parameters = 0, states = 0;
+  double forward_seconds = 0, sweep_seconds = 0;
+  double plain_seconds = 0;  ///< with GradientOptions::time_plain_forward
+  std::vector<GradientCheck> checks;
+  bool ok() const { return code == method::ReturnCode::Success; }
+};
+
+/// Throws esi::Error for what it refuses (above) and for input simulate refuses.
+GradientResult gradient(const esm::System& system, const GradientOptions& options);
+
+}  // namespace esi::exec

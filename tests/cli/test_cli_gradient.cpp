@@ -1,0 +1,116 @@
+// `esi simulate --loss NAME --gradient OUT.json`: the gradient against the closed-form
+// derivative of x' = -k x, the check it prints, and refusals (a located error and no file).
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/run_esi.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using esi::testing::CliResult;
+using esi::testing::TempDir;
+
+CliResult run(const TempDir& dir, const std::vector<std::string>& args) {
+  return esi::testing::run_esi(ESI_BINARY, args, dir.path() / "stderr.txt");
+}
+
+// x' = -k x (x0 = 2, k = 0.5) with an observed y = 3 x; `extra` adds variables or events.
+std::string decay(const std::string& extra_models = "") {
+  return R"({"esm": "1.0.0", "metadata": {"name": "d"}, "models": {"M": {
+    "variables": {"x": {"type": "unknown", "units": "mol/m^3", "default": 2.0},
+                  "k": {"type": "parameter", "units": "1/s", "default": 0.5},
+                  "y": {"type": "unknown", "units": "mol/m^3"}},
+    "equations": [{"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+                   "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}},
+                  {"lhs": "y", "rhs": {"op": "*", "args": [3, "x"]}}])" +
+         extra_models + R"(}}})";
+}
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+TEST(CliGradient, DecayGradientEqualsTheClosedForm) {
+  TempDir dir;
+  const auto doc = dir.write("d.esm", decay()).string();
+  const auto out = dir.path() / "g.json";
+  CliResult r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Rodas5P", "--rtol", "1e-11",
+                          "--atol", "1e-14", "--loss", "M.x", "--gradient", out.string(), "--gradient-check"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = read_json(out);
+  // x(T) = x0 e^{-kT}: dx/dk = -T x(T), dx/dx0 = e^{-kT}.
+  const double xT = 2 * std::exp(-1.0);
+  EXPECT_NEAR(j["loss"].get<double>(), xT, 1e-9);
+  EXPECT_NEAR(j["gradient"]["M.k"].get<double>(), -2 * xT, 1e-8);
+  EXPECT_NEAR(j["gradient"]["M.x"].get<double>(), std::exp(-1.0), 1e-9);
+  EXPECT_EQ(j["units"]["M.k"], "mol/m^3 / (1/s)");
+  EXPECT_EQ(j["initial_values"], nlohmann::json::array({"M.x"}));
+  EXPECT_EQ(j["run"]["method"], "Rodas5P");
+  ASSERT_EQ(j["checks"].size(), 3u);
+  for (const auto& c : j["checks"]) {
+    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
+    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
+  }
+  EXPECT_NE(r.err.find("check: <lambda, TLM v>"), std::string::npos) << r.err;
+
+  // --wrt narrows the gradient to the names given, and an explicit method gives the same
+  // derivative of its own discrete map (close to the ODE's at this tolerance).
+  r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Tsit5", "--rtol", "1e-10", "--atol", "1e-14",
+                "--loss", "M.x", "--gradient", out.string(), "--wrt", "M.k", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto narrowed = read_json(out);
+  EXPECT_EQ(narrowed["gradient"].size(), 1u);
+  EXPECT_NEAR(narrowed["gradient"]["M.k"].get<double>(), -2 * xT, 1e-7);
+}
+
+// Each refusal names its code and where, exits 1 and writes no file.
+TEST(CliGradient, RefusalsAreLocatedAndWriteNothing) {
+  TempDir dir;
+  const auto doc = dir.write("d.esm", decay()).string();
+  const auto out = dir.path() / "g.json";
+  struct Case {
+    std::vector<std::string> extra;
+    std::string code;
+  };
+  const std::vector<Case> cases = {
+      {{"--loss", "M.nothing"}, "unknown_gradient_variable"},
+      {{"--loss", "M.y"}, "adjoint_unsupported_loss"},
+      {{"--loss", "M.x", "--wrt", "M.y"}, "adjoint_unsupported_parameter"},
+      {{"--loss", "M.x", "--wrt", "M.zz"}, "unknown_gradient_variable"},
+      {{"--loss", "M.x", "--method", "KenCarp4"}, "adjoint_unsupported_method"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"simulate", doc, "--tspan", "0", "1", "--gradient", out.string()};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const CliResult r = run(dir, args);
+    EXPECT_EQ(r.status, 1) << c.code << ": " << r.err;
+    EXPECT_NE(r.err.find(c.code), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.code;
+  }
+  // The observed's error points at its declaration.
+  const CliResult observed = run(dir, {"simulate", doc, "--tspan", "0", "1", "--gradient", out.string(), "--loss", "M.y"});
+  EXPECT_NE(observed.err.find("d.esm:/models/M/"), std::string::npos) << observed.err;
+
+  const auto with_event = dir.write("e.esm", decay(R"(, "discrete_events": [{"name": "dose",
+      "trigger": {"type": "preset_times", "times": [0.5]},
+      "affects": [{"lhs": "x", "rhs": {"op": "+", "args": ["x", 1]}}]}])")).string();
+  const CliResult event = run(dir, {"simulate", with_event, "--tspan", "0", "1", "--loss", "M.x", "--gradient", out.string()});
+  EXPECT_EQ(event.status, 1) << event.err;
+  EXPECT_NE(event.err.find("adjoint_unsupported_event"), std::string::npos) << event.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  // Usage errors: the options go together, and not with --output.
+  EXPECT_EQ(run(dir, {"simulate", doc, "--tspan", "0", "1", "--gradient", out.string()}).status, 2);
+  EXPECT_EQ(run(dir, {"simulate", doc, "--tspan", "0", "1", "--loss", "M.x", "--output", "o.csv"}).status, 2);
+  EXPECT_EQ(run(dir, {"simulate", doc, "--tspan", "0", "1", "--loss", "M.x", "--gradient", out.string(),
+                      "--output", "o.csv"}).status, 2);
+}
+
+}  // namespace
