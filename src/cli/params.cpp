@@ -26,12 +26,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
 std::vector<Override> from_json(const std::string& path, const nlohmann::json& j) {
   if (!j.is_object())
     invalid(path, "", "a --params JSON file holds one object: {\"name\": number, ...}");
@@ -47,7 +41,14 @@ std::vector<Override> from_json(const std::string& path, const nlohmann::json& j
   return out;
 }
 
-/// Splits one CSV record into fields (RFC 4180 quoting: "a,b" and "" inside quotes).
+}  // namespace
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
 bool split_csv(const std::string& line, std::vector<std::string>& fields) {
   fields.assign(1, std::string());
   bool quoted = false, was_quoted = false;
@@ -71,6 +72,8 @@ bool split_csv(const std::string& line, std::vector<std::string>& fields) {
   }
   return !quoted;
 }
+
+namespace {
 
 std::vector<Override> from_csv(const std::string& path, const std::string& text) {
   std::vector<Override> out;

@@ -17,6 +17,7 @@
 #include "cli/params.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/esm/system.hpp"
+#include "esi/exec/gradient.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/io/netcdf_output.hpp"
 #include "esi/method/integrator.hpp"
@@ -46,7 +47,7 @@ struct SimulateArgs {
   double split_step = 0;
   std::optional<method::MethodId> transport_method;
   // Gradients (--gradient OUT.json): instead of a trajectory, dLoss/d(parameters, initial values).
-  std::string gradient, loss;
+  std::string gradient, loss, loss_file;
   std::vector<std::string> wrt;
   bool gradient_check = false;
   std::size_t checkpoint_every = 1;
@@ -115,6 +116,10 @@ struct ColumnCatalog {
     return c;
   }
 };
+
+// loss_file.cpp
+/// `--loss-file F`: the loss's terms; throws `invalid_loss_file` at the file and pointer.
+std::vector<exec::LossTerm> read_loss_file(const std::string& path);
 
 // simulate_gradient.cpp
 /// `--gradient OUT.json`: the loss and its gradient by the discrete adjoint, written as JSON.

@@ -116,12 +116,14 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.transport_method = *m;
     return kExitOk;
   }
-  if (a == "--gradient" || a == "--loss" || a == "--wrt") {
+  if (a == "--gradient" || a == "--loss" || a == "--wrt" || a == "--loss-file") {
     const std::string* v = value_of(args, i);
     if (v == nullptr || v->empty())
-      return usage_error("simulate", a + (a == "--gradient" ? " needs an OUT.json" : a == "--loss" ? " needs a state name" : " needs a comma-separated list of names"));
+      return usage_error("simulate", a + (a == "--gradient" ? " needs an OUT.json" : a == "--loss" ? " needs a state name"
+                                          : a == "--loss-file" ? " needs a LOSS.json" : " needs a comma-separated list of names"));
     if (a == "--gradient") s.gradient = *v;
     else if (a == "--loss") s.loss = *v;
+    else if (a == "--loss-file") s.loss_file = *v;
     else
       for (std::size_t b = 0; b <= v->size();) {
         const std::size_t e = std::min(v->find(',', b), v->size());
@@ -264,9 +266,12 @@ int parse_args(Args args, SimulateArgs& s) {
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
-  if (!s.gradient.empty() || !s.loss.empty() || !s.wrt.empty() || s.gradient_check) {
-    if (s.gradient.empty()) return usage_error("simulate", "--loss, --wrt and --gradient-check go with --gradient OUT.json");
-    if (s.loss.empty()) return usage_error("simulate", "--gradient needs --loss NAME (a state, or a state array: the mean of its cells, at T1)");
+  if (!s.gradient.empty() || !s.loss.empty() || !s.loss_file.empty() || !s.wrt.empty() || s.gradient_check) {
+    if (s.gradient.empty())
+      return usage_error("simulate", "--loss, --loss-file, --wrt and --gradient-check go with --gradient OUT.json");
+    if (s.loss.empty() == s.loss_file.empty())
+      return usage_error("simulate", "--gradient needs one of --loss NAME (a state, or a state array: the mean of its "
+                                     "cells, at T1) and --loss-file LOSS.json");
     if (!s.output.empty())
       return usage_error("simulate", "--gradient writes OUT.json instead of a trajectory; run without it for --output");
     if (!(s.options.t1 > s.options.t0)) return usage_error("simulate", "--gradient needs T1 > T0");
@@ -301,7 +306,8 @@ void print_simulate_help(std::FILE* out) {
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--cells] [--set name=value ...]\n"
       "                    [--params FILE] [--inputs FILE.json] [--stats FILE.json] [--quiet]\n"
       "                    --output OUT.csv\n"
-      "       esi simulate FILE --tspan T0 T1 [--method M] ... --loss NAME --gradient OUT.json\n"
+      "       esi simulate FILE --tspan T0 T1 [--method M] ... (--loss NAME | --loss-file F)\n"
+      "                    --gradient OUT.json\n"
       "                    [--wrt n1,n2,...] [--gradient-check] [--checkpoint-every K]\n"
       "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "\n"
@@ -383,6 +389,11 @@ void print_simulate_help(std::FILE* out) {
       "                (JSON) instead of a trajectory: with respect to every numeric parameter\n"
       "                and every state's initial value (flat names)\n"
       "  --loss NAME   the loss: state NAME at T1, or for a state array the mean of its cells\n"
+      "  --loss-file F a sum of terms (JSON): {\"terms\": [{\"variable\": X, \"at\": [t, ...]},\n"
+      "                {\"variable\": X, \"integral\" or \"mean\": [a, b]}, {\"observations\": CSV}]},\n"
+      "                each with an optional \"weight\"; CSV rows time,name,value,sigma give\n"
+      "                1/2 sum ((X(t) - value) / sigma)^2. Times become step ends; integrals are\n"
+      "                the trapezoid rule over the steps taken\n"
       "  --wrt LIST    only these names (comma-separated parameters and states)\n"
       "  --gradient-check  also check the gradient in 3 random directions: the dot-product\n"
       "                identity of tangent and adjoint, and central differences (stderr, F)\n"

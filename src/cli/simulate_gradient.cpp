@@ -24,7 +24,7 @@ nlohmann::json run_json(const SimulateArgs& s, const exec::GradientResult& g) {
           {"method", std::string(method::method_info(g.method).name)},
           {"rtol", io.rtol},
           {"atol", io.atol},
-          {"loss", s.loss},
+          {"loss", s.loss_file.empty() ? s.loss : s.loss_file},
           {"steps", g.steps},
           {"rejected", g.forward_stats.rejected},
           {"states", g.states},
@@ -57,6 +57,7 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
   o.run = s.options;
   o.run.document = &doc;
   o.loss = s.loss;
+  if (!s.loss_file.empty()) o.loss_terms = read_loss_file(s.loss_file);
   o.wrt = s.wrt;
   o.checkpoint_every = s.checkpoint_every;
   o.check_directions = s.gradient_check ? 3 : 0;
@@ -92,7 +93,7 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
     std::fprintf(stderr,
                  "esi simulate: loss %s = %s; %zu gradient entries in %s (%s, %zu steps): forward %.3g s, "
                  "adjoint %.3g s (%.2fx the forward run in total); tape %.3g MB\n",
-                 s.loss.c_str(), format_number(g.loss).c_str(), g.gradient.size(), s.gradient.c_str(),
+                 (s.loss_file.empty() ? s.loss : s.loss_file).c_str(), format_number(g.loss).c_str(), g.gradient.size(), s.gradient.c_str(),
                  std::string(method::method_info(g.method).name).c_str(), g.steps, g.forward_seconds,
                  g.sweep_seconds, g.forward_seconds > 0 ? total / g.forward_seconds : 0.0,
                  double(g.tape_bytes) / 1e6);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "esi/core/error.hpp"
+#include "exec/loss.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
@@ -20,32 +21,6 @@ using detail::number_text;
 [[noreturn]] void refuse(const std::string& code, const std::string& message,
                          const std::string& file = "", const std::string& pointer = "") {
   throw Error(code, file, pointer, message);
-}
-
-/// Weight of each state in the loss: 1 for a state, 1/cells for each cell of a state array.
-std::vector<double> loss_weights(const esm::System& sys, const std::string& name, std::string& units) {
-  std::vector<double> w(sys.states.size(), 0.0);
-  if (const int i = sys.state_index(name); i >= 0) {
-    w[std::size_t(i)] = 1;
-    units = sys.states[std::size_t(i)].units;
-    return w;
-  }
-  std::vector<std::size_t> cells;
-  for (std::size_t i = 0; i < sys.states.size(); ++i)
-    if (sys.states[i].array == name) cells.push_back(i);
-  if (!cells.empty()) {
-    for (std::size_t i : cells) w[i] = 1.0 / double(cells.size());
-    for (const auto& a : sys.arrays)
-      if (a.name == name) units = a.units;
-    return w;
-  }
-  if (const int o = sys.observed_index(name); o >= 0) {
-    const auto& v = sys.observed[std::size_t(o)];
-    refuse("adjoint_unsupported_loss",
-           "the loss " + name + " is an observed: gradients of observeds are not supported yet; "
-           "use a state (or a state array, whose cells are averaged)", v.file, v.pointer);
-  }
-  refuse("unknown_gradient_variable", "--loss " + name + " names no state or state array of the model");
 }
 
 std::string per_unit(const std::string& loss, const std::string& of) {
@@ -110,23 +85,43 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 /// The loss of the frozen steps from (u0, p) moved along (du, dp) by `step`.
 double frozen_loss(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
                    const std::vector<double>& u0, const std::vector<double>& du,
-                   const std::vector<double>& dp, double step, const std::vector<double>& weights) {
+                   const std::vector<double>& dp, double step, detail::Loss loss) {
   const std::vector<double> p_saved = m.p;
   for (std::size_t k = 0; k < dp.size(); ++k) m.p[std::size_t(m.derivative_parameters[k])] += step * dp[k];
   m.prepare_all();
   std::vector<double> start = u0;
   for (std::size_t i = 0; i < start.size(); ++i) start[i] += step * du[i];
-  const std::vector<double> end = method::replay(m.problem, io, tape, start);
+  loss.start(start);
+  std::vector<double> previous = start;
+  method::replay(m.problem, io, tape, start, [&](std::size_t k, std::span<const double> u) {
+    loss.step(tape.steps[k].t, previous, tape.steps[k].t_end, u);
+    previous.assign(u.begin(), u.end());
+  });
   m.p = p_saved;
   m.prepare_all();
-  return dot(weights, end);
+  return loss.value();
+}
+
+/// The loss's derivative along (du, dp) by the tangent: dL/du at every step end against the
+/// tangent there.
+double loss_tangent(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
+                    const std::vector<double>& du, const std::vector<double>& dp, const detail::Loss& loss) {
+  std::vector<double> g(du.size(), 0.0), t = du;
+  loss.add_gradient_at_start(tape, g);
+  double sum = dot(g, du);
+  const auto sink = [&](std::size_t k, std::span<const double> tangent) {
+    std::fill(g.begin(), g.end(), 0.0);
+    loss.add_gradient_at_step_end(tape, k, g);
+    for (std::size_t i = 0; i < g.size(); ++i) sum += g[i] * tangent[i];
+  };
+  if (!method::tangent(m.problem, io, tape, t, dp, sink).ok()) return std::nan("");
+  return sum;
 }
 
 /// Random directions scaled by each variable's magnitude (concentrations of 1e-9 and rate
 /// constants of 1e-12 in one vector): tangent against adjoint, and central differences.
 void run_checks(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
-                const std::vector<double>& u0, const std::vector<double>& weights, int count,
-                GradientResult& r) {
+                const std::vector<double>& u0, const detail::Loss& loss, int count, GradientResult& r) {
   std::mt19937_64 rng(20261207);
   std::uniform_real_distribution<double> unit(-1, 1);
   const std::size_t np = m.derivative_parameters.size();
@@ -142,16 +137,15 @@ void run_checks(Model& m, const method::IntegratorOptions& io, const method::For
     if (!method::adjoint(m.problem, io, tape, l, mu).ok()) continue;
     g.tangent = dot(lambda, t);
     g.adjoint = dot(l, du) + dot(mu, dp);
-    g.dot_relative = std::abs(g.tangent - g.adjoint) / std::max(std::abs(g.tangent), 1e-300);
-    // The loss's own directional derivative, by central differences of the frozen steps.
-    std::vector<double> tw = du;
-    if (!method::tangent(m.problem, io, tape, tw, dp).ok()) continue;
-    const double exact = dot(weights, tw);
-    g.loss_tangent = exact;
+    // Relative to sum |lambda_i t_i|, the scale the dot product's rounding lives on.
+    double magnitude = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) magnitude += std::abs(lambda[i] * t[i]);
+    g.dot_relative = std::abs(g.tangent - g.adjoint) / std::max(magnitude, 1e-300);
+    g.loss_tangent = loss_tangent(m, io, tape, du, dp, loss);
     g.step = 1e-6;
-    g.finite_difference = (frozen_loss(m, io, tape, u0, du, dp, g.step, weights) -
-                           frozen_loss(m, io, tape, u0, du, dp, -g.step, weights)) / (2 * g.step);
-    g.difference_relative = std::abs(g.finite_difference - exact) / std::max(std::abs(exact), 1e-300);
+    g.finite_difference = (frozen_loss(m, io, tape, u0, du, dp, g.step, loss) -
+                           frozen_loss(m, io, tape, u0, du, dp, -g.step, loss)) / (2 * g.step);
+    g.difference_relative = std::abs(g.finite_difference - g.loss_tangent) / std::max(std::abs(g.loss_tangent), 1e-300);
     r.checks.push_back(g);
   }
 }
@@ -176,7 +170,15 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
     refuse("invalid_time_span", "the time span must be finite with t1 > t0 (got " +
                                     number_text(run.t0) + ", " + number_text(run.t1) + ")");
   GradientResult r;
-  std::vector<double> weights = loss_weights(system, options.loss, r.loss_units);
+  std::vector<LossTerm> terms = options.loss_terms;
+  if (terms.empty()) {
+    LossTerm at_end;
+    at_end.variable = options.loss;
+    at_end.times = {run.t1};
+    terms.push_back(at_end);
+  }
+  detail::Loss loss(system, std::move(terms), run.t0, run.t1);
+  r.loss_units = loss.units();
   const auto model = detail::build_model(system, run.document, true, false, run.native);
   Model& m = *model;
   refuse_events(m, run.document);
@@ -207,25 +209,36 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   const auto forward_start = std::chrono::steady_clock::now();
   method::Integrator integrator(m.problem, io, run.t0, u0);
   integrator.record(&tape);
+  loss.start(u0);
+  std::vector<double> previous = u0;
+  std::size_t next_stop = 0;
   while (integrator.t() < run.t1) {
-    const method::ReturnCode rc = integrator.step(run.t1);
+    const auto& stops = loss.stops();
+    const double limit = next_stop < stops.size() ? stops[next_stop] : run.t1;
+    const method::ReturnCode rc = integrator.step(limit);
     if (rc != method::ReturnCode::Success) {
       r.code = rc;
       r.message = integrator.message();
       r.forward_stats = integrator.stats();
       return r;
     }
+    loss.step(integrator.t_previous(), previous, integrator.t(), integrator.u());
+    previous.assign(integrator.u().begin(), integrator.u().end());
+    if (integrator.t() == limit) ++next_stop;
   }
   r.forward_seconds = seconds_since(forward_start);
   r.forward_stats = integrator.stats();
   r.steps = tape.steps.size();
   r.tape_bytes = tape.bytes();
-  r.loss = dot(weights, std::vector<double>(integrator.u().begin(), integrator.u().end()));
+  r.loss = loss.value();
 
   // Backward.
   const auto sweep_start = std::chrono::steady_clock::now();
-  std::vector<double> lambda = weights, mu(m.derivative_parameters.size(), 0.0);
-  r.sweep = method::adjoint(m.problem, io, tape, lambda, mu);
+  std::vector<double> lambda(u0.size(), 0.0), mu(m.derivative_parameters.size(), 0.0);
+  r.sweep = method::adjoint(m.problem, io, tape, lambda, mu, [&](std::size_t k, std::span<double> l) {
+    loss.add_gradient_at_step_end(tape, k, l);
+  });
+  loss.add_gradient_at_start(tape, lambda);
   r.sweep_seconds = seconds_since(sweep_start);
   if (!r.sweep.ok()) {
     r.code = r.sweep.code;
@@ -240,7 +253,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
     const auto& v = m.system.states[i];
     r.gradient.push_back({v.name, true, lambda[i], per_unit(r.loss_units, v.units)});
   }
-  if (options.check_directions > 0) run_checks(m, io, tape, u0, weights, options.check_directions, r);
+  if (options.check_directions > 0) run_checks(m, io, tape, u0, loss, options.check_directions, r);
   return r;
 }
 

@@ -70,6 +70,46 @@ TEST(CliGradient, DecayGradientEqualsTheClosedForm) {
   EXPECT_NEAR(narrowed["gradient"]["M.k"].get<double>(), -2 * xT, 1e-7);
 }
 
+// A loss file: values at two output times plus a misfit against an observation, against the
+// closed form; an integral and a mean checked by the tangent and central differences.
+TEST(CliGradient, LossFileTermsMatchTheClosedForm) {
+  TempDir dir;
+  const auto doc = dir.write("d.esm", decay()).string();
+  dir.write("obs.csv", "time,name,value,sigma\n1.0,M.x,1.1,0.2\n");
+  const auto loss = dir.write("loss.json", R"({"terms": [
+      {"variable": "M.x", "at": [0.5, 1.5], "weight": 2},
+      {"observations": "obs.csv"}]})").string();
+  const auto out = dir.path() / "g.json";
+  CliResult r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Rodas5P", "--rtol", "1e-11",
+                          "--atol", "1e-14", "--loss-file", loss, "--gradient", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = read_json(out);
+  const auto x = [](double t) { return 2 * std::exp(-0.5 * t); };
+  const double miss = x(1) - 1.1;
+  EXPECT_NEAR(j["loss"].get<double>(), 2 * (x(0.5) + x(1.5)) + 0.5 * (miss / 0.2) * (miss / 0.2), 1e-8);
+  // dx(t)/dk = -t x(t), dx(t)/dx0 = x(t) / x0.
+  const double dk = 2 * (-0.5 * x(0.5) - 1.5 * x(1.5)) + miss / 0.04 * (-1 * x(1));
+  const double dx0 = 2 * (x(0.5) + x(1.5)) / 2 + miss / 0.04 * x(1) / 2;
+  EXPECT_NEAR(j["gradient"]["M.k"].get<double>(), dk, 1e-7 * std::abs(dk));
+  EXPECT_NEAR(j["gradient"]["M.x"].get<double>(), dx0, 1e-7 * std::abs(dx0));
+
+  const auto integral = dir.write("int.json", R"({"terms": [{"variable": "M.x", "integral": [0.25, 1.75]},
+      {"variable": "M.x", "mean": [0, 2], "weight": -3}]})").string();
+  r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Kvaerno3", "--rtol", "1e-8", "--loss-file", integral,
+                "--gradient", out.string(), "--gradient-check"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& c : read_json(out)["checks"]) {
+    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
+    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
+  }
+  // A bad term is located in the loss file.
+  const auto bad = dir.write("bad.json", R"({"terms": [{"variable": "M.x", "at": [5]}]})").string();
+  r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--loss-file", bad, "--gradient", out.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("bad.json:/terms/0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("invalid_loss"), std::string::npos) << r.err;
+}
+
 // Each refusal names its code and where, exits 1 and writes no file.
 TEST(CliGradient, RefusalsAreLocatedAndWriteNothing) {
   TempDir dir;

@@ -4,9 +4,11 @@
 // initial value costs one backward sweep. The derivative is the one of the discrete map the
 // forward run computed, step sizes held fixed (sensitivity.hpp).
 //
-// The loss is the value of a state at the end of the span, or for a state array the mean of
-// its cells. Refused with a located esi::Error: a loss or --wrt name that names nothing
-// (`unknown_gradient_variable`), an observed as the loss (`adjoint_unsupported_loss`), a
+// The loss is the value of a state at the end of the span (for a state array the mean of its
+// cells), or a sum of LossTerms: values at output times, time integrals and means, and
+// squared misfits against observations. Refused with a located esi::Error: a loss or --wrt name that names nothing
+// (`unknown_gradient_variable`), a loss term outside the span or with sigma <= 0
+// (`invalid_loss`), an observed as the loss (`adjoint_unsupported_loss`), a
 // parameter that is not a number fixed for the run (`adjoint_unsupported_parameter`), a method
 // without sensitivities (`adjoint_unsupported_method`), events and parameter updates
 // (`adjoint_unsupported_event`), arrays as per-region programs (`adjoint_unsupported_grid`).
@@ -22,10 +24,30 @@
 
 namespace esi::exec {
 
+/// One term of a loss. A loss is the sum of its terms; a time or interval bound inside the
+/// span becomes a step end of the forward run (a tstop), so every term reads states the steps
+/// computed, never interpolated ones.
+struct LossTerm {
+  enum class Kind {
+    At,        ///< weight * sum over `times` of the variable
+    Integral,  ///< weight * the trapezoid rule over the steps taken in [begin, end]
+    Mean,      ///< the integral divided by (end - begin)
+    Misfit,    ///< weight * 1/2 sum ((variable(t_k) - values_k) / sigmas_k)^2 over `times`
+  };
+  Kind kind = Kind::At;
+  std::string variable;  ///< a state, or a state array (the mean of its cells)
+  std::vector<double> times;
+  std::vector<double> values, sigmas;  ///< Misfit
+  double begin = 0, end = 0;           ///< Integral, Mean
+  double weight = 1;
+  std::string file, pointer;  ///< where the term was written (messages); "" from --loss
+};
+
 struct GradientOptions {
   /// t0, t1, the integrator, the document, native; outputs and events are not used.
   SimulateOptions run;
-  std::string loss;  ///< a state's flat name, or a state array's (the mean of its cells)
+  std::string loss;  ///< a state's flat name, or a state array's (the mean of its cells), at t1
+  std::vector<LossTerm> loss_terms;  ///< when not empty: the loss instead of `loss`
   /// Flat names to differentiate with respect to: parameters, and states for their initial
   /// values. Empty: every differentiable parameter and every state.
   std::vector<std::string> wrt;
@@ -48,7 +70,9 @@ struct GradientEntry {
 /// One random direction v of --gradient-check: <lambda, TLM v> against <ADJ lambda, v>, and
 /// the directional derivative of the frozen steps by central differences.
 struct GradientCheck {
-  double tangent = 0, adjoint = 0, dot_relative = 0;  ///< <lambda, TLM v>, <ADJ lambda, v> (lambda random)
+  /// <lambda, TLM v>, <ADJ lambda, v> (lambda random) and their difference relative to
+  /// sum_i |lambda_i (TLM v)_i|
+  double tangent = 0, adjoint = 0, dot_relative = 0;
   double loss_tangent = 0;  ///< the loss's derivative along v by the tangent
   double finite_difference = 0, difference_relative = 0, step = 0;  ///< ... and by central differences
 };

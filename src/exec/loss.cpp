@@ -1,0 +1,148 @@
+#include "exec/loss.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "esi/core/error.hpp"
+#include "exec/run_support.hpp"
+
+namespace esi::exec::detail {
+namespace {
+
+[[noreturn]] void refuse(const LossTerm& t, const std::string& code, const std::string& message) {
+  throw Error(code, t.file, t.pointer, message);
+}
+
+/// The cells a loss variable reads: a state (weight 1) or a state array (1 / cells each).
+std::vector<std::pair<std::size_t, double>> resolve(const esm::System& sys, const LossTerm& t, std::string& units) {
+  if (const int i = sys.state_index(t.variable); i >= 0) {
+    units = sys.states[std::size_t(i)].units;
+    return {{std::size_t(i), 1.0}};
+  }
+  std::vector<std::pair<std::size_t, double>> cells;
+  for (std::size_t i = 0; i < sys.states.size(); ++i)
+    if (sys.states[i].array == t.variable) cells.emplace_back(i, 0.0);
+  if (!cells.empty()) {
+    for (auto& c : cells) c.second = 1.0 / double(cells.size());
+    for (const auto& a : sys.arrays)
+      if (a.name == t.variable) units = a.units;
+    return cells;
+  }
+  if (const int o = sys.observed_index(t.variable); o >= 0) {
+    const auto& v = sys.observed[std::size_t(o)];
+    throw Error("adjoint_unsupported_loss",
+                t.file.empty() ? v.file : t.file, t.file.empty() ? v.pointer : t.pointer,
+                "the loss reads " + t.variable + ", an observed: gradients of observeds are not supported "
+                "yet; use a state (or a state array, whose cells are averaged)");
+  }
+  refuse(t, "unknown_gradient_variable", "the loss reads " + t.variable + ", which names no state or state array of the model");
+}
+
+void check_time(const LossTerm& t, double time, double t0, double t1) {
+  if (!(time >= t0 && time <= t1))
+    refuse(t, "invalid_loss", "the loss reads " + t.variable + " at t = " + number_text(time) +
+                                  ", outside the run's span [" + number_text(t0) + ", " + number_text(t1) + "]");
+}
+
+}  // namespace
+
+Loss::Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, double t1) : t0_(t0) {
+  for (LossTerm& t : terms) {
+    Resolved r;
+    std::string units;
+    r.cells = resolve(system, t, units);
+    if (units_.empty()) units_ = units;
+    if (!std::isfinite(t.weight)) refuse(t, "invalid_loss", "a loss weight must be a finite number");
+    if (t.kind == LossTerm::Kind::At || t.kind == LossTerm::Kind::Misfit) {
+      if (t.times.empty()) refuse(t, "invalid_loss", "the loss term reads " + t.variable + " at no time");
+      for (double time : t.times) check_time(t, time, t0, t1);
+    }
+    if (t.kind == LossTerm::Kind::Misfit) {
+      if (t.values.size() != t.times.size() || t.sigmas.size() != t.times.size())
+        refuse(t, "invalid_loss", "a misfit needs one value and one sigma per time");
+      for (double s : t.sigmas)
+        if (!(s > 0) || !std::isfinite(s)) refuse(t, "invalid_loss", "an observation's sigma must be > 0, got " + number_text(s));
+      r.residuals.assign(t.times.size(), 0.0);
+    }
+    if (t.kind == LossTerm::Kind::Integral || t.kind == LossTerm::Kind::Mean) {
+      check_time(t, t.begin, t0, t1);
+      check_time(t, t.end, t0, t1);
+      if (!(t.end > t.begin))
+        refuse(t, "invalid_loss", "the interval [" + number_text(t.begin) + ", " + number_text(t.end) + "] is empty");
+      stops_.push_back(t.begin), stops_.push_back(t.end);
+    }
+    for (double time : t.times) stops_.push_back(time);
+    r.term = std::move(t);
+    terms_.push_back(std::move(r));
+  }
+  std::erase_if(stops_, [&](double s) { return !(s > t0 && s < t1); });
+  std::sort(stops_.begin(), stops_.end());
+  stops_.erase(std::unique(stops_.begin(), stops_.end()), stops_.end());
+}
+
+double Loss::variable(const Resolved& r, std::span<const double> u) const {
+  double x = 0;
+  for (const auto& [i, w] : r.cells) x += w * u[i];
+  return x;
+}
+
+void Loss::add_variable(const Resolved& r, double scale, std::span<double> lambda) const {
+  for (const auto& [i, w] : r.cells) lambda[i] += scale * w;
+}
+
+double Loss::interval_share(const LossTerm& t, double a, double b) {
+  if (t.kind != LossTerm::Kind::Integral && t.kind != LossTerm::Kind::Mean) return 0;
+  if (a < t.begin || b > t.end) return 0;
+  const double share = t.weight * (b - a) / 2;
+  return t.kind == LossTerm::Kind::Mean ? share / (t.end - t.begin) : share;
+}
+
+// At and Misfit terms read states at their times; at t0 that is u0 itself.
+void Loss::start(std::span<const double> u0) {
+  value_ = 0;
+  step(t0_, u0, t0_, u0);
+}
+
+void Loss::step(double t_start, std::span<const double> u_start, double t_end, std::span<const double> u_end) {
+  for (Resolved& r : terms_) {
+    const LossTerm& t = r.term;
+    const double x = variable(r, u_end);
+    for (std::size_t k = 0; k < t.times.size(); ++k) {
+      if (t.times[k] != t_end) continue;
+      if (t.kind == LossTerm::Kind::At) {
+        value_ += t.weight * x;
+      } else {
+        const double miss = x - t.values[k];
+        value_ += t.weight * 0.5 * (miss / t.sigmas[k]) * (miss / t.sigmas[k]);
+        r.residuals[k] = t.weight * miss / (t.sigmas[k] * t.sigmas[k]);
+      }
+    }
+    if (t_end > t_start) value_ += interval_share(t, t_start, t_end) * (variable(r, u_start) + x);
+  }
+}
+
+void Loss::add_gradient_at_step_end(const method::ForwardTape& tape, std::size_t k, std::span<double> lambda) const {
+  const method::StepRecord& s = tape.steps[k];
+  for (const Resolved& r : terms_) {
+    const LossTerm& t = r.term;
+    for (std::size_t j = 0; j < t.times.size(); ++j)
+      if (t.times[j] == s.t_end) add_variable(r, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
+    double share = interval_share(t, s.t, s.t_end);
+    if (k + 1 < tape.steps.size()) share += interval_share(t, tape.steps[k + 1].t, tape.steps[k + 1].t_end);
+    if (share != 0) add_variable(r, share, lambda);
+  }
+}
+
+void Loss::add_gradient_at_start(const method::ForwardTape& tape, std::span<double> lambda) const {
+  for (const Resolved& r : terms_) {
+    const LossTerm& t = r.term;
+    for (std::size_t j = 0; j < t.times.size(); ++j)
+      if (t.times[j] == t0_) add_variable(r, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
+    if (!tape.steps.empty()) {
+      const double share = interval_share(t, tape.steps[0].t, tape.steps[0].t_end);
+      if (share != 0) add_variable(r, share, lambda);
+    }
+  }
+}
+
+}  // namespace esi::exec::detail
