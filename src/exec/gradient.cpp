@@ -206,6 +206,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   // Forward, recording every accepted step.
   method::ForwardTape tape;
   tape.checkpoint_every = std::max<std::size_t>(1, options.checkpoint_every);
+  tape.keep_stages = tape.checkpoint_every == 1;  // no replays; K > 1 trades them for memory
   const auto forward_start = std::chrono::steady_clock::now();
   method::Integrator integrator(m.problem, io, run.t0, u0);
   integrator.record(&tape);

@@ -139,4 +139,16 @@ void Derivatives::hessian_adjoint(const double* w, const double* v, double* grad
   }
 }
 
+void Derivatives::add_outer(const double* w, const double* v, double* W) const {
+  for (std::size_t e = 0; e < jac_row_.size(); ++e) W[e] += w[jac_row_[e]] * v[problem_.jac_col[e]];
+}
+
+void Derivatives::hessian_adjoint_weighted(const double* W, double* grad_u, double* grad_p) {
+  need_hess();
+  const Point& p = current();
+  for (std::size_t q = 0; q < p.hu.size(); ++q) grad_u[problem_.hess_u_state[q]] += p.hu[q] * W[problem_.hess_u_entry[q]];
+  if (grad_p == nullptr) return;
+  for (std::size_t q = 0; q < p.hp.size(); ++q) grad_p[problem_.hess_p_param[q]] += p.hp[q] * W[problem_.hess_p_entry[q]];
+}
+
 }  // namespace esi::method::detail

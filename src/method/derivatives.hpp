@@ -37,6 +37,11 @@ class Derivatives {
   void hessian_tangent(const double* du, const double* dp, const double* v, double* out);
   /// grad_u += d(w^T J v)/du, grad_p += d(w^T J v)/dp.
   void hessian_adjoint(const double* w, const double* v, double* grad_u, double* grad_p);
+  /// The same for a sum of such terms at one point: W[e] += w[row e] v[col e] per Jacobian
+  /// entry (add_outer, once per term), then one pass over the second derivatives
+  /// (hessian_adjoint_weighted) instead of one per term.
+  void add_outer(const double* w, const double* v, double* W) const;
+  void hessian_adjoint_weighted(const double* W, double* grad_u, double* grad_p);
 
  private:
   struct Point {

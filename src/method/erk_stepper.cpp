@@ -55,6 +55,13 @@ class ErkStepper final : public Stepper {
   }
 
   bool has_sensitivities() const override { return true; }
+  // The adjoint and the tangent read only the stage states.
+  std::size_t kept_size() const override { return stages_.size(); }
+  void keep(double* out) const override { std::copy(stages_.begin(), stages_.end(), out); }
+  bool restore(const StepRecord&, const double* kept) override {
+    std::copy(kept, kept + stages_.size(), stages_.begin());
+    return true;
+  }
 
   // Y_i = u0 + h sum a_ij k_j, k_i = f(t_i, Y_i), u1 = u0 + h sum b_j k_j (an FSAL u1 = Y_last
   // is the same sum): the tangent follows the stages, the adjoint walks them backwards.

@@ -71,6 +71,13 @@ class SdirkStepper final : public Stepper {
   // path is not differentiated: its result is, to the Newton tolerance, the stage solution.
   bool has_sensitivities() const override { return true; }
   void describe_attempt(StepRecord& r) const override { r.newton_rate = rate_at_start_; }
+  // The sweeps read the converged stage values only (they refactorize at each stage).
+  std::size_t kept_size() const override { return stages_.size(); }
+  void keep(double* out) const override { std::copy(stages_.begin(), stages_.end(), out); }
+  bool restore(const StepRecord&, const double* kept) override {
+    std::copy(kept, kept + stages_.size(), stages_.begin());
+    return true;
+  }
   AttemptStatus replay(const StepRecord& r, const double* u0, const double* f0, double* u1,
                        double* err) override {
     state_changed();
@@ -91,7 +98,7 @@ class SdirkStepper final : public Stepper {
       at_stage(r, d, i, hg);
       for (std::size_t m = 0; m < n_; ++m) dY[m] = dpsi[m] / hg;
       d.pv(dp, dY);
-      (void)stage_system_->solve(dY);
+      (void)stage_system_->sensitivity_solve(dY, false);
       double* dk = dk_.data() + std::size_t(i) * n_;
       d.jv(dY, dk);
       d.pv(dp, dk);
@@ -115,7 +122,7 @@ class SdirkStepper final : public Stepper {
       d.ptw(kappa, mu);
       std::fill(zeta, zeta + n_, 0.0);
       d.jtw(kappa, zeta);
-      (void)stage_system_->solve_transposed(zeta);
+      (void)stage_system_->sensitivity_solve(zeta, true);
       d.ptw(zeta, mu);
       for (std::size_t m = 0; m < n_; ++m) {
         zeta[m] /= hg;  // the adjoint of psi_i

@@ -61,6 +61,11 @@ struct LinearSystem::Impl {
   Eigen::SparseLU<SparseMatrix, Eigen::COLAMDOrdering<int>> sparse_lu;
   bool eigen_ready = false;  // sparse_M and its symbolic analysis, built on first need
   Eigen::VectorXd rhs_copy;
+  // Factors a sensitivity sweep kept from an earlier factorization (load_factors): dense LU
+  // (column-major, Eigen's P A = L U) and its row permutation, used instead of dense_lu.
+  std::vector<double> kept_lu;
+  std::vector<int> kept_perm;
+  bool dense_loaded = false;
   /// The planned LU of linalg (Markowitz order, diagonal pivots, no allocation per
   /// factorization) at one lane: about 20x faster than SparseLU's factorize on GEOS-Chem's
   /// 272-state Jacobian. A pivot it finds tiny hands that factorization to SparseLU (partial
@@ -196,8 +201,19 @@ void LinearSystem::evaluate_jacobian(double t, const double* u, const double* g_
   if (!m.sparse) m.scatter_analytic_to_dense();
 }
 
+bool LinearSystem::load_jacobian(const double* values) {
+  Impl& m = *impl_;
+  if (m.csr_values.empty()) return false;
+  std::copy(values, values + m.csr_values.size(), m.csr_values.begin());
+  if (!m.sparse) m.scatter_analytic_to_dense();
+  return true;
+}
+
+std::size_t LinearSystem::jacobian_size() const { return impl_->csr_values.size(); }
+
 bool LinearSystem::factorize(double alpha) {
   Impl& m = *impl_;
+  m.dense_loaded = false;
   ++m.eval.stats->factorizations;
   if (!m.sparse) {
     m.M = -m.J;
@@ -269,6 +285,90 @@ bool LinearSystem::solve_transposed(double* x) {
 
 const double* LinearSystem::jacobian_values() const {
   return impl_->csr_values.empty() ? nullptr : impl_->csr_values.data();
+}
+
+// ---- What sensitivity sweeps keep of a factorization, and their solves ----
+
+std::size_t LinearSystem::factor_size() const {
+  const Impl& m = *impl_;
+  if (!m.sparse) return m.n * m.n + m.n + 1;
+  return m.planned ? m.plan.nonzeros() + 1 : 1;  // the last slot: 1 when the factors are kept
+}
+
+void LinearSystem::save_factors(double* out) const {
+  const Impl& m = *impl_;
+  const std::size_t size = factor_size();
+  if (!m.sparse) {
+    const double* lu = m.dense_loaded ? m.kept_lu.data() : m.dense_lu.matrixLU().data();
+    std::copy(lu, lu + m.n * m.n, out);
+    for (std::size_t i = 0; i < m.n; ++i)
+      out[m.n * m.n + i] = m.dense_loaded ? m.kept_perm[i] : m.dense_lu.permutationP().indices()[Eigen::Index(i)];
+    out[size - 1] = 1;
+  } else if (m.planned_factored) {
+    std::copy(m.lu_values.begin(), m.lu_values.end(), out);
+    out[size - 1] = 1;
+  } else {
+    out[size - 1] = 0;  // Eigen's SparseLU keeps its factors to itself: refactorize
+  }
+}
+
+bool LinearSystem::load_factors(const double* in) {
+  Impl& m = *impl_;
+  if (in[factor_size() - 1] != 1) return false;
+  if (!m.sparse) {
+    m.kept_lu.assign(in, in + m.n * m.n);
+    m.kept_perm.resize(m.n);
+    for (std::size_t i = 0; i < m.n; ++i) m.kept_perm[i] = int(in[m.n * m.n + i]);
+    m.dense_loaded = true;
+    return true;
+  }
+  std::copy(in, in + m.lu_values.size(), m.lu_values.begin());
+  m.planned_factored = true;
+  return true;
+}
+
+// Dense: with P A = L U (Eigen's convention: (P v)[perm[i]] = v[i]), A x = b is
+// L U x = P b and A^T x = b is U^T L^T (P x) = b. Written out rather than through
+// PartialPivLU so a kept factorization solves the same way as a fresh one, bit for bit.
+bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
+  Impl& m = *impl_;
+  if (m.sparse) {
+    if (!m.planned_factored) return transposed ? solve_transposed(x) : solve(x);
+    ++m.eval.stats->linear_solves;
+    if (transposed) linalg::lu_solve_transposed(m.plan, m.lu_values.data(), x, 1);
+    else linalg::lu_solve(m.plan, m.lu_values.data(), x, 1);
+    return true;
+  }
+  ++m.eval.stats->linear_solves;
+  const std::size_t n = m.n;
+  const double* lu = m.dense_loaded ? m.kept_lu.data() : m.dense_lu.matrixLU().data();
+  const int* perm = m.dense_loaded ? m.kept_perm.data() : m.dense_lu.permutationP().indices().data();
+  double* y = m.u_perturbed.data();  // scratch of n values
+  // Column c of the factors is lu[c * n ...]: the loops run down columns (L, U) or along
+  // the rows of the transposes, both contiguous.
+  if (!transposed) {
+    for (std::size_t i = 0; i < n; ++i) y[perm[i]] = x[i];
+    for (std::size_t c = 0; c < n; ++c)  // L (unit lower)
+      for (std::size_t r = c + 1; r < n; ++r) y[r] -= lu[c * n + r] * y[c];
+    for (std::size_t c = n; c-- > 0;) {  // U
+      y[c] /= lu[c * n + c];
+      for (std::size_t r = 0; r < c; ++r) y[r] -= lu[c * n + r] * y[c];
+    }
+    std::copy(y, y + n, x);
+    return true;
+  }
+  for (std::size_t r = 0; r < n; ++r) {  // U^T (lower)
+    double acc = x[r];
+    for (std::size_t c = 0; c < r; ++c) acc -= lu[r * n + c] * y[c];
+    y[r] = acc / lu[r * n + r];
+  }
+  for (std::size_t r = n; r-- > 0;) {  // L^T (unit upper)
+    double acc = y[r];
+    for (std::size_t c = r + 1; c < n; ++c) acc -= lu[r * n + c] * y[c];
+    y[r] = acc;
+  }
+  for (std::size_t i = 0; i < n; ++i) x[i] = y[perm[i]];  // x = P^T (P x)
+  return true;
 }
 
 double LinearSystem::gershgorin_bound() const {

@@ -50,6 +50,20 @@ class LinearSystem {
   /// x = M^{-T} b in place with the factors of the last factorize (a discrete adjoint's
   /// transposed stage solve: no second factorization).
   [[nodiscard]] bool solve_transposed(double* x);
+  /// What a sensitivity sweep keeps of the last factorization: factor_size() values written
+  /// by save_factors (the last one says whether they are usable: Eigen's SparseLU fallback
+  /// keeps nothing), read back by load_factors (false: factorize instead).
+  std::size_t factor_size() const;
+  void save_factors(double* out) const;
+  [[nodiscard]] bool load_factors(const double* in);
+  /// M^{-1} x or M^{-T} x in place with the current factors, fresh or loaded, computed the
+  /// same way for both (the sweeps' solves; the forward steps keep solve()).
+  [[nodiscard]] bool sensitivity_solve(double* x, bool transposed);
+  /// Sets J to analytic CSR values kept from an earlier evaluate_jacobian (a sensitivity sweep
+  /// restoring a recorded step); false without an analytic Jacobian.
+  [[nodiscard]] bool load_jacobian(const double* values);
+  /// Number of analytic CSR values (0 without an analytic Jacobian).
+  std::size_t jacobian_size() const;
   /// The analytic Jacobian's CSR values of the last evaluate_jacobian (null without one).
   const double* jacobian_values() const;
   /// |J| spectral radius bound (max absolute row sum, Gershgorin) of the last Jacobian.

@@ -61,6 +61,34 @@ class RosenbrockStepper final : public Stepper {
     return attempt(r.t, r.h, u0, f0, u1, err);
   }
 
+  // Slopes, stage states, J(t, u0), M's factors and the f_t stencil: a restore copies them
+  // instead of replaying the step (J, LU, the stage right-hand sides and solves).
+  std::size_t kept_size() const override {
+    return k_.size() + stages_.size() + system_.jacobian_size() + system_.factor_size() + 3;
+  }
+  void keep(double* out) const override {
+    out = std::copy(k_.begin(), k_.end(), out);
+    out = std::copy(stages_.begin(), stages_.end(), out);
+    const double* j = system_.jacobian_values();
+    out = std::copy(j, j + system_.jacobian_size(), out);
+    system_.save_factors(out);
+    out += system_.factor_size();
+    out[0] = ft_t1_, out[1] = ft_t2_, out[2] = ft_applied_;
+  }
+  bool restore(const StepRecord& r, const double* kept) override {
+    std::copy(kept, kept + k_.size(), k_.begin());
+    kept += k_.size();
+    std::copy(kept, kept + stages_.size(), stages_.begin());
+    kept += stages_.size();
+    if (!system_.load_jacobian(kept)) return false;
+    kept += system_.jacobian_size();
+    const bool factors = system_.load_factors(kept);
+    kept += system_.factor_size();
+    ft_t1_ = kept[0], ft_t2_ = kept[1], ft_applied_ = kept[2];
+    derivatives_current_ = false;  // a later attempt() must not reuse this J
+    return factors || system_.factorize(1.0 / (tab_.gamma * r.h));
+  }
+
   void tangent(const StepRecord& r, Derivatives& d, const double* u0, const double* du0,
                const double* df0, const double* dp, double* du1) override;
   void adjoint(const StepRecord& r, Derivatives& d, const double* u0, const double* lambda1,
@@ -171,7 +199,7 @@ class RosenbrockStepper final : public Stepper {
   double f_t_reach_ = 0;  // 2d of the current f_t stencil
   double ft_h_ = 0;       // the attempt size the current f_t was made for
   double ft_t1_ = 0, ft_t2_ = 0, ft_applied_ = 0;  // its stencil (non-autonomous problems)
-  std::vector<double> dk_, dt_, xi_, phi_pending_, scratch_;  // sensitivity buffers
+  std::vector<double> dk_, dt_, xi_, phi_pending_, scratch_, outer_;  // sensitivity buffers
 };
 
 // Tangent of M k_i = F_i + sum (C_ij/h) k_j + h d_i f_t with M = I/(gamma h) - J(t, u0):
@@ -212,7 +240,7 @@ void RosenbrockStepper::tangent(const StepRecord& r, Derivatives& d, const doubl
     }
     d.at(r.t, u0, system_.jacobian_values());
     d.hessian_tangent(du0, dp, slope(i), dk);
-    (void)system_.solve(dk);
+    (void)system_.sensitivity_solve(dk, false);
   }
   combine_slopes(dk_.data(), n_, du0, 1.0, tab_.b, s, du1);
 }
@@ -231,19 +259,19 @@ void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const doubl
   std::copy(lambda1, lambda1 + n_, lambda0);
   dt_.assign(n_, 0.0);
   phi_pending_.assign(n_, 0.0);
+  outer_.assign(eval_.problem->jac_col.size(), 0.0);
   xi_.resize(n_);
   scratch_.resize(n_);
   double* adj_stage = scratch_.data();
   for (int i = s - 1; i >= 0; --i) {
     std::copy(dk_.begin() + long(i * n_), dk_.begin() + long((i + 1) * n_), xi_.begin());
-    (void)system_.solve_transposed(xi_.data());
+    (void)system_.sensitivity_solve(xi_.data(), true);
     for (int j = 0; j < i; ++j)
       if (tab_.C[i][j] != 0.0)
         for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += (tab_.C[i][j] / h) * xi_[m];
     if (tab_.d[i] != 0.0)
       for (std::size_t m = 0; m < n_; ++m) dt_[m] += h * tab_.d[i] * xi_[m];
-    d.at(r.t, u0, system_.jacobian_values());
-    d.hessian_adjoint(xi_.data(), slope(i), lambda0, mu);
+    d.add_outer(xi_.data(), slope(i), outer_.data());  // xi_i^T dJ k_i, contracted below
     for (std::size_t m = 0; m < n_; ++m) xi_[m] += phi_pending_[m];  // now phi_i
     std::fill(phi_pending_.begin(), phi_pending_.end(), 0.0);
     if (i == 0) break;
@@ -261,6 +289,8 @@ void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const doubl
         for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += tab_.a[i][j] * adj_stage[m];
   }
   std::copy(xi_.begin(), xi_.end(), lambda_f0);  // phi_0
+  d.at(r.t, u0, system_.jacobian_values());
+  d.hessian_adjoint_weighted(outer_.data(), lambda0, mu);
   if (eval_.problem->autonomous) return;
   const double w1 = 4 / (2 * ft_applied_), w2 = -1 / (2 * ft_applied_), w0 = -3 / (2 * ft_applied_);
   for (std::size_t m = 0; m < n_; ++m) lambda_f0[m] += w0 * dt_[m];

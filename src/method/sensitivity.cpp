@@ -78,6 +78,13 @@ class Sweep {
                                                    " at t = " + text(r.t) + " failed");
   }
 
+  /// Puts the stepper in the state replay_step(k) leaves it in, from what the tape kept of
+  /// step k; false when it kept nothing (the caller replays).
+  bool restore_step(std::size_t k) {
+    if (!tape_.has_kept(k)) return false;
+    return stepper_->restore(tape_.steps[k], tape_.kept.data() + k * tape_.kept_per_step);
+  }
+
   /// Whether u1, the replay of step k, is the state the forward run reached (when the tape
   /// holds it: the next checkpoint or the final state).
   bool verify(std::size_t k, const double* u1) {
@@ -133,6 +140,22 @@ class Sweep {
   std::vector<double> f0_, err_;
 };
 
+/// Step k's adjoint once the stepper holds its stages: lambda (dL/du at the step's end) becomes
+/// dL/du at its start; mu accumulates.
+void adjoint_step(Sweep& sweep, const ForwardTape& tape, std::size_t k, const double* u0,
+                  std::span<double> lambda, std::vector<double>& lambda0, std::vector<double>& lambda_f0,
+                  double* mu, const AdjointSource& source) {
+  Derivatives& d = sweep.derivatives();
+  if (source) source(k, lambda);
+  sweep.zero_clipped(k, lambda.data());
+  sweep.stepper().adjoint(tape.steps[k], d, u0, lambda.data(), lambda0.data(), lambda_f0.data(), mu);
+  // f0 = f(f0_time, u0) is the step's own function of its start state.
+  d.at(tape.steps[k].f0_time, u0);
+  d.jtw(lambda_f0.data(), lambda0.data());
+  d.ptw(lambda_f0.data(), mu);
+  std::copy(lambda0.begin(), lambda0.end(), lambda.begin());
+}
+
 }  // namespace
 
 SweepResult adjoint(const OdeProblem& problem, const IntegratorOptions& options,
@@ -147,7 +170,17 @@ SweepResult adjoint(const OdeProblem& problem, const IntegratorOptions& options,
   const std::size_t n = tape.size, steps = tape.steps.size(), every = tape.checkpoint_every;
   double* mu_data = mu.empty() ? nullptr : mu.data();
   std::vector<double> interval(every * n), u1(n), lambda0(n), lambda_f0(n);
-  Derivatives& d = sweep.derivatives();
+  if (every == 1 && steps > 0 && tape.has_kept(steps - 1)) {
+    // Every step kept what its sweep needs: no replays.
+    for (std::size_t k = steps; k-- > 0;) {
+      if (!sweep.restore_step(k)) {
+        sweep.fail(ReturnCode::LinearSolveFailed, "the kept step " + std::to_string(k) + " could not be restored");
+        return sweep.result();
+      }
+      adjoint_step(sweep, tape, k, tape.checkpoint(k).data(), lambda, lambda0, lambda_f0, mu_data, source);
+    }
+    return sweep.result();
+  }
   for (std::size_t start = steps == 0 ? 0 : ((steps - 1) / every) * every; steps > 0;
        start -= every) {
     const std::size_t end = std::min(start + every, steps);
@@ -163,15 +196,7 @@ SweepResult adjoint(const OdeProblem& problem, const IntegratorOptions& options,
     for (std::size_t k = end; k-- > start;) {
       const double* u0 = interval.data() + (k - start) * n;
       if (k + 1 < end && !sweep.replay_step(k, u0, u1.data())) return sweep.result();
-      if (source) source(k, lambda);
-      sweep.zero_clipped(k, lambda.data());
-      sweep.stepper().adjoint(tape.steps[k], d, u0, lambda.data(), lambda0.data(),
-                              lambda_f0.data(), mu_data);
-      // f0 = f(f0_time, u0) is the step's own function of its start state.
-      d.at(tape.steps[k].f0_time, u0);
-      d.jtw(lambda_f0.data(), lambda0.data());
-      d.ptw(lambda_f0.data(), mu_data);
-      std::copy(lambda0.begin(), lambda0.end(), lambda.begin());
+      adjoint_step(sweep, tape, k, u0, lambda, lambda0, lambda_f0, mu_data, source);
     }
     if (start == 0) break;
   }
@@ -189,8 +214,12 @@ SweepResult tangent(const OdeProblem& problem, const IntegratorOptions& options,
   if (!tape.steps.empty()) u.assign(tape.checkpoint(0).begin(), tape.checkpoint(0).end());
   Derivatives& d = sweep.derivatives();
   for (std::size_t k = 0; k < tape.steps.size(); ++k) {
-    if (!sweep.replay_step(k, u.data(), u1.data()) || !sweep.verify(k, u1.data()))
+    if (sweep.restore_step(k)) {
+      const auto next = k + 1 < tape.steps.size() ? tape.checkpoint(k + 1) : std::span<const double>(tape.final_state);
+      std::copy(next.begin(), next.end(), u1.begin());
+    } else if (!sweep.replay_step(k, u.data(), u1.data()) || !sweep.verify(k, u1.data())) {
       return sweep.result();
+    }
     std::fill(df0.begin(), df0.end(), 0.0);
     d.at(tape.steps[k].f0_time, u.data());
     d.jv(du.data(), df0.data());

@@ -62,6 +62,13 @@ class Stepper {
     state_changed();
     return attempt(record.t, record.h, u0, f0, u1, err);
   }
+  /// What a recorded step keeps so a sweep needs no replay (Integrator::record with
+  /// ForwardTape::keep_stages): kept_size() values written by keep() after an accepted attempt
+  /// (before commit), read back by restore(), which leaves the stepper as replay() would.
+  virtual std::size_t kept_size() const { return 0; }
+  virtual void keep(double* /*out*/) const {}
+  /// False when the stepper cannot use `kept` (the caller replays instead).
+  virtual bool restore(const StepRecord& /*record*/, const double* /*kept*/) { return false; }
   /// After replay(): du1 = (du1/du0) du0 + (du1/df0) df0 + (du1/dp) dp (dp may be null).
   virtual void tangent(const StepRecord& /*record*/, Derivatives& /*d*/, const double* /*u0*/,
                        const double* /*du0*/, const double* /*df0*/, const double* /*dp*/,

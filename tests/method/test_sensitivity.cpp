@@ -306,6 +306,33 @@ TEST(Sensitivity, CheckpointIntervalsGiveTheSameBits) {
   EXPECT_EQ(m1, m2);
 }
 
+// A tape that kept every step's stages sweeps without replays, to the same bits.
+TEST(Sensitivity, KeptStagesGiveTheBitsOfReplays) {
+  for (MethodId id : {MethodId::Rodas5P, MethodId::Rodas3, MethodId::Kvaerno3, MethodId::Tsit5}) {
+    SCOPED_TRACE(method_info(id).name);
+    Coupled model;
+    const OdeProblem q = model.problem();
+    const IntegratorOptions o = options_for(id);
+    const ForwardTape replayed = record(q, o, {1.0, 0.5}, 2.0);
+    ForwardTape kept;
+    kept.keep_stages = true;
+    Integrator integ(q, o, 0.0, std::vector<double>{1.0, 0.5});
+    integ.record(&kept);
+    while (integ.t() < 2.0) ASSERT_EQ(integ.step(2.0), ReturnCode::Success);
+    ASSERT_TRUE(kept.has_kept(kept.steps.size() - 1));
+    EXPECT_EQ(kept.final_state, replayed.final_state);
+    std::vector<double> l1 = {0.3, -0.8}, l2 = l1, m1(2, 0.0), m2(2, 0.0);
+    ASSERT_TRUE(adjoint(q, o, replayed, l1, m1).ok());
+    ASSERT_TRUE(adjoint(q, o, kept, l2, m2).ok());
+    EXPECT_EQ(l1, l2);
+    EXPECT_EQ(m1, m2);
+    std::vector<double> t1 = {0.1, 0.2}, t2 = t1, dp = {0.5, -0.25};
+    ASSERT_TRUE(tangent(q, o, replayed, t1, dp).ok());
+    ASSERT_TRUE(tangent(q, o, kept, t2, dp).ok());
+    EXPECT_EQ(t1, t2);
+  }
+}
+
 TEST(Sensitivity, ClippedComponentsCarryNoSensitivity) {
   Decay model;
   model.p[0] = 400;  // stiff: Euler's factor 1 - 400 h < 0 and the clip sets it back

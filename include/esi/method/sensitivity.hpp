@@ -54,6 +54,12 @@ struct ForwardTape {
   std::vector<int> clipped;           ///< indices, per step [clip_begin, clip_end)
   std::vector<double> checkpoints;    ///< state before step k*K, k = 0, 1, ...
   std::vector<double> final_state;    ///< after the last step
+  /// With checkpoint_every == 1: also keep what each step's sweep would replay (stage values,
+  /// slopes, a Rosenbrock step's J), `kept_per_step` values per step, so the sweeps replay
+  /// nothing: more memory, about one forward run less work.
+  bool keep_stages = false;
+  std::size_t kept_per_step = 0;
+  std::vector<double> kept;
   /// Non-empty when the run did something a sweep cannot follow (a restart by an event).
   std::string unsupported;
 
@@ -62,7 +68,10 @@ struct ForwardTape {
   }
   std::size_t bytes() const {
     return steps.size() * sizeof(StepRecord) + clipped.size() * sizeof(int) +
-           (checkpoints.size() + final_state.size()) * sizeof(double);
+           (checkpoints.size() + final_state.size() + kept.size()) * sizeof(double);
+  }
+  bool has_kept(std::size_t step) const {
+    return kept_per_step > 0 && kept.size() >= (step + 1) * kept_per_step;
   }
 };
 
