@@ -306,6 +306,20 @@ void second_derivatives_callback(void* context, double t, const double* u, doubl
   std::copy(split, m.second_values.end(), p_values);
 }
 
+/// J and df/dp at one point in one program run, split into the seam's two arrays.
+void first_derivatives_callback(void* context, double t, const double* u, double* jac_values,
+                                double* param_values) {
+  Model& m = *static_cast<Model*>(context);
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, m.problem.size);
+  args.t = std::span<const double>(&t, 1);
+  args.du = column_view(m.first_values.data(), m.first_values.size());
+  kernel::run(*m.first_derivatives, *m.first_derivatives_ws, args);
+  const auto split = m.first_values.begin() + static_cast<std::ptrdiff_t>(m.jacobian->col.size());
+  std::copy(m.first_values.begin(), split, jac_values);
+  std::copy(split, m.first_values.end(), param_values);
+}
+
 /// Whether the caller asked for native code (build_model records it in `native` only for a
 /// deferred Jacobian; otherwise the RHS program's status tells).
 bool wants_native(const Model& m) {
@@ -342,6 +356,7 @@ void fill_derivative_fields(Model& m) {
   prob.hess_p_entry = m.second_derivatives->p_entry;
   prob.hess_p_param = m.second_derivatives->p_param;
   prob.second_derivatives = &second_derivatives_callback;
+  if (m.first_derivatives) prob.first_derivatives = &first_derivatives_callback;
 }
 
 }  // namespace
@@ -386,6 +401,7 @@ void Model::prepare_all() {
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
   if (parameter_jacobian) parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
   if (second_derivatives) second_derivatives->values.prepare(*second_derivatives_ws, p);
+  if (first_derivatives) first_derivatives->prepare(*first_derivatives_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
 }
@@ -420,11 +436,17 @@ void Model::ensure_derivatives() {
   std::vector<int> params = kernel::differentiable_parameters(system);
   kernel::ParameterJacobianProgram dfdp = kernel::compile_parameter_jacobian(system, params);
   kernel::SecondDerivativeProgram second = kernel::compile_second_derivatives(*jacobian, params);
+  kernel::Program first = kernel::compile_first_derivatives(*jacobian, dfdp);
   if (wants_native(*this)) {
     const kernel::NativeToolchain toolchain = kernel::resolve_native_toolchain();
     dfdp.values = kernel::with_native(dfdp.values, toolchain);
     second.values = kernel::with_native(second.values, toolchain);
+    first = kernel::with_native(first, toolchain);
   }
+  first_derivatives.emplace(std::move(first));
+  first_derivatives_ws = first_derivatives->make_workspace(1);
+  first_values.assign(jacobian->col.size() + dfdp.col.size(), 0.0);
+  first_derivatives->prepare(*first_derivatives_ws, p);
   derivative_parameters = std::move(params);
   parameter_jacobian.emplace(std::move(dfdp));
   second_derivatives.emplace(std::move(second));

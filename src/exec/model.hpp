@@ -114,6 +114,10 @@ struct Model {
   std::optional<kernel::SecondDerivativeProgram> second_derivatives;
   std::optional<kernel::Workspace> second_derivatives_ws;
   std::vector<double> second_values;  ///< u then p values, split into the callback's two arrays
+  /// J and df/dp in one program (kernel::compile_first_derivatives), for the sweeps' stages.
+  std::optional<kernel::Program> first_derivatives;
+  std::optional<kernel::Workspace> first_derivatives_ws;
+  std::vector<double> first_values;  ///< J then df/dp values
 
   Model() = default;
   Model(const Model&) = delete;

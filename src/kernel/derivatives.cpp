@@ -184,4 +184,27 @@ SecondDerivativeProgram compile_second_derivatives(const JacobianProgram& jac,
           .source = std::move(owned)};
 }
 
+Program compile_first_derivatives(const JacobianProgram& jac, const ParameterJacobianProgram& dfdp,
+                                  const CompileOptions& options) {
+  if (!jac.source || jac.entries.size() != jac.col.size() || jac.dofs != dfdp.dofs)
+    throw Error("invalid_jacobian", "", "",
+                "the Jacobian and the parameter Jacobian are not of the same equations");
+  esm::System sys = *jac.source;  // J's entries live in this pool; df/dp's are rebuilt in it
+  const ColumnOf column_of = parameter_columns(sys, dfdp.parameters);
+  DefinitionInliner inline_defs(sys);
+  std::vector<int> col;
+  std::vector<NodeId> entries = jac.entries;
+  for (std::size_t r = 0; r < jac.dofs.size(); ++r) {
+    append_partials(sys.pool, inline_defs(sys.state_rhs[static_cast<std::size_t>(jac.dofs[r])]), column_of, col,
+                    entries);
+    if (col.size() != static_cast<std::size_t>(dfdp.row_ptr[r + 1]))
+      throw Error("invalid_jacobian", "", "", "the parameter Jacobian's pattern differs from its equations'");
+  }
+  if (col != dfdp.col) throw Error("invalid_jacobian", "", "", "the parameter Jacobian's pattern differs from its equations'");
+  std::vector<std::size_t> order;
+  append_column_order(jac.col, 0, order);
+  append_column_order(dfdp.col, jac.col.size(), order);
+  return compile_outputs(sys, entries, options, order);
+}
+
 }  // namespace esi::kernel

@@ -47,9 +47,22 @@ void Derivatives::at(double t, const double* u, const double* jacobian) {
   p.has_jac = true;
 }
 
+// Both at once where the problem offers it: a sweep asks for J^T w and (df/dp)^T w at every
+// stage point.
+bool Derivatives::need_both() {
+  Point& p = current();
+  if (p.has_jac || p.has_pjac || problem_.first_derivatives == nullptr) return false;
+  p.jac.resize(problem_.jac_col.size());
+  p.pjac.resize(problem_.param_col.size());
+  problem_.first_derivatives(problem_.context, p.time, p.u.data(), p.jac.data(), p.pjac.data());
+  ++counts_.stats.jacobian_evaluations;
+  p.has_jac = p.has_pjac = true;
+  return true;
+}
+
 void Derivatives::need_jac() {
   Point& p = current();
-  if (p.has_jac) return;
+  if (p.has_jac || need_both()) return;
   p.jac.resize(problem_.jac_col.size());
   problem_.jacobian(problem_.context, p.time, p.u.data(), p.jac.data());
   ++counts_.stats.jacobian_evaluations;
@@ -58,7 +71,7 @@ void Derivatives::need_jac() {
 
 void Derivatives::need_pjac() {
   Point& p = current();
-  if (p.has_pjac) return;
+  if (p.has_pjac || (problem_.parameter_count > 0 && need_both())) return;
   p.pjac.resize(problem_.param_col.size());
   if (problem_.parameter_jacobian && !p.pjac.empty())
     problem_.parameter_jacobian(problem_.context, p.time, p.u.data(), p.pjac.data());

@@ -51,6 +51,7 @@ class Derivatives {
     bool valid = false, has_jac = false, has_pjac = false, has_hess = false;
   };
   Point& current() { return points_[current_]; }
+  bool need_both();
   void need_jac();
   void need_pjac();
   void need_hess();

@@ -70,4 +70,11 @@ SecondDerivativeProgram compile_second_derivatives(const JacobianProgram& jac,
                                                    std::span<const int> parameters,
                                                    const CompileOptions& options = {});
 
+/// J's nonzeros and df/dp's in one program: outputs jac.col.size() Jacobian values (CSR
+/// order), then dfdp.col.size() parameter-Jacobian values. Compiled in jac's pool, so the rate
+/// terms both read are computed once: what a sensitivity sweep evaluates at every stage.
+/// Throws `invalid_jacobian` when the two are not of the same equations and parameters.
+Program compile_first_derivatives(const JacobianProgram& jac, const ParameterJacobianProgram& dfdp,
+                                  const CompileOptions& options = {});
+
 }  // namespace esi::kernel

@@ -65,6 +65,10 @@ struct OdeProblem {
   /// Second derivatives of the Jacobian's nonzeros (jac_col order, entry e = CSR position):
   /// u_values[q] = d J[hess_u_entry[q]] / d u[hess_u_state[q]] and
   /// p_values[q] = d J[hess_p_entry[q]] / d p[hess_p_param[q]]. Structural zeros are omitted.
+  /// Optional: J's values and df/dp's at one (t, u) in one call (cheaper than jacobian plus
+  /// parameter_jacobian where they share terms); the sweeps use it at their stage points.
+  void (*first_derivatives)(void* context, double t, const double* u, double* jac_values,
+                            double* param_values) = nullptr;
   std::vector<int> hess_u_entry, hess_u_state;
   std::vector<int> hess_p_entry, hess_p_param;
   void (*second_derivatives)(void* context, double t, const double* u, double* u_values,
