@@ -206,9 +206,7 @@ void Integrator::Impl::record_step(double h, double t_end, std::span<const int> 
   tape->steps.push_back(r);
   tape->final_state.assign(u_new.begin(), u_new.end());
   if (tape->keep_stages && tape->checkpoint_every == 1) {
-    tape->kept_per_step = stepper->kept_size();
-    tape->kept.resize(tape->kept.size() + tape->kept_per_step);
-    stepper->keep(tape->kept.data() + tape->kept.size() - tape->kept_per_step);
+    stepper->keep(tape->add_kept(stepper->kept_size()));
   }
 }
 

@@ -61,11 +61,6 @@ struct LinearSystem::Impl {
   Eigen::SparseLU<SparseMatrix, Eigen::COLAMDOrdering<int>> sparse_lu;
   bool eigen_ready = false;  // sparse_M and its symbolic analysis, built on first need
   Eigen::VectorXd rhs_copy;
-  // Factors a sensitivity sweep kept from an earlier factorization (load_factors): dense LU
-  // (column-major, Eigen's P A = L U) and its row permutation, used instead of dense_lu.
-  std::vector<double> kept_lu;
-  std::vector<int> kept_perm;
-  bool dense_loaded = false;
   /// The planned LU of linalg (Markowitz order, diagonal pivots, no allocation per
   /// factorization) at one lane: about 20x faster than SparseLU's factorize on GEOS-Chem's
   /// 272-state Jacobian. A pivot it finds tiny hands that factorization to SparseLU (partial
@@ -213,7 +208,6 @@ std::size_t LinearSystem::jacobian_size() const { return impl_->csr_values.size(
 
 bool LinearSystem::factorize(double alpha) {
   Impl& m = *impl_;
-  m.dense_loaded = false;
   ++m.eval.stats->factorizations;
   if (!m.sparse) {
     m.M = -m.J;
@@ -289,47 +283,33 @@ const double* LinearSystem::jacobian_values() const {
 
 // ---- What sensitivity sweeps keep of a factorization, and their solves ----
 
+// Only the planned sparse LU's factors are kept: a small dense LU costs about what copying
+// its n^2 values into fresh tape memory does (measured on POLLU), so it is refactorized.
 std::size_t LinearSystem::factor_size() const {
   const Impl& m = *impl_;
-  if (!m.sparse) return m.n * m.n + m.n + 1;
-  return m.planned ? m.plan.nonzeros() + 1 : 1;  // the last slot: 1 when the factors are kept
+  return m.sparse && m.planned ? m.plan.nonzeros() + 1 : 1;  // the last slot: 1 when kept
 }
 
 void LinearSystem::save_factors(double* out) const {
   const Impl& m = *impl_;
   const std::size_t size = factor_size();
-  if (!m.sparse) {
-    const double* lu = m.dense_loaded ? m.kept_lu.data() : m.dense_lu.matrixLU().data();
-    std::copy(lu, lu + m.n * m.n, out);
-    for (std::size_t i = 0; i < m.n; ++i)
-      out[m.n * m.n + i] = m.dense_loaded ? m.kept_perm[i] : m.dense_lu.permutationP().indices()[Eigen::Index(i)];
-    out[size - 1] = 1;
-  } else if (m.planned_factored) {
-    std::copy(m.lu_values.begin(), m.lu_values.end(), out);
-    out[size - 1] = 1;
-  } else {
-    out[size - 1] = 0;  // Eigen's SparseLU keeps its factors to itself: refactorize
-  }
+  out[size - 1] = 0;
+  if (size == 1 || !m.planned_factored) return;  // dense, or Eigen's SparseLU fallback
+  std::copy(m.lu_values.begin(), m.lu_values.end(), out);
+  out[size - 1] = 1;
 }
 
 bool LinearSystem::load_factors(const double* in) {
   Impl& m = *impl_;
   if (in[factor_size() - 1] != 1) return false;
-  if (!m.sparse) {
-    m.kept_lu.assign(in, in + m.n * m.n);
-    m.kept_perm.resize(m.n);
-    for (std::size_t i = 0; i < m.n; ++i) m.kept_perm[i] = int(in[m.n * m.n + i]);
-    m.dense_loaded = true;
-    return true;
-  }
   std::copy(in, in + m.lu_values.size(), m.lu_values.begin());
   m.planned_factored = true;
   return true;
 }
 
 // Dense: with P A = L U (Eigen's convention: (P v)[perm[i]] = v[i]), A x = b is
-// L U x = P b and A^T x = b is U^T L^T (P x) = b. Written out rather than through
-// PartialPivLU so a kept factorization solves the same way as a fresh one, bit for bit.
+// L U x = P b and A^T x = b is U^T L^T (P x) = b, written out over PartialPivLU's factors
+// (Eigen's own transposed solve took 3x the forward solve's time at n = 20).
 bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
   Impl& m = *impl_;
   if (m.sparse) {
@@ -341,8 +321,8 @@ bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
   }
   ++m.eval.stats->linear_solves;
   const std::size_t n = m.n;
-  const double* lu = m.dense_loaded ? m.kept_lu.data() : m.dense_lu.matrixLU().data();
-  const int* perm = m.dense_loaded ? m.kept_perm.data() : m.dense_lu.permutationP().indices().data();
+  const double* lu = m.dense_lu.matrixLU().data();
+  const int* perm = m.dense_lu.permutationP().indices().data();
   double* y = m.u_perturbed.data();  // scratch of n values
   // Column c of the factors is lu[c * n ...]: the loops run down columns (L, U) or along
   // the rows of the transposes, both contiguous.

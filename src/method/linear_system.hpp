@@ -51,13 +51,13 @@ class LinearSystem {
   /// transposed stage solve: no second factorization).
   [[nodiscard]] bool solve_transposed(double* x);
   /// What a sensitivity sweep keeps of the last factorization: factor_size() values written
-  /// by save_factors (the last one says whether they are usable: Eigen's SparseLU fallback
-  /// keeps nothing), read back by load_factors (false: factorize instead).
+  /// by save_factors (the last one says whether they are usable: only the planned sparse LU
+  /// keeps its factors), read back by load_factors (false: factorize instead).
   std::size_t factor_size() const;
   void save_factors(double* out) const;
   [[nodiscard]] bool load_factors(const double* in);
-  /// M^{-1} x or M^{-T} x in place with the current factors, fresh or loaded, computed the
-  /// same way for both (the sweeps' solves; the forward steps keep solve()).
+  /// M^{-1} x or M^{-T} x in place with the current factors, fresh or loaded (the sweeps'
+  /// solves; the forward steps keep solve(), whose bits they must not change).
   [[nodiscard]] bool sensitivity_solve(double* x, bool transposed);
   /// Sets J to analytic CSR values kept from an earlier evaluate_jacobian (a sensitivity sweep
   /// restoring a recorded step); false without an analytic Jacobian.

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,8 +59,22 @@ struct ForwardTape {
   /// slopes, a Rosenbrock step's J), `kept_per_step` values per step, so the sweeps replay
   /// nothing: more memory, about one forward run less work.
   bool keep_stages = false;
-  std::size_t kept_per_step = 0;
-  std::vector<double> kept;
+  std::size_t kept_per_step = 0, kept_steps = 0;
+  /// Chunks of kKeptChunkSteps steps each, allocated uninitialized as the run goes (a growing
+  /// vector would copy and zero-fill it all again, which cost more than the replays it saves).
+  std::vector<std::unique_ptr<double[]>> kept_chunks;
+  static constexpr std::size_t kKeptChunkSteps = 64;
+
+  /// Room for the next step's kept values.
+  double* add_kept(std::size_t per_step) {
+    kept_per_step = per_step;
+    if (kept_steps % kKeptChunkSteps == 0)
+      kept_chunks.emplace_back(new double[kKeptChunkSteps * per_step]);
+    return kept_at_mutable(kept_steps++);
+  }
+  const double* kept_at(std::size_t step) const {
+    return kept_chunks[step / kKeptChunkSteps].get() + (step % kKeptChunkSteps) * kept_per_step;
+  }
   /// Non-empty when the run did something a sweep cannot follow (a restart by an event).
   std::string unsupported;
 
@@ -68,10 +83,13 @@ struct ForwardTape {
   }
   std::size_t bytes() const {
     return steps.size() * sizeof(StepRecord) + clipped.size() * sizeof(int) +
-           (checkpoints.size() + final_state.size() + kept.size()) * sizeof(double);
+           (checkpoints.size() + final_state.size() + kept_steps * kept_per_step) * sizeof(double);
   }
-  bool has_kept(std::size_t step) const {
-    return kept_per_step > 0 && kept.size() >= (step + 1) * kept_per_step;
+  bool has_kept(std::size_t step) const { return kept_per_step > 0 && step < kept_steps; }
+
+ private:
+  double* kept_at_mutable(std::size_t step) {
+    return kept_chunks[step / kKeptChunkSteps].get() + (step % kKeptChunkSteps) * kept_per_step;
   }
 };
 
