@@ -237,10 +237,11 @@ int run_simulate(Args args) {
     const std::optional<esm::ResolvedDocument> loaded = load_or_report(s.file);
     if (!loaded) return kExitInvalid;
     const esm::ResolvedDocument& doc = *loaded;
-    if (!s.gradient.empty()) s.cells = true;  // the adjoint needs one equation per cell
+    if (!s.gradient.empty() || !s.sensitivities.empty()) s.cells = true;  // derivatives need one equation per cell
     const esm::System system = flatten_for_run(s, doc);
     s.options.document = &doc;
     if (!s.gradient.empty()) return run_gradient(s, system, doc);
+    if (!s.sensitivities.empty()) return run_sensitivities(s, system, doc);
     s.options.document = &doc;
     s.options.threads = s.threads;
     if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);

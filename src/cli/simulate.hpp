@@ -48,7 +48,7 @@ struct SimulateArgs {
   std::optional<method::MethodId> transport_method;
   // Gradients (--gradient OUT.json): instead of a trajectory, dLoss/d(parameters, initial values).
   std::string gradient, loss, loss_file;
-  std::vector<std::string> wrt;
+  std::vector<std::string> wrt, sensitivities;
   bool gradient_check = false;
   std::size_t checkpoint_every = 1;
 };
@@ -124,6 +124,9 @@ std::vector<exec::LossTerm> read_loss_file(const std::string& path);
 // simulate_gradient.cpp
 /// `--gradient OUT.json`: the loss and its gradient by the discrete adjoint, written as JSON.
 int run_gradient(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc);
+
+/// `--sensitivities p1,p2 --output OUT.csv`: the trajectory at step ends with d(x)/d(p) columns.
+int run_sensitivities(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc);
 
 // simulate_stochastic.cpp
 /// A model with random parameters: one path, an ensemble's statistics or every member (CSV).

@@ -116,6 +116,16 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.transport_method = *m;
     return kExitOk;
   }
+  if (a == "--sensitivities") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty()) return usage_error("simulate", "--sensitivities needs a comma-separated list of names");
+    for (std::size_t b = 0; b <= v->size();) {
+      const std::size_t e = std::min(v->find(',', b), v->size());
+      if (e > b) s.sensitivities.push_back(v->substr(b, e - b));
+      b = e + 1;
+    }
+    return kExitOk;
+  }
   if (a == "--gradient" || a == "--loss" || a == "--wrt" || a == "--loss-file") {
     const std::string* v = value_of(args, i);
     if (v == nullptr || v->empty())
@@ -277,6 +287,10 @@ int parse_args(Args args, SimulateArgs& s) {
     if (!(s.options.t1 > s.options.t0)) return usage_error("simulate", "--gradient needs T1 > T0");
     s.output = s.gradient;
   }
+  if (!s.sensitivities.empty() && !s.gradient.empty())
+    return usage_error("simulate", "--sensitivities writes a trajectory (--output), --gradient a JSON file: one at a time");
+  if (!s.sensitivities.empty() && is_netcdf_output(s.output))
+    return usage_error("simulate", "--sensitivities writes CSV; give --output OUT.csv");
   if (s.output.empty()) return usage_error("simulate", "--output OUT.csv is required");
   if (!saveat_given) s.options.saveat = default_saveat(s.options.t0, s.options.t1), s.default_saveat = true;
   else if (s.options.saveat <= 0)
@@ -397,6 +411,9 @@ void print_simulate_help(std::FILE* out) {
       "  --wrt LIST    only these names (comma-separated parameters and states)\n"
       "  --gradient-check  also check the gradient in 3 random directions: the dot-product\n"
       "                identity of tangent and adjoint, and central differences (stderr, F)\n"
+      "  --sensitivities LIST  with --output OUT.csv: the trajectory with a column\n"
+      "                d(X)/d(name) per state X and name (parameter, or state for its initial\n"
+      "                value) by the tangent linear model; output times become step ends\n"
       "  --checkpoint-every K  keep the state before every K-th step only (less memory; the\n"
       "                sweep replays the steps between). Explicit, Rosenbrock and SDIRK methods;\n"
       "                models with events are refused\n"

@@ -12,6 +12,7 @@
 #include "cli/simulate.hpp"
 #include "esi/core/error.hpp"
 #include "esi/exec/gradient.hpp"
+#include "esi/io/csv.hpp"
 
 namespace esi::cli::sim {
 namespace {
@@ -105,6 +106,35 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
                    c.tangent, c.adjoint, c.dot_relative, c.loss_tangent, c.finite_difference,
                    c.difference_relative);
   }
+  return kExitOk;
+}
+
+int run_sensitivities(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc) {
+  exec::SimulateOptions run = s.options;
+  run.document = &doc;
+  io::CsvWriter csv(s.output);  // opened before the run: an unwritable path fails now
+  exec::SensitivityTrajectory traj;
+  try {
+    traj = exec::forward_sensitivities(system, run, s.sensitivities);
+  } catch (...) {
+    csv.discard();
+    throw;
+  }
+  csv.header(traj.names);
+  const std::size_t width = traj.names.size();
+  for (std::size_t r = 0; r < traj.times.size(); ++r)
+    csv.row(traj.times[r], std::span<const double>(traj.values.data() + r * width, width));
+  csv.close();
+  if (!traj.ok()) {
+    std::fprintf(stderr, "%s: error[solve_failed]: the run stopped: %s (the rows reached are in %s)\n",
+                 s.file.c_str(), traj.message.c_str(), s.output.c_str());
+    return kExitInvalid;
+  }
+  if (!s.quiet)
+    std::fprintf(stderr, "esi simulate: %zu rows of %zu states and %zu sensitivity columns (%s, %zu steps; "
+                         "output times are step ends)\n",
+                 traj.times.size(), traj.state_count, width - traj.state_count,
+                 std::string(method::method_info(traj.method).name).c_str(), traj.steps);
   return kExitOk;
 }
 

@@ -258,4 +258,91 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   return r;
 }
 
+SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
+                                            const std::vector<std::string>& wrt) {
+  if (!system.grid.empty())
+    refuse("adjoint_unsupported_grid", "sensitivities need arrays as one equation per cell");
+  if (!std::isfinite(run.t0) || !std::isfinite(run.t1) || !(run.t1 > run.t0))
+    refuse("invalid_time_span", "the time span must be finite with t1 > t0");
+  if (wrt.empty()) refuse("unknown_gradient_variable", "--sensitivities names no parameter or state");
+  const auto model = detail::build_model(system, run.document, true, false, run.native);
+  Model& m = *model;
+  refuse_events(m, run.document);
+  m.ensure_jacobian();
+  m.ensure_derivatives();
+  const Targets targets = resolve_targets(m, wrt);
+  SensitivityTrajectory out;
+  const std::size_t n = m.system.states.size();
+  out.state_count = n;
+  for (std::size_t i = 0; i < n; ++i) out.names.push_back(m.system.states[i].name);
+  // In the order given: one direction per name.
+  std::vector<std::pair<bool, std::size_t>> directions;  // (is a parameter, index)
+  std::size_t ps = 0, ss = 0;
+  for (const std::string& name : wrt) {
+    const bool parameter = m.system.state_index(name) < 0;
+    directions.emplace_back(parameter, parameter ? targets.parameters[ps++] : targets.states[ss++]);
+    for (std::size_t i = 0; i < n; ++i) out.names.push_back("d(" + out.names[i] + ")/d(" + name + ")");
+  }
+  const std::vector<double> u0 = m.initial_state();
+  method::IntegratorOptions io = run.integrator;
+  if (io.method == method::MethodId::Auto) io.method = method::choose_method(m.problem, run.t0, run.t1, u0);
+  out.method = io.method;
+  if (const std::string why = method::sensitivity_unsupported(io.method); !why.empty())
+    refuse("adjoint_unsupported_method", why);
+  // Output times are step ends: the run steps to each.
+  if (planned_output_rows(run) > kMaxOutputRows)
+    refuse("too_many_outputs", "saveat " + number_text(run.saveat) + " would produce more than " +
+                                   number_text(kMaxOutputRows) + " output rows");
+  std::vector<double> times{run.t0};
+  for (double k = 1; run.saveat > 0 && run.t0 + k * run.saveat < run.t1; ++k) times.push_back(run.t0 + k * run.saveat);
+  times.push_back(run.t1);
+  method::ForwardTape tape;
+  tape.keep_stages = true;
+  method::Integrator integrator(m.problem, io, run.t0, u0);
+  integrator.record(&tape);
+  std::vector<std::size_t> row_step;  // the step whose end each row after the first is
+  for (std::size_t k = 1; k < times.size(); ++k) {
+    while (integrator.t() < times[k]) {
+      const method::ReturnCode rc = integrator.step(times[k]);
+      if (rc != method::ReturnCode::Success) {
+        out.code = rc;
+        out.message = integrator.message();
+        break;
+      }
+    }
+    if (!out.ok()) break;
+    row_step.push_back(tape.steps.size() - 1);
+  }
+  out.steps = tape.steps.size();
+  const std::size_t rows = 1 + row_step.size(), width = out.names.size();
+  out.times.assign(times.begin(), times.begin() + long(rows));
+  out.values.assign(rows * width, 0.0);
+  for (std::size_t i = 0; i < n; ++i) out.values[i] = u0[i];
+  for (std::size_t r = 1; r < rows; ++r) {
+    const std::size_t k = row_step[r - 1];
+    const auto u = k + 1 < tape.steps.size() ? tape.checkpoint(k + 1) : std::span<const double>(tape.final_state);
+    std::copy(u.begin(), u.end(), out.values.begin() + long(r * width));
+  }
+  for (std::size_t d = 0; d < directions.size(); ++d) {
+    std::vector<double> du(n, 0.0), dp(m.derivative_parameters.size(), 0.0);
+    (directions[d].first ? dp : du)[directions[d].second] = 1;
+    const std::size_t column = n * (1 + d);
+    for (std::size_t i = 0; i < n; ++i) out.values[column + i] = du[i];  // row 0: d u0 / d name
+    std::size_t next_row = 1;
+    const auto sink = [&](std::size_t k, std::span<const double> tangent) {
+      if (next_row < rows && row_step[next_row - 1] == k) {
+        std::copy(tangent.begin(), tangent.end(), out.values.begin() + long(next_row * width + column));
+        ++next_row;
+      }
+    };
+    const method::SweepResult sr = method::tangent(m.problem, io, tape, du, dp, sink);
+    if (!sr.ok()) {
+      out.code = sr.code;
+      out.message = sr.message;
+      return out;
+    }
+  }
+  return out;
+}
+
 }  // namespace esi::exec

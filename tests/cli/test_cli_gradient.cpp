@@ -1,6 +1,8 @@
 // `esi simulate --loss NAME --gradient OUT.json`: the gradient against the closed-form
 // derivative of x' = -k x, the check it prints, and refusals (a located error and no file).
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -108,6 +110,31 @@ TEST(CliGradient, LossFileTermsMatchTheClosedForm) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("bad.json:/terms/0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("invalid_loss"), std::string::npos) << r.err;
+}
+
+// --sensitivities: columns d(x)/d(k) and d(x)/d(x0) at every output time against the closed form.
+TEST(CliGradient, SensitivityColumnsMatchTheClosedForm) {
+  TempDir dir;
+  const auto doc = dir.write("d.esm", decay()).string();
+  const auto out = dir.path() / "s.csv";
+  const CliResult r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--saveat", "0.5", "--method", "Rodas5P",
+                                "--rtol", "1e-11", "--atol", "1e-14", "--sensitivities", "M.k,M.x",
+                                "--output", out.string(), "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(out);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "t,M.x,d(M.x)/d(M.k),d(M.x)/d(M.x)");
+  int rows = 0;
+  for (std::string line; std::getline(in, line); ++rows) {
+    double t = 0, x = 0, dk = 0, dx0 = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%lf,%lf,%lf,%lf", &t, &x, &dk, &dx0), 4) << line;
+    EXPECT_NEAR(t, 0.5 * rows, 1e-15);
+    EXPECT_NEAR(x, 2 * std::exp(-0.5 * t), 1e-9);
+    EXPECT_NEAR(dk, -t * 2 * std::exp(-0.5 * t), 1e-8);
+    EXPECT_NEAR(dx0, std::exp(-0.5 * t), 1e-9);
+  }
+  EXPECT_EQ(rows, 5);
 }
 
 // Each refusal names its code and where, exits 1 and writes no file.

@@ -96,4 +96,23 @@ struct GradientResult {
 /// Throws esi::Error for what it refuses (above) and for input simulate refuses.
 GradientResult gradient(const esm::System& system, const GradientOptions& options);
 
+/// Forward sensitivities (`esi simulate --sensitivities p1,p2`): the trajectory at t0, every
+/// saveat multiple and t1, each a step end of the run (never interpolated), and per row the
+/// derivative of every state with respect to each name in `wrt` (a parameter, or a state for its
+/// initial value) by the tangent linear model of the steps taken: one tangent sweep per name.
+struct SensitivityTrajectory {
+  std::vector<std::string> names;  ///< states, then "d(state)/d(name)" for each name, state-major per name
+  std::size_t state_count = 0;
+  std::vector<double> times;
+  std::vector<double> values;  ///< row-major, names.size() per row
+  method::ReturnCode code = method::ReturnCode::Success;
+  std::string message;
+  method::MethodId method = method::MethodId::Auto;
+  std::size_t steps = 0;
+  bool ok() const { return code == method::ReturnCode::Success; }
+};
+/// Refuses what `gradient` refuses (events, grids, methods, unknown or non-numeric names).
+SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
+                                            const std::vector<std::string>& wrt);
+
 }  // namespace esi::exec
