@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "cli/simulate.hpp"
@@ -51,6 +52,49 @@ int parse_number_option(Args args, std::size_t& i, double& out) {
   if (v == nullptr) return usage_error("simulate", name + " needs a value");
   if (!parse_finite(*v, out)) return usage_error("simulate", not_a_finite_number(name, *v));
   return kExitOk;
+}
+
+/// The options of gradients and sensitivities; nullopt when `args[i]` is none of them.
+std::optional<int> parse_derivative_option(Args args, std::size_t& i, SimulateArgs& s) {
+  const std::string& a = args[i];
+  const auto split_names = [&](const std::string& v, std::vector<std::string>& out) {
+    for (std::size_t b = 0; b <= v.size();) {
+      const std::size_t e = std::min(v.find(',', b), v.size());
+      if (e > b) out.push_back(v.substr(b, e - b));
+      b = e + 1;
+    }
+  };
+  if (a == "--sensitivities") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty()) return usage_error("simulate", "--sensitivities needs a comma-separated list of names");
+    split_names(*v, s.sensitivities);
+    return kExitOk;
+  }
+  if (a == "--gradient" || a == "--loss" || a == "--wrt" || a == "--loss-file") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || v->empty())
+      return usage_error("simulate", a + (a == "--gradient" ? " needs an OUT.json" : a == "--loss" ? " needs a state name"
+                                          : a == "--loss-file" ? " needs a LOSS.json" : " needs a comma-separated list of names"));
+    if (a == "--gradient") s.gradient = *v;
+    else if (a == "--loss") s.loss = *v;
+    else if (a == "--loss-file") s.loss_file = *v;
+    else split_names(*v, s.wrt);
+    return kExitOk;
+  }
+  if (a == "--gradient-check") {
+    s.gradient_check = true;
+    return kExitOk;
+  }
+  if (a == "--checkpoint-every") {
+    const std::string* v = value_of(args, i);
+    std::uint64_t n = 0;
+    if (v == nullptr || !parse_count(*v, 1u << 30, n) || n == 0)
+      return usage_error("simulate", "--checkpoint-every needs a whole number of steps >= 1" +
+                                         (v ? ", got '" + *v + "'" : std::string()));
+    s.checkpoint_every = n;
+    return kExitOk;
+  }
+  return std::nullopt;
 }
 
 int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
@@ -116,45 +160,7 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.transport_method = *m;
     return kExitOk;
   }
-  if (a == "--sensitivities") {
-    const std::string* v = value_of(args, i);
-    if (v == nullptr || v->empty()) return usage_error("simulate", "--sensitivities needs a comma-separated list of names");
-    for (std::size_t b = 0; b <= v->size();) {
-      const std::size_t e = std::min(v->find(',', b), v->size());
-      if (e > b) s.sensitivities.push_back(v->substr(b, e - b));
-      b = e + 1;
-    }
-    return kExitOk;
-  }
-  if (a == "--gradient" || a == "--loss" || a == "--wrt" || a == "--loss-file") {
-    const std::string* v = value_of(args, i);
-    if (v == nullptr || v->empty())
-      return usage_error("simulate", a + (a == "--gradient" ? " needs an OUT.json" : a == "--loss" ? " needs a state name"
-                                          : a == "--loss-file" ? " needs a LOSS.json" : " needs a comma-separated list of names"));
-    if (a == "--gradient") s.gradient = *v;
-    else if (a == "--loss") s.loss = *v;
-    else if (a == "--loss-file") s.loss_file = *v;
-    else
-      for (std::size_t b = 0; b <= v->size();) {
-        const std::size_t e = std::min(v->find(',', b), v->size());
-        if (e > b) s.wrt.push_back(v->substr(b, e - b));
-        b = e + 1;
-      }
-    return kExitOk;
-  }
-  if (a == "--gradient-check") {
-    s.gradient_check = true;
-    return kExitOk;
-  }
-  if (a == "--checkpoint-every") {
-    const std::string* v = value_of(args, i);
-    std::uint64_t n = 0;
-    if (v == nullptr || !parse_count(*v, 1u << 30, n) || n == 0)
-      return usage_error("simulate", "--checkpoint-every needs a whole number of steps >= 1" +
-                                         (v ? ", got '" + *v + "'" : std::string()));
-    s.checkpoint_every = n;
-    return kExitOk;
-  }
+  if (const std::optional<int> rc = parse_derivative_option(args, i, s)) return *rc;
   if (a == "--members") {
     s.members = true;
     return kExitOk;
