@@ -159,16 +159,42 @@ void refuse_events(const Model& m, const esm::ResolvedDocument* document) {
          "remove the events", document ? document->file : "");
 }
 
-}  // namespace
+/// A model bound with its derivative programs, what to differentiate with respect to, and the
+/// integrator's options with the method resolved: what gradients and sensitivities share.
+struct Bound {
+  std::unique_ptr<Model> model;
+  Targets targets;
+  std::vector<double> u0;
+  method::IntegratorOptions io;
+};
 
-GradientResult gradient(const esm::System& system, const GradientOptions& options) {
+Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run,
+                           const std::vector<std::string>& wrt) {
   if (!system.grid.empty())
-    refuse("adjoint_unsupported_grid", "gradients need arrays as one equation per cell (esi "
-                                       "simulate --gradient flattens them so)");
-  const SimulateOptions& run = options.run;
+    refuse("adjoint_unsupported_grid", "gradients and sensitivities need arrays as one equation per "
+                                       "cell (esi simulate --gradient flattens them so)");
   if (!std::isfinite(run.t0) || !std::isfinite(run.t1) || !(run.t1 > run.t0))
     refuse("invalid_time_span", "the time span must be finite with t1 > t0 (got " +
                                     number_text(run.t0) + ", " + number_text(run.t1) + ")");
+  Bound b;
+  b.model = detail::build_model(system, run.document, true, false, run.native);
+  Model& m = *b.model;
+  refuse_events(m, run.document);
+  m.ensure_jacobian();
+  m.ensure_derivatives();
+  b.targets = resolve_targets(m, wrt);
+  b.u0 = m.initial_state();
+  b.io = run.integrator;
+  if (b.io.method == method::MethodId::Auto) b.io.method = method::choose_method(m.problem, run.t0, run.t1, b.u0);
+  if (const std::string why = method::sensitivity_unsupported(b.io.method); !why.empty())
+    refuse("adjoint_unsupported_method", why);
+  return b;
+}
+
+}  // namespace
+
+GradientResult gradient(const esm::System& system, const GradientOptions& options) {
+  const SimulateOptions& run = options.run;
   GradientResult r;
   std::vector<LossTerm> terms = options.loss_terms;
   if (terms.empty()) {
@@ -179,21 +205,14 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   }
   detail::Loss loss(system, std::move(terms), run.t0, run.t1);
   r.loss_units = loss.units();
-  const auto model = detail::build_model(system, run.document, true, false, run.native);
-  Model& m = *model;
-  refuse_events(m, run.document);
-  m.ensure_jacobian();
-  m.ensure_derivatives();
-  const Targets targets = resolve_targets(m, options.wrt);
+  const Bound bound = bind_for_derivatives(system, run, options.wrt);
+  Model& m = *bound.model;
+  const Targets& targets = bound.targets;
+  const std::vector<double>& u0 = bound.u0;
+  const method::IntegratorOptions& io = bound.io;
   r.states = m.system.states.size();
   r.parameters = m.derivative_parameters.size();
-
-  const std::vector<double> u0 = m.initial_state();
-  method::IntegratorOptions io = run.integrator;
-  if (io.method == method::MethodId::Auto) io.method = method::choose_method(m.problem, run.t0, run.t1, u0);
   r.method = io.method;
-  if (const std::string why = method::sensitivity_unsupported(io.method); !why.empty())
-    refuse("adjoint_unsupported_method", why);
 
   if (options.time_plain_forward) {
     const auto plain_start = std::chrono::steady_clock::now();
@@ -260,17 +279,12 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
 
 SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
                                             const std::vector<std::string>& wrt) {
-  if (!system.grid.empty())
-    refuse("adjoint_unsupported_grid", "sensitivities need arrays as one equation per cell");
-  if (!std::isfinite(run.t0) || !std::isfinite(run.t1) || !(run.t1 > run.t0))
-    refuse("invalid_time_span", "the time span must be finite with t1 > t0");
   if (wrt.empty()) refuse("unknown_gradient_variable", "--sensitivities names no parameter or state");
-  const auto model = detail::build_model(system, run.document, true, false, run.native);
-  Model& m = *model;
-  refuse_events(m, run.document);
-  m.ensure_jacobian();
-  m.ensure_derivatives();
-  const Targets targets = resolve_targets(m, wrt);
+  const Bound bound = bind_for_derivatives(system, run, wrt);
+  Model& m = *bound.model;
+  const Targets& targets = bound.targets;
+  const std::vector<double>& u0 = bound.u0;
+  const method::IntegratorOptions& io = bound.io;
   SensitivityTrajectory out;
   const std::size_t n = m.system.states.size();
   out.state_count = n;
@@ -283,12 +297,7 @@ SensitivityTrajectory forward_sensitivities(const esm::System& system, const Sim
     directions.emplace_back(parameter, parameter ? targets.parameters[ps++] : targets.states[ss++]);
     for (std::size_t i = 0; i < n; ++i) out.names.push_back("d(" + out.names[i] + ")/d(" + name + ")");
   }
-  const std::vector<double> u0 = m.initial_state();
-  method::IntegratorOptions io = run.integrator;
-  if (io.method == method::MethodId::Auto) io.method = method::choose_method(m.problem, run.t0, run.t1, u0);
   out.method = io.method;
-  if (const std::string why = method::sensitivity_unsupported(io.method); !why.empty())
-    refuse("adjoint_unsupported_method", why);
   // Output times are step ends: the run steps to each.
   if (planned_output_rows(run) > kMaxOutputRows)
     refuse("too_many_outputs", "saveat " + number_text(run.saveat) + " would produce more than " +

@@ -13,10 +13,15 @@
 
 #include "esi/method/integrator.hpp"
 #include "esi/method/sensitivity.hpp"
+#include "support/vectors.hpp"
 #include "method/tableau.hpp"
 
 namespace esi::method {
 namespace {
+
+using esi::testing::dot;
+using esi::testing::dot_magnitude;
+using esi::testing::random_vector;
 
 using detail::Family;
 using detail::family_of;
@@ -181,19 +186,6 @@ ForwardTape record(const OdeProblem& q, const IntegratorOptions& o, std::vector<
   }
   EXPECT_EQ(tape.final_state, std::vector<double>(integ.u().begin(), integ.u().end()));
   return tape;
-}
-
-std::vector<double> random_vector(std::mt19937& rng, std::size_t n) {
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
 }
 
 struct Identity {

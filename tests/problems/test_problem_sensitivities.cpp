@@ -12,10 +12,15 @@
 
 #include "esi/method/integrator.hpp"
 #include "esi/method/sensitivity.hpp"
+#include "support/vectors.hpp"
 #include "problems/compiled_problem.hpp"
 #include "problems/problems.hpp"
 
 namespace {
+
+using esi::testing::dot;
+using esi::testing::dot_magnitude;
+using esi::testing::random_vector;
 
 namespace fs = std::filesystem;
 using esi::problems::CompiledProblem;
@@ -42,26 +47,6 @@ ForwardTape record(const OdeProblem& q, const IntegratorOptions& o, const Compil
   while (integ.t() < t1 && tape.steps.size() < max_steps)
     if (integ.step(t1) != ReturnCode::Success) break;
   return tape;
-}
-
-std::vector<double> random_vector(std::mt19937& rng, std::size_t n) {
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-/// sum |a_i b_i|: the scale a dot product's rounding lives on (its terms may cancel).
-double dot_magnitude(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += std::abs(a[i] * b[i]);
-  return s;
 }
 
 /// How closely the dot-product identity can hold in double precision. A step sums stage
