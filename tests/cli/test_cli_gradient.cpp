@@ -100,7 +100,9 @@ TEST(CliGradient, LossFileTermsMatchTheClosedForm) {
   r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Kvaerno3", "--rtol", "1e-8", "--loss-file", integral,
                 "--gradient", out.string(), "--gradient-check"});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& c : read_json(out)["checks"]) {
+  const auto checked = read_json(out);
+  ASSERT_FALSE(checked["checks"].empty());
+  for (const auto& c : checked["checks"]) {
     EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
     EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
   }
