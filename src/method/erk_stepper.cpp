@@ -58,7 +58,7 @@ class ErkStepper final : public Stepper {
   // The adjoint and the tangent read only the stage states.
   std::size_t kept_size() const override { return stages_.size(); }
   void keep(double* out) const override { std::copy(stages_.begin(), stages_.end(), out); }
-  bool restore(const StepRecord&, const double* kept) override {
+  bool restore(const StepRecord&, const double*, const double* kept) override {
     std::copy(kept, kept + stages_.size(), stages_.begin());
     return true;
   }

@@ -74,7 +74,7 @@ class SdirkStepper final : public Stepper {
   // The sweeps read the converged stage values only (they refactorize at each stage).
   std::size_t kept_size() const override { return stages_.size(); }
   void keep(double* out) const override { std::copy(stages_.begin(), stages_.end(), out); }
-  bool restore(const StepRecord&, const double* kept) override {
+  bool restore(const StepRecord&, const double*, const double* kept) override {
     std::copy(kept, kept + stages_.size(), stages_.begin());
     return true;
   }

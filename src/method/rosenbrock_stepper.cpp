@@ -63,23 +63,26 @@ class RosenbrockStepper final : public Stepper {
 
   // Slopes, stage states, J(t, u0), M's factors and the f_t stencil: a restore copies them
   // instead of replaying the step (J, LU, the stage right-hand sides and solves).
+  // The slopes, J and a planned sparse LU's factors are kept; the stage states are not: they
+  // are sums of u0 and the slopes (combine, the forward's own arithmetic, so the same bits),
+  // and recomputing them costs less than the fresh tape pages storing them touches (about
+  // 0.45 us per KB on this VM). A dense LU is refactorized for the same reason: its n^2
+  // values cost POLLU's forward run more than its sweep saves (bench/RESULTS.md, row 28).
   std::size_t kept_size() const override {
-    return k_.size() + stages_.size() + system_.jacobian_size() + system_.factor_size() + 3;
+    return k_.size() + system_.jacobian_size() + system_.factor_size() + 3;
   }
   void keep(double* out) const override {
     out = std::copy(k_.begin(), k_.end(), out);
-    out = std::copy(stages_.begin(), stages_.end(), out);
     const double* j = system_.jacobian_values();
     out = std::copy(j, j + system_.jacobian_size(), out);
     system_.save_factors(out);
     out += system_.factor_size();
     out[0] = ft_t1_, out[1] = ft_t2_, out[2] = ft_applied_;
   }
-  bool restore(const StepRecord& r, const double* kept) override {
+  bool restore(const StepRecord& r, const double* u0, const double* kept) override {
     std::copy(kept, kept + k_.size(), k_.begin());
     kept += k_.size();
-    std::copy(kept, kept + stages_.size(), stages_.begin());
-    kept += stages_.size();
+    for (int i = 0; i < tab_.stages; ++i) combine(u0, tab_.a[i], i, stage_state(i));
     if (!system_.load_jacobian(kept)) return false;
     kept += system_.jacobian_size();
     const bool factors = system_.load_factors(kept);

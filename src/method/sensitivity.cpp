@@ -82,7 +82,7 @@ class Sweep {
   /// step k; false when it kept nothing (the caller replays).
   bool restore_step(std::size_t k) {
     if (!tape_.has_kept(k)) return false;
-    return stepper_->restore(tape_.steps[k], tape_.kept_at(k));
+    return stepper_->restore(tape_.steps[k], tape_.checkpoint(k).data(), tape_.kept_at(k));
   }
 
   /// Whether u1, the replay of step k, is the state the forward run reached (when the tape

@@ -67,8 +67,11 @@ class Stepper {
   /// (before commit), read back by restore(), which leaves the stepper as replay() would.
   virtual std::size_t kept_size() const { return 0; }
   virtual void keep(double* /*out*/) const {}
-  /// False when the stepper cannot use `kept` (the caller replays instead).
-  virtual bool restore(const StepRecord& /*record*/, const double* /*kept*/) { return false; }
+  /// `u0` is the state before the step. False when the stepper cannot use `kept` (the caller
+  /// replays instead).
+  virtual bool restore(const StepRecord& /*record*/, const double* /*u0*/, const double* /*kept*/) {
+    return false;
+  }
   /// After replay(): du1 = (du1/du0) du0 + (du1/df0) df0 + (du1/dp) dp (dp may be null).
   virtual void tangent(const StepRecord& /*record*/, Derivatives& /*d*/, const double* /*u0*/,
                        const double* /*du0*/, const double* /*df0*/, const double* /*dp*/,
