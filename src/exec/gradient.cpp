@@ -89,6 +89,7 @@ double frozen_loss(Model& m, const method::IntegratorOptions& io, const method::
   const std::vector<double> p_saved = m.p;
   for (std::size_t k = 0; k < dp.size(); ++k) m.p[std::size_t(m.derivative_parameters[k])] += step * dp[k];
   m.prepare_all();
+  loss.prepare(m.p);
   std::vector<double> start = u0;
   for (std::size_t i = 0; i < start.size(); ++i) start[i] += step * du[i];
   loss.start(start);
@@ -99,7 +100,9 @@ double frozen_loss(Model& m, const method::IntegratorOptions& io, const method::
   });
   m.p = p_saved;
   m.prepare_all();
-  return loss.value();
+  const double value = loss.value();
+  loss.prepare(m.p);  // the copy shares its observeds' programs with the caller's loss
+  return value;
 }
 
 /// The loss's derivative along (du, dp) by the tangent: dL/du at every step end against the
@@ -115,6 +118,8 @@ double loss_tangent(Model& m, const method::IntegratorOptions& io, const method:
     for (std::size_t i = 0; i < g.size(); ++i) sum += g[i] * tangent[i];
   };
   if (!method::tangent(m.problem, io, tape, t, dp, sink).ok()) return std::nan("");
+  const std::vector<double>& direct = loss.direct_parameter_gradient();
+  for (std::size_t k = 0; k < direct.size(); ++k) sum += direct[k] * dp[k];
   return sum;
 }
 
@@ -210,6 +215,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   const Targets& targets = bound.targets;
   const std::vector<double>& u0 = bound.u0;
   const method::IntegratorOptions& io = bound.io;
+  loss.bind(m);
   r.states = m.system.states.size();
   r.parameters = m.derivative_parameters.size();
   r.method = io.method;
@@ -259,6 +265,8 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
     loss.add_gradient_at_step_end(tape, k, l);
   });
   loss.add_gradient_at_start(tape, lambda);
+  const std::vector<double>& direct = loss.direct_parameter_gradient();
+  for (std::size_t k = 0; k < direct.size(); ++k) mu[k] += direct[k];
   r.sweep_seconds = seconds_since(sweep_start);
   if (!r.sweep.ok()) {
     r.code = r.sweep.code;

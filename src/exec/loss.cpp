@@ -4,9 +4,87 @@
 #include <cmath>
 
 #include "esi/core/error.hpp"
+#include "esi/kernel/derivatives.hpp"
+#include "esi/kernel/jacobian.hpp"
+#include "esi/kernel/program.hpp"
+#include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
 namespace esi::exec::detail {
+
+/// One observed as programs over the model's states and parameters, compiled from a copy of
+/// the model's System whose first state equation is the observed's definition (the others
+/// 0): the RHS program's row 0 is its value, the Jacobian's row 0 its gradient by the states,
+/// the parameter Jacobian's row 0 its gradient by the derivative parameters. The observeds it
+/// reads are inlined as everywhere else (kernel::DefinitionInliner).
+struct ObservedProbe {
+  kernel::Program value;
+  kernel::JacobianProgram du;
+  kernel::ParameterJacobianProgram dp;
+  kernel::Workspace value_ws, du_ws, dp_ws;
+  std::vector<double> values, du_values, dp_values, dp_dense;
+
+  ObservedProbe(const Model& m, int observed)
+      : value(kernel::compile(derived(m.system, observed))),
+        du(kernel::compile_jacobian(derived(m.system, observed))),
+        dp(kernel::compile_parameter_jacobian(derived(m.system, observed), m.derivative_parameters,
+                                              row_zero())),
+        value_ws(value.make_workspace(1)),
+        du_ws(du.values.make_workspace(1)),
+        dp_ws(dp.values.make_workspace(1)),
+        values(m.system.states.size()),
+        du_values(du.col.size()),
+        dp_values(dp.col.size()),
+        dp_dense(m.derivative_parameters.size()) {
+    prepare(m.p);
+  }
+
+  void prepare(const std::vector<double>& p) {
+    value.prepare(value_ws, p);
+    du.values.prepare(du_ws, p);
+    dp.values.prepare(dp_ws, p);
+  }
+
+  /// Row 0 of d/du: du.col[j] for j in [0, row_end()).
+  int row_end() const { return du.row_ptr.size() > 1 ? du.row_ptr[1] : 0; }
+
+  /// The value at (t, u); with `derivatives`, du_values (row 0 first) and dp_dense too.
+  double evaluate(double t, const double* u, bool derivatives) {
+    run(value, value_ws, t, u, values.data(), values.size());
+    if (derivatives) {
+      if (!du_values.empty()) run(du.values, du_ws, t, u, du_values.data(), du_values.size());
+      std::fill(dp_dense.begin(), dp_dense.end(), 0.0);
+      if (!dp_values.empty()) {
+        run(dp.values, dp_ws, t, u, dp_values.data(), dp_values.size());
+        for (int k = dp.row_ptr[0]; k < dp.row_ptr[1]; ++k) dp_dense[std::size_t(dp.col[std::size_t(k)])] = dp_values[std::size_t(k)];
+      }
+    }
+    return values[0];
+  }
+
+ private:
+  static esm::System derived(const esm::System& system, int observed) {
+    esm::System s = system;
+    const expr::NodeId zero = s.pool.number(0.0);
+    for (auto& rhs : s.state_rhs) rhs = zero;
+    s.state_rhs[0] = s.observed_rhs[std::size_t(observed)];
+    return s;
+  }
+  static kernel::CompileOptions row_zero() {
+    kernel::CompileOptions o;
+    o.dofs = {0};
+    return o;
+  }
+  static void run(const kernel::Program& program, kernel::Workspace& ws, double t, const double* u,
+                  double* out, std::size_t rows) {
+    kernel::RunArgs<double> a;
+    a.u = {u, program.state_count(), 1, 1};
+    a.t = std::span<const double>(&t, 1);
+    a.du = {out, rows, 1, 1};
+    kernel::run(program, ws, a);
+  }
+};
+
 namespace {
 
 [[noreturn]] void refuse(const LossTerm& t, const std::string& code, const std::string& message) {
@@ -29,13 +107,11 @@ std::vector<std::pair<std::size_t, double>> resolve(const esm::System& sys, cons
     return cells;
   }
   if (const int o = sys.observed_index(t.variable); o >= 0) {
-    const auto& v = sys.observed[std::size_t(o)];
-    throw Error("adjoint_unsupported_loss",
-                t.file.empty() ? v.file : t.file, t.file.empty() ? v.pointer : t.pointer,
-                "the loss reads " + t.variable + ", an observed: gradients of observeds are not supported "
-                "yet; use a state (or a state array, whose cells are averaged)");
+    units = sys.observed[std::size_t(o)].units;
+    return {};  // an observed: Loss::bind compiles it
   }
-  refuse(t, "unknown_gradient_variable", "the loss reads " + t.variable + ", which names no state or state array of the model");
+  refuse(t, "unknown_gradient_variable",
+         "the loss reads " + t.variable + ", which names no state, state array or observed of the model");
 }
 
 void check_time(const LossTerm& t, double time, double t0, double t1) {
@@ -51,6 +127,7 @@ Loss::Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, do
     Resolved r;
     std::string units;
     r.cells = resolve(system, t, units);
+    if (r.cells.empty()) r.observed = t.variable;
     if (units_.empty()) units_ = units;
     if (!std::isfinite(t.weight)) refuse(t, "invalid_loss", "a loss weight must be a finite number");
     if (t.kind == LossTerm::Kind::At || t.kind == LossTerm::Kind::Misfit) {
@@ -80,14 +157,54 @@ Loss::Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, do
   stops_.erase(std::unique(stops_.begin(), stops_.end()), stops_.end());
 }
 
-double Loss::variable(const Resolved& r, std::span<const double> u) const {
-  double x = 0;
-  for (const auto& [i, w] : r.cells) x += w * u[i];
+Loss::~Loss() = default;
+Loss::Loss(const Loss&) = default;
+
+void Loss::bind(const Model& model) {
+  for (Resolved& r : terms_) {
+    if (r.observed.empty()) continue;
+    const int o = model.system.observed_index(r.observed);
+    if (o < 0)
+      refuse(r.term, "unknown_gradient_variable", "the loss reads " + r.observed + ", which the bound model no longer has");
+    try {
+      r.probe = std::make_shared<ObservedProbe>(model, o);
+    } catch (const Error& e) {
+      const auto& v = model.system.observed[std::size_t(o)];
+      throw Error(e.code(), v.file, v.pointer, "the loss reads the observed " + r.observed + ": " + e.what());
+    }
+    direct_p_.assign(model.derivative_parameters.size(), 0.0);
+  }
+}
+
+void Loss::prepare(const std::vector<double>& p) {
+  for (Resolved& r : terms_)
+    if (r.probe) r.probe->prepare(p);
+}
+
+double Loss::variable(Resolved& r, double t, std::span<const double> u, bool record) {
+  if (!r.probe) {
+    double x = 0;
+    for (const auto& [i, w] : r.cells) x += w * u[i];
+    return x;
+  }
+  ObservedProbe& probe = *r.probe;
+  const double x = probe.evaluate(t, u.data(), record);
+  if (record) r.rows.insert(r.rows.end(), probe.du_values.begin(), probe.du_values.begin() + probe.row_end());
   return x;
 }
 
-void Loss::add_variable(const Resolved& r, double scale, std::span<double> lambda) const {
-  for (const auto& [i, w] : r.cells) lambda[i] += scale * w;
+void Loss::add_variable(const Resolved& r, std::size_t row, double scale, std::span<double> lambda) const {
+  if (!r.probe) {
+    for (const auto& [i, w] : r.cells) lambda[i] += scale * w;
+    return;
+  }
+  const std::size_t width = std::size_t(r.probe->row_end());
+  const double* values = r.rows.data() + row * width;
+  for (std::size_t j = 0; j < width; ++j) lambda[std::size_t(r.probe->du.col[j])] += scale * values[j];
+}
+
+void Loss::add_direct(const std::vector<double>& dp, double scale) {
+  for (std::size_t k = 0; k < dp.size(); ++k) direct_p_[k] += scale * dp[k];
 }
 
 double Loss::interval_share(const LossTerm& t, double a, double b) {
@@ -100,24 +217,37 @@ double Loss::interval_share(const LossTerm& t, double a, double b) {
 // At and Misfit terms read states at their times; at t0 that is u0 itself.
 void Loss::start(std::span<const double> u0) {
   value_ = 0;
+  std::fill(direct_p_.begin(), direct_p_.end(), 0.0);
+  for (Resolved& r : terms_) r.rows.clear();
   step(t0_, u0, t0_, u0);
 }
 
+// Called once per step end in order (start() being the first), so an observed is evaluated
+// once per step end: its value and derivatives there are the next step's start.
 void Loss::step(double t_start, std::span<const double> u_start, double t_end, std::span<const double> u_end) {
   for (Resolved& r : terms_) {
     const LossTerm& t = r.term;
-    const double x = variable(r, u_end);
+    const double x_start = r.probe ? r.last_x : variable(r, t_start, u_start, false);
+    const double x = variable(r, t_end, u_end, true);
+    const std::vector<double> dp_start = r.last_dp;
+    if (r.probe) r.last_dp = r.probe->dp_dense, r.last_x = x;
     for (std::size_t k = 0; k < t.times.size(); ++k) {
       if (t.times[k] != t_end) continue;
       if (t.kind == LossTerm::Kind::At) {
         value_ += t.weight * x;
+        add_direct(r.last_dp, t.weight);
       } else {
         const double miss = x - t.values[k];
         value_ += t.weight * 0.5 * (miss / t.sigmas[k]) * (miss / t.sigmas[k]);
         r.residuals[k] = t.weight * miss / (t.sigmas[k] * t.sigmas[k]);
+        add_direct(r.last_dp, r.residuals[k]);
       }
     }
-    if (t_end > t_start) value_ += interval_share(t, t_start, t_end) * (variable(r, u_start) + x);
+    if (t_end > t_start) {
+      const double share = interval_share(t, t_start, t_end);
+      value_ += share * (x_start + x);
+      if (share != 0) add_direct(dp_start, share), add_direct(r.last_dp, share);
+    }
   }
 }
 
@@ -126,10 +256,10 @@ void Loss::add_gradient_at_step_end(const method::ForwardTape& tape, std::size_t
   for (const Resolved& r : terms_) {
     const LossTerm& t = r.term;
     for (std::size_t j = 0; j < t.times.size(); ++j)
-      if (t.times[j] == s.t_end) add_variable(r, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
+      if (t.times[j] == s.t_end) add_variable(r, k + 1, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
     double share = interval_share(t, s.t, s.t_end);
     if (k + 1 < tape.steps.size()) share += interval_share(t, tape.steps[k + 1].t, tape.steps[k + 1].t_end);
-    if (share != 0) add_variable(r, share, lambda);
+    if (share != 0) add_variable(r, k + 1, share, lambda);
   }
 }
 
@@ -137,10 +267,10 @@ void Loss::add_gradient_at_start(const method::ForwardTape& tape, std::span<doub
   for (const Resolved& r : terms_) {
     const LossTerm& t = r.term;
     for (std::size_t j = 0; j < t.times.size(); ++j)
-      if (t.times[j] == t0_) add_variable(r, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
+      if (t.times[j] == t0_) add_variable(r, 0, t.kind == LossTerm::Kind::At ? t.weight : r.residuals[j], lambda);
     if (!tape.steps.empty()) {
       const double share = interval_share(t, tape.steps[0].t, tape.steps[0].t_end);
-      if (share != 0) add_variable(r, share, lambda);
+      if (share != 0) add_variable(r, 0, share, lambda);
     }
   }
 }

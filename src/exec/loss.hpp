@@ -1,7 +1,9 @@
 // Private to exec: a loss (exec::LossTerm list) evaluated along a run's step ends, and its
-// derivative with respect to the state at each step end (what the adjoint sweep adds there).
+// derivative with respect to the state at each step end (what the adjoint sweep adds there)
+// and, where it reads an observed that reads parameters, with respect to them directly.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,11 +14,24 @@
 
 namespace esi::exec::detail {
 
+struct Model;
+struct ObservedProbe;
+
 class Loss {
  public:
   /// Resolves every term's variable and checks its times against [t0, t1]; throws
-  /// `unknown_gradient_variable`, `adjoint_unsupported_loss` or `invalid_loss` at the term.
+  /// `unknown_gradient_variable` or `invalid_loss` at the term.
   Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, double t1);
+  ~Loss();
+  Loss(const Loss&);
+  Loss& operator=(const Loss&) = delete;
+
+  /// Compiles the observeds the terms read (value, d/du and d/dp over the model's derivative
+  /// parameters) against `model`, which must have its derivatives (Model::ensure_derivatives).
+  /// Throws `adjoint_unsupported_function` (and the compile codes) at the observed.
+  void bind(const Model& model);
+  /// The parameters changed (a finite-difference check): the observeds read `p` from now on.
+  void prepare(const std::vector<double>& p);
 
   /// Times inside (t0, t1) the forward run must step to exactly, increasing.
   const std::vector<double>& stops() const { return stops_; }
@@ -32,20 +47,33 @@ class Loss {
   void add_gradient_at_step_end(const method::ForwardTape& tape, std::size_t k, std::span<double> lambda) const;
   /// dL/du0 through the terms that read the initial state directly.
   void add_gradient_at_start(const method::ForwardTape& tape, std::span<double> lambda) const;
+  /// dL/dp through observeds that read parameters themselves (derivative-parameter order;
+  /// empty when no term reads one): to be added to the sweep's.
+  const std::vector<double>& direct_parameter_gradient() const { return direct_p_; }
 
  private:
   struct Resolved {
     LossTerm term;
     std::vector<std::pair<std::size_t, double>> cells;  // state index, weight in the variable
     std::vector<double> residuals;                      // Misfit: (x - value) / sigma^2 per time
+    std::string observed;                               // the observed read, else ""
+    std::shared_ptr<ObservedProbe> probe;               // its programs (bind)
+    /// An observed's d/du nonzeros at t0 (row 0) and at every step end k (row k + 1), and
+    /// d/dp at the last step end (for the next step's trapezoid).
+    std::vector<double> rows, last_dp;
+    double last_x = 0;  // the observed at the last step end
   };
-  double variable(const Resolved& r, std::span<const double> u) const;
-  void add_variable(const Resolved& r, double scale, std::span<double> lambda) const;
+  /// The variable at (t, u); an observed also records its derivatives (`record`).
+  double variable(Resolved& r, double t, std::span<const double> u, bool record);
+  /// lambda += scale * d(variable)/du at `row` (0: t0, k + 1: the end of step k).
+  void add_variable(const Resolved& r, std::size_t row, double scale, std::span<double> lambda) const;
+  /// direct_p_ += scale * dp (dp empty: a state variable, nothing).
+  void add_direct(const std::vector<double>& dp, double scale);
   /// The term's interval weight for a step [a, b] (0 outside; steps never straddle a bound).
   static double interval_share(const LossTerm& t, double a, double b);
 
   std::vector<Resolved> terms_;
-  std::vector<double> stops_;
+  std::vector<double> stops_, direct_p_;
   std::string units_;
   double t0_ = 0, value_ = 0;
 };

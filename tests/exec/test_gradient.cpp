@@ -3,7 +3,9 @@
 // the memory but not one bit of the gradient.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "esi/esm/flatten.hpp"
@@ -59,6 +61,45 @@ TEST(Gradient, CheckpointsKeepEveryBit) {
   EXPECT_LT(sparse.tape_bytes, all.tape_bytes);
   ASSERT_EQ(all.gradient.size(), sparse.gradient.size());
   for (std::size_t k = 0; k < all.gradient.size(); ++k) EXPECT_EQ(all.gradient[k].value, sparse.gradient[k].value) << all.gradient[k].name;
+}
+
+// Observeds as the loss against their definitions chained to the states' own gradients:
+// NOx = NO + NO2 gives the sum of theirs; O3_ppb = 1e9 O3 / M (M a parameter only the
+// diagnostic reads) gives 1e9 / M times O3's, plus its direct derivative -1e9 O3 / M^2 by M.
+// Sweeps from different seeds round differently through the stiff steps (as the two sides of
+// the dot-product identity do): measured up to 6e-13 relative, so 1e-11; a wrong or missing
+// term is O(1).
+TEST(Gradient, ObservedLossesEqualTheirDefinitionsChainedToTheStates) {
+  const Ozone oz;
+  using Entries = std::map<std::pair<std::string, bool>, double>;  // (name, initial) -> value
+  const auto run = [&](const std::string& loss, double& value) {
+    auto o = oz.options(MethodId::Rodas5P);
+    o.loss = loss;
+    const auto r = esi::exec::gradient(oz.system, o);
+    EXPECT_TRUE(r.ok()) << loss << ": " << r.message;
+    value = r.loss;
+    Entries e;
+    for (const auto& g : r.gradient) e[{g.name, g.initial}] = g.value;
+    return e;
+  };
+  double l_no = 0, l_no2 = 0, l_nox = 0, l_o3 = 0, l_ppb = 0;
+  const Entries no = run("OzoneNOx.NO", l_no), no2 = run("OzoneNOx.NO2", l_no2), nox = run("Diagnostics.NOx", l_nox);
+  const Entries o3 = run("OzoneNOx.O3", l_o3), ppb = run("Diagnostics.O3_ppb", l_ppb);
+  ASSERT_FALSE(nox.empty());
+  ASSERT_EQ(nox.size(), no.size());
+  EXPECT_NEAR(l_nox, l_no + l_no2, 1e-15 * (l_no + l_no2));
+  for (const auto& [key, value] : nox) {
+    const double want = no.at(key) + no2.at(key);
+    EXPECT_NEAR(value, want, 1e-11 * (std::abs(no.at(key)) + std::abs(no2.at(key))) + 1e-300) << key.first;
+  }
+  const double M = 2.46e19;
+  EXPECT_NEAR(l_ppb, 1e9 * l_o3 / M, 1e-14 * l_ppb);
+  ASSERT_TRUE(ppb.count({"Diagnostics.M", false}));
+  for (const auto& [key, value] : ppb) {
+    const double chained = 1e9 / M * o3.at(key);
+    const double want = key == std::pair<std::string, bool>{"Diagnostics.M", false} ? chained - 1e9 * l_o3 / (M * M) : chained;
+    EXPECT_NEAR(value, want, 1e-11 * std::abs(want) + 1e-300) << key.first;
+  }
 }
 
 }  // namespace

@@ -4,12 +4,12 @@
 // initial value costs one backward sweep. The derivative is the one of the discrete map the
 // forward run computed, step sizes held fixed (sensitivity.hpp).
 //
-// The loss is the value of a state at the end of the span (for a state array the mean of its
-// cells), or a sum of LossTerms: values at output times, time integrals and means, and
-// squared misfits against observations. Refused with a located esi::Error: a loss or --wrt name that names nothing
-// (`unknown_gradient_variable`), a loss term outside the span or with sigma <= 0
-// (`invalid_loss`), an observed as the loss (`adjoint_unsupported_loss`), a
-// parameter that is not a number fixed for the run (`adjoint_unsupported_parameter`), a method
+// The loss is the value of a state or an observed at the end of the span (for a state array
+// the mean of its cells), or a sum of LossTerms: values at output times, time integrals and
+// means, and squared misfits against observations. An observed that reads parameters adds its
+// own derivative by them. Refused with a located esi::Error: a loss or --wrt name that names
+// nothing (`unknown_gradient_variable`), a loss term outside the span or with sigma <= 0
+// (`invalid_loss`), a parameter that is not a number fixed for the run (`adjoint_unsupported_parameter`), a method
 // without sensitivities (`adjoint_unsupported_method`), events and parameter updates
 // (`adjoint_unsupported_event`), arrays as per-region programs (`adjoint_unsupported_grid`).
 #pragma once
@@ -35,7 +35,7 @@ struct LossTerm {
     Misfit,    ///< weight * 1/2 sum ((variable(t_k) - values_k) / sigmas_k)^2 over `times`
   };
   Kind kind = Kind::At;
-  std::string variable;  ///< a state, or a state array (the mean of its cells)
+  std::string variable;  ///< a state, an observed, or a state array (the mean of its cells)
   std::vector<double> times;
   std::vector<double> values, sigmas;  ///< Misfit
   double begin = 0, end = 0;           ///< Integral, Mean
@@ -46,7 +46,8 @@ struct LossTerm {
 struct GradientOptions {
   /// t0, t1, the integrator, the document, native; outputs and events are not used.
   SimulateOptions run;
-  std::string loss;  ///< a state's flat name, or a state array's (the mean of its cells), at t1
+  /// A state's or an observed's flat name, or a state array's (the mean of its cells), at t1.
+  std::string loss;
   std::vector<LossTerm> loss_terms;  ///< when not empty: the loss instead of `loss`
   /// Flat names to differentiate with respect to: parameters, and states for their initial
   /// values. Empty: every differentiable parameter and every state.
