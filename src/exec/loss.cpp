@@ -4,86 +4,11 @@
 #include <cmath>
 
 #include "esi/core/error.hpp"
-#include "esi/kernel/derivatives.hpp"
-#include "esi/kernel/jacobian.hpp"
-#include "esi/kernel/program.hpp"
+#include "exec/expression_probe.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
 
 namespace esi::exec::detail {
-
-/// One observed as programs over the model's states and parameters, compiled from a copy of
-/// the model's System whose first state equation is the observed's definition (the others
-/// 0): the RHS program's row 0 is its value, the Jacobian's row 0 its gradient by the states,
-/// the parameter Jacobian's row 0 its gradient by the derivative parameters. The observeds it
-/// reads are inlined as everywhere else (kernel::DefinitionInliner).
-struct ObservedProbe {
-  kernel::Program value;
-  kernel::JacobianProgram du;
-  kernel::ParameterJacobianProgram dp;
-  kernel::Workspace value_ws, du_ws, dp_ws;
-  std::vector<double> values, du_values, dp_values, dp_dense;
-
-  ObservedProbe(const Model& m, int observed)
-      : value(kernel::compile(derived(m.system, observed))),
-        du(kernel::compile_jacobian(derived(m.system, observed))),
-        dp(kernel::compile_parameter_jacobian(derived(m.system, observed), m.derivative_parameters,
-                                              row_zero())),
-        value_ws(value.make_workspace(1)),
-        du_ws(du.values.make_workspace(1)),
-        dp_ws(dp.values.make_workspace(1)),
-        values(m.system.states.size()),
-        du_values(du.col.size()),
-        dp_values(dp.col.size()),
-        dp_dense(m.derivative_parameters.size()) {
-    prepare(m.p);
-  }
-
-  void prepare(const std::vector<double>& p) {
-    value.prepare(value_ws, p);
-    du.values.prepare(du_ws, p);
-    dp.values.prepare(dp_ws, p);
-  }
-
-  /// Row 0 of d/du: du.col[j] for j in [0, row_end()).
-  int row_end() const { return du.row_ptr.size() > 1 ? du.row_ptr[1] : 0; }
-
-  /// The value at (t, u); with `derivatives`, du_values (row 0 first) and dp_dense too.
-  double evaluate(double t, const double* u, bool derivatives) {
-    run(value, value_ws, t, u, values.data(), values.size());
-    if (derivatives) {
-      if (!du_values.empty()) run(du.values, du_ws, t, u, du_values.data(), du_values.size());
-      std::fill(dp_dense.begin(), dp_dense.end(), 0.0);
-      if (!dp_values.empty()) {
-        run(dp.values, dp_ws, t, u, dp_values.data(), dp_values.size());
-        for (int k = dp.row_ptr[0]; k < dp.row_ptr[1]; ++k) dp_dense[std::size_t(dp.col[std::size_t(k)])] = dp_values[std::size_t(k)];
-      }
-    }
-    return values[0];
-  }
-
- private:
-  static esm::System derived(const esm::System& system, int observed) {
-    esm::System s = system;
-    const expr::NodeId zero = s.pool.number(0.0);
-    for (auto& rhs : s.state_rhs) rhs = zero;
-    s.state_rhs[0] = s.observed_rhs[std::size_t(observed)];
-    return s;
-  }
-  static kernel::CompileOptions row_zero() {
-    kernel::CompileOptions o;
-    o.dofs = {0};
-    return o;
-  }
-  static void run(const kernel::Program& program, kernel::Workspace& ws, double t, const double* u,
-                  double* out, std::size_t rows) {
-    kernel::RunArgs<double> a;
-    a.u = {u, program.state_count(), 1, 1};
-    a.t = std::span<const double>(&t, 1);
-    a.du = {out, rows, 1, 1};
-    kernel::run(program, ws, a);
-  }
-};
 
 namespace {
 
@@ -167,7 +92,7 @@ void Loss::bind(const Model& model) {
     if (o < 0)
       refuse(r.term, "unknown_gradient_variable", "the loss reads " + r.observed + ", which the bound model no longer has");
     try {
-      r.probe = std::make_shared<ObservedProbe>(model, o);
+      r.probe = std::make_shared<ExpressionProbe>(model, model.system.observed_rhs[std::size_t(o)]);
     } catch (const Error& e) {
       const auto& v = model.system.observed[std::size_t(o)];
       throw Error(e.code(), v.file, v.pointer, "the loss reads the observed " + r.observed + ": " + e.what());
@@ -187,9 +112,9 @@ double Loss::variable(Resolved& r, double t, std::span<const double> u, bool rec
     for (const auto& [i, w] : r.cells) x += w * u[i];
     return x;
   }
-  ObservedProbe& probe = *r.probe;
+  ExpressionProbe& probe = *r.probe;
   const double x = probe.evaluate(t, u.data(), record);
-  if (record) r.rows.insert(r.rows.end(), probe.du_values.begin(), probe.du_values.begin() + probe.row_end());
+  if (record) r.rows.insert(r.rows.end(), probe.values(), probe.values() + probe.nonzeros());
   return x;
 }
 
@@ -198,9 +123,9 @@ void Loss::add_variable(const Resolved& r, std::size_t row, double scale, std::s
     for (const auto& [i, w] : r.cells) lambda[i] += scale * w;
     return;
   }
-  const std::size_t width = std::size_t(r.probe->row_end());
+  const std::size_t width = r.probe->nonzeros();
   const double* values = r.rows.data() + row * width;
-  for (std::size_t j = 0; j < width; ++j) lambda[std::size_t(r.probe->du.col[j])] += scale * values[j];
+  for (std::size_t j = 0; j < width; ++j) lambda[std::size_t(r.probe->columns()[j])] += scale * values[j];
 }
 
 void Loss::add_direct(const std::vector<double>& dp, double scale) {
@@ -230,7 +155,7 @@ void Loss::step(double t_start, std::span<const double> u_start, double t_end, s
     const double x_start = r.probe ? r.last_x : variable(r, t_start, u_start, false);
     const double x = variable(r, t_end, u_end, true);
     const std::vector<double> dp_start = r.last_dp;
-    if (r.probe) r.last_dp = r.probe->dp_dense, r.last_x = x;
+    if (r.probe) r.last_dp = r.probe->gradient_p(), r.last_x = x;
     for (std::size_t k = 0; k < t.times.size(); ++k) {
       if (t.times[k] != t_end) continue;
       if (t.kind == LossTerm::Kind::At) {

@@ -15,7 +15,7 @@
 namespace esi::exec::detail {
 
 struct Model;
-struct ObservedProbe;
+class ExpressionProbe;
 
 class Loss {
  public:
@@ -57,7 +57,7 @@ class Loss {
     std::vector<std::pair<std::size_t, double>> cells;  // state index, weight in the variable
     std::vector<double> residuals;                      // Misfit: (x - value) / sigma^2 per time
     std::string observed;                               // the observed read, else ""
-    std::shared_ptr<ObservedProbe> probe;               // its programs (bind)
+    std::shared_ptr<ExpressionProbe> probe;               // its programs (bind)
     /// An observed's d/du nonzeros at t0 (row 0) and at every step end k (row k + 1), and
     /// d/dp at the last step end (for the next step's trapezoid).
     std::vector<double> rows, last_dp;
