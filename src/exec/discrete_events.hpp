@@ -12,6 +12,14 @@
 
 namespace esi::exec::detail {
 
+/// One application of an event's affects, as a gradient's sweep differentiates it: the
+/// assignments, when, and the state they read (before any of them applied).
+struct Firing {
+  const std::vector<Assignment>* affects = nullptr;
+  double t = 0;
+  std::vector<double> u_before;
+};
+
 class DiscreteEvents {
  public:
   /// Scheduled events of `model`, periodic ones counted from t0; the next firings are those
@@ -30,6 +38,8 @@ class DiscreteEvents {
   /// parameter prepares the model's programs again. False when there is nothing to apply.
   bool apply(const std::vector<Assignment>& affects, double t, std::vector<double>& u);
   std::size_t fired() const { return fired_; }
+  /// From now on every apply() appends its Firing to `log` (null: stop).
+  void log_firings(std::vector<Firing>* log) { log_ = log; }
 
  private:
   double periodic_after(const Event& ev, double t) const;
@@ -40,6 +50,7 @@ class DiscreteEvents {
   std::vector<bool> owned_;
   std::vector<std::pair<std::size_t, double>> next_;  // scheduled event -> next firing time
   std::size_t fired_ = 0;
+  std::vector<Firing>* log_ = nullptr;
 };
 
 }  // namespace esi::exec::detail

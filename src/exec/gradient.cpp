@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include "esi/core/error.hpp"
+#include "exec/discrete_events.hpp"
+#include "exec/expression_probe.hpp"
 #include "exec/loss.hpp"
 #include "exec/model.hpp"
 #include "exec/run_support.hpp"
@@ -82,51 +86,246 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-/// The loss of the frozen steps from (u0, p) moved along (du, dp) by `step`.
-double frozen_loss(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
-                   const std::vector<double>& u0, const std::vector<double>& du,
-                   const std::vector<double>& dp, double step, detail::Loss loss) {
+/// One stretch of the forward run between event firings: the affects applied at its start
+/// (in firing order, each with the state it read), its steps, the part of the loss it reads.
+struct Segment {
+  std::vector<detail::Firing> firings;
+  method::ForwardTape tape;
+  detail::Loss loss;
+  std::vector<double> start;  ///< the state its first step starts from (after the firings)
+};
+
+/// The forward run in segments; `segments` is empty only when it could not start.
+struct ForwardRun {
+  std::vector<Segment> segments;
+  method::ReturnCode code = method::ReturnCode::Success;
+  std::string message;
+  method::IntegratorStats stats;
+  std::size_t steps = 0, tape_bytes = 0;
+  double loss = 0;
+};
+
+/// Derivatives of events' affects on states (parameter updates are refused before a run):
+/// u+_i = g_i(t, u-, p) for each assigned i (the last assignment of i wins, every one reads
+/// u-), u+_j = u-_j otherwise. One probe per affect row, compiled on first need.
+class AffectDerivatives {
+ public:
+  explicit AffectDerivatives(Model& m) : m_(m), probes_(m.events.affects.size()) {}
+
+  /// lambda (of u+) becomes lambda of u-; mu += dg/dp^T lambda+.
+  void adjoint(const detail::Firing& f, std::vector<double>& lambda, std::vector<double>& mu) {
+    const std::vector<double> plus = lambda;
+    const auto assigned = effective(f);
+    for (const detail::Assignment* a : assigned) lambda[std::size_t(a->index)] = 0;
+    for (const detail::Assignment* a : assigned) {
+      const double w = plus[std::size_t(a->index)];
+      if (w == 0) continue;
+      detail::ExpressionProbe& g = probe(a->row);
+      g.evaluate(f.t, f.u_before.data(), true);
+      for (std::size_t j = 0; j < g.nonzeros(); ++j) lambda[std::size_t(g.columns()[j])] += w * g.values()[j];
+      for (std::size_t k = 0; k < mu.size(); ++k) mu[k] += w * g.gradient_p()[k];
+    }
+  }
+
+  /// The tangent of u- becomes the tangent of u+ (dp: the parameter direction).
+  void tangent(const detail::Firing& f, std::vector<double>& t, const std::vector<double>& dp) {
+    const std::vector<double> minus = t;
+    for (const detail::Assignment* a : effective(f)) {
+      detail::ExpressionProbe& g = probe(a->row);
+      g.evaluate(f.t, f.u_before.data(), true);
+      double d = 0;
+      for (std::size_t j = 0; j < g.nonzeros(); ++j) d += g.values()[j] * minus[std::size_t(g.columns()[j])];
+      for (std::size_t k = 0; k < dp.size(); ++k) d += g.gradient_p()[k] * dp[k];
+      t[std::size_t(a->index)] = d;
+    }
+  }
+
+  /// Applies f's affects to u at the model's current parameters (a frozen replay).
+  void apply(const detail::Firing& f, std::vector<double>& u) {
+    const auto rhs = m_.affects->evaluate(f.t, u);
+    std::vector<double> values;
+    for (const detail::Assignment& a : *f.affects) values.push_back(rhs[std::size_t(a.row)]);
+    for (std::size_t k = 0; k < values.size(); ++k) u[std::size_t((*f.affects)[k].index)] = values[k];
+  }
+
+  void prepare(const std::vector<double>& p) {
+    for (auto& g : probes_)
+      if (g) g->prepare(p);
+  }
+
+ private:
+  static std::vector<const detail::Assignment*> effective(const detail::Firing& f) {
+    std::vector<const detail::Assignment*> out;
+    for (const detail::Assignment& a : *f.affects) {
+      std::erase_if(out, [&](const detail::Assignment* b) { return b->index == a.index; });
+      out.push_back(&a);
+    }
+    return out;
+  }
+  detail::ExpressionProbe& probe(int row) {
+    auto& g = probes_[std::size_t(row)];
+    if (!g) g = std::make_unique<detail::ExpressionProbe>(m_, m_.events.affects[std::size_t(row)]);
+    return *g;
+  }
+
+  Model& m_;
+  std::vector<std::unique_ptr<detail::ExpressionProbe>> probes_;
+};
+
+/// The forward run, recording every accepted step: one segment per stretch between event
+/// firings, each a fresh Integrator resumed with the last one's history (Integrator::carry),
+/// which continues bit for bit as `esi simulate`'s restart does.
+ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const SimulateOptions& run,
+                          const std::vector<double>& u0, const detail::Loss& loss, std::size_t every) {
+  ForwardRun f;
+  detail::DiscreteEvents events(m, run.t0, run.t0);
+  std::vector<detail::Firing> firings;
+  events.log_firings(&firings);
+  std::vector<double> u = u0;
+  events.fire_at_start(u);
+  const std::vector<double>& stops = loss.stops();
+  std::size_t next_stop = 0;
+  double t = run.t0;
+  std::optional<method::Integrator> integrator;
+  std::optional<method::Integrator::Carry> carry;
+  for (;;) {
+    const double next_event = events.next_time();
+    const bool last = !(next_event <= run.t1);
+    const double end = last ? run.t1 : next_event;
+    f.segments.push_back({std::move(firings), {}, loss.part(t, end, last), u});
+    firings.clear();
+    Segment& s = f.segments.back();
+    s.tape.checkpoint_every = every;
+    s.tape.keep_stages = every == 1;  // no replays; K > 1 trades them for memory
+    integrator.emplace(m.problem, io, t, u);
+    if (carry) integrator->resume(t, u, *carry);
+    integrator->record(&s.tape);
+    s.loss.start(u);
+    std::vector<double> previous = u;
+    while (integrator->t() < end) {
+      while (next_stop < stops.size() && stops[next_stop] <= integrator->t()) ++next_stop;
+      const double limit = next_stop < stops.size() ? std::min(stops[next_stop], end) : end;
+      const method::ReturnCode rc = integrator->step(limit);
+      if (rc != method::ReturnCode::Success) {
+        f.code = rc;
+        f.message = integrator->message();
+        f.stats = integrator->stats();
+        return f;
+      }
+      s.loss.step(integrator->t_previous(), previous, integrator->t(), integrator->u());
+      previous.assign(integrator->u().begin(), integrator->u().end());
+    }
+    f.steps += s.tape.steps.size();
+    f.tape_bytes += s.tape.bytes();
+    f.loss += s.loss.value();
+    f.stats = integrator->stats();  // carried through resume: the whole run's
+    if (!s.tape.unsupported.empty()) {
+      f.code = method::ReturnCode::InvalidOptions;
+      f.message = s.tape.unsupported;
+      return f;
+    }
+    t = end;
+    u.assign(integrator->u().begin(), integrator->u().end());
+    if (last) return f;
+    carry = integrator->carry();
+    events.fire_due(t, u);
+  }
+}
+
+/// The adjoint of the whole run: lambda holds dL/du at the end on entry (the loss's sources
+/// are added when `with_loss`), dL/du0 on return; mu accumulates dL/dp. Sweeps last segment
+/// first, each then its firings in reverse.
+method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, ForwardRun& f,
+                                AffectDerivatives& affects, std::vector<double>& lambda,
+                                std::vector<double>& mu, bool with_loss) {
+  method::SweepResult total;
+  for (std::size_t i = f.segments.size(); i-- > 0;) {
+    Segment& s = f.segments[i];
+    method::AdjointSource source;
+    if (with_loss) source = [&](std::size_t k, std::span<double> l) { s.loss.add_gradient_at_step_end(s.tape, k, l); };
+    const method::SweepResult r = method::adjoint(m.problem, io, s.tape, lambda, mu, source);
+    total.stats.accepted += r.stats.accepted;
+    total.stats.rhs_evaluations += r.stats.rhs_evaluations;
+    total.stats.jacobian_evaluations += r.stats.jacobian_evaluations;
+    total.stats.factorizations += r.stats.factorizations;
+    total.stats.linear_solves += r.stats.linear_solves;
+    total.jacobian_transpose_products += r.jacobian_transpose_products;
+    total.second_order_evaluations += r.second_order_evaluations;
+    if (!r.ok()) {
+      total.code = r.code;
+      total.message = r.message;
+      return total;
+    }
+    if (with_loss) {
+      s.loss.add_gradient_at_start(s.tape, lambda);
+      const std::vector<double>& direct = s.loss.direct_parameter_gradient();
+      for (std::size_t k = 0; k < direct.size(); ++k) mu[k] += direct[k];
+    }
+    for (std::size_t j = s.firings.size(); j-- > 0;) affects.adjoint(s.firings[j], lambda, mu);
+  }
+  return total;
+}
+
+/// The tangent of the whole run along (du, dp): du becomes the tangent of the final state;
+/// returns the loss's derivative along it (dL/du at every step end against the tangent there,
+/// plus the direct parameter terms), NaN when a sweep failed.
+double tangent_run(Model& m, const method::IntegratorOptions& io, const ForwardRun& f,
+                   AffectDerivatives& affects, std::vector<double>& du, const std::vector<double>& dp) {
+  double sum = 0;
+  std::vector<double> g(du.size());
+  for (const Segment& s : f.segments) {
+    for (const detail::Firing& firing : s.firings) affects.tangent(firing, du, dp);
+    std::fill(g.begin(), g.end(), 0.0);
+    s.loss.add_gradient_at_start(s.tape, g);
+    sum += dot(g, du);
+    const auto sink = [&](std::size_t k, std::span<const double> tangent) {
+      std::fill(g.begin(), g.end(), 0.0);
+      s.loss.add_gradient_at_step_end(s.tape, k, g);
+      for (std::size_t i = 0; i < g.size(); ++i) sum += g[i] * tangent[i];
+    };
+    if (!method::tangent(m.problem, io, s.tape, du, dp, sink).ok()) return std::nan("");
+    const std::vector<double>& direct = s.loss.direct_parameter_gradient();
+    for (std::size_t k = 0; k < direct.size(); ++k) sum += direct[k] * dp[k];
+  }
+  return sum;
+}
+
+/// The loss of the frozen steps and firings from (u0, p) moved along (du, dp) by `step`.
+double frozen_loss(Model& m, const method::IntegratorOptions& io, const ForwardRun& f,
+                   AffectDerivatives& affects, const std::vector<double>& u0, const std::vector<double>& du,
+                   const std::vector<double>& dp, double step) {
   const std::vector<double> p_saved = m.p;
   for (std::size_t k = 0; k < dp.size(); ++k) m.p[std::size_t(m.derivative_parameters[k])] += step * dp[k];
   m.prepare_all();
-  loss.prepare(m.p);
-  std::vector<double> start = u0;
-  for (std::size_t i = 0; i < start.size(); ++i) start[i] += step * du[i];
-  loss.start(start);
-  std::vector<double> previous = start;
-  method::replay(m.problem, io, tape, start, [&](std::size_t k, std::span<const double> u) {
-    loss.step(tape.steps[k].t, previous, tape.steps[k].t_end, u);
-    previous.assign(u.begin(), u.end());
-  });
+  std::vector<double> u = u0;
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] += step * du[i];
+  double total = 0;
+  for (const Segment& s : f.segments) {
+    for (const detail::Firing& firing : s.firings) affects.apply(firing, u);
+    detail::Loss loss = s.loss;  // shares its observeds' programs with the run's
+    loss.prepare(m.p);
+    loss.start(u);
+    std::vector<double> previous = u;
+    method::replay(m.problem, io, s.tape, u, [&](std::size_t k, std::span<const double> next) {
+      loss.step(s.tape.steps[k].t, previous, s.tape.steps[k].t_end, next);
+      previous.assign(next.begin(), next.end());
+    });
+    total += loss.value();
+    u = previous;
+  }
   m.p = p_saved;
   m.prepare_all();
-  const double value = loss.value();
-  loss.prepare(m.p);  // the copy shares its observeds' programs with the caller's loss
-  return value;
-}
-
-/// The loss's derivative along (du, dp) by the tangent: dL/du at every step end against the
-/// tangent there.
-double loss_tangent(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
-                    const std::vector<double>& du, const std::vector<double>& dp, const detail::Loss& loss) {
-  std::vector<double> g(du.size(), 0.0), t = du;
-  loss.add_gradient_at_start(tape, g);
-  double sum = dot(g, du);
-  const auto sink = [&](std::size_t k, std::span<const double> tangent) {
-    std::fill(g.begin(), g.end(), 0.0);
-    loss.add_gradient_at_step_end(tape, k, g);
-    for (std::size_t i = 0; i < g.size(); ++i) sum += g[i] * tangent[i];
-  };
-  if (!method::tangent(m.problem, io, tape, t, dp, sink).ok()) return std::nan("");
-  const std::vector<double>& direct = loss.direct_parameter_gradient();
-  for (std::size_t k = 0; k < direct.size(); ++k) sum += direct[k] * dp[k];
-  return sum;
+  if (!f.segments.empty()) {
+    detail::Loss restore = f.segments.front().loss;
+    restore.prepare(m.p);
+  }
+  return total;
 }
 
 /// Random directions scaled by each variable's magnitude (concentrations of 1e-9 and rate
 /// constants of 1e-12 in one vector): tangent against adjoint, and central differences.
-void run_checks(Model& m, const method::IntegratorOptions& io, const method::ForwardTape& tape,
-                const std::vector<double>& u0, const detail::Loss& loss, int count, GradientResult& r) {
+void run_checks(Model& m, const method::IntegratorOptions& io, ForwardRun& f, AffectDerivatives& affects,
+                const std::vector<double>& u0, int count, GradientResult& r) {
   std::mt19937_64 rng(20261207);
   std::uniform_real_distribution<double> unit(-1, 1);
   const std::size_t np = m.derivative_parameters.size();
@@ -137,31 +336,46 @@ void run_checks(Model& m, const method::IntegratorOptions& io, const method::For
     for (double& x : lambda) x = unit(rng);
     GradientCheck g;
     std::vector<double> t = du;
-    if (!method::tangent(m.problem, io, tape, t, dp).ok()) continue;
+    g.loss_tangent = tangent_run(m, io, f, affects, t, dp);
+    if (std::isnan(g.loss_tangent)) continue;
     std::vector<double> l = lambda, mu(np, 0.0);
-    if (!method::adjoint(m.problem, io, tape, l, mu).ok()) continue;
+    if (!adjoint_run(m, io, f, affects, l, mu, false).ok()) continue;
     g.tangent = dot(lambda, t);
     g.adjoint = dot(l, du) + dot(mu, dp);
     // Relative to sum |lambda_i t_i|, the scale the dot product's rounding lives on.
     double magnitude = 0;
     for (std::size_t i = 0; i < t.size(); ++i) magnitude += std::abs(lambda[i] * t[i]);
     g.dot_relative = std::abs(g.tangent - g.adjoint) / std::max(magnitude, 1e-300);
-    g.loss_tangent = loss_tangent(m, io, tape, du, dp, loss);
     g.step = 1e-6;
-    g.finite_difference = (frozen_loss(m, io, tape, u0, du, dp, g.step, loss) -
-                           frozen_loss(m, io, tape, u0, du, dp, -g.step, loss)) / (2 * g.step);
+    g.finite_difference = (frozen_loss(m, io, f, affects, u0, du, dp, g.step) -
+                           frozen_loss(m, io, f, affects, u0, du, dp, -g.step)) / (2 * g.step);
     g.difference_relative = std::abs(g.finite_difference - g.loss_tangent) / std::max(std::abs(g.loss_tangent), 1e-300);
     r.checks.push_back(g);
   }
 }
 
-void refuse_events(const Model& m, const esm::ResolvedDocument* document) {
-  if (m.events.events.empty()) return;
-  const detail::Event& e = m.events.events.front();
-  refuse("adjoint_unsupported_event",
-         e.name + ": gradients through events and parameter updates are not supported yet (the "
-         "model has " + std::to_string(m.events.events.size()) + "); run without --gradient, or "
-         "remove the events", document ? document->file : "");
+/// Events a gradient differentiates with their firing held fixed: preset times and periodic
+/// schedules whose affects assign states. The others are refused, located at the document.
+void refuse_events(const Model& m, const esm::ResolvedDocument* document, bool allow_scheduled) {
+  const std::string file = document ? document->file : "";
+  for (const detail::Event& e : m.events.events) {
+    if (e.trigger == detail::Trigger::Crossing)
+      refuse("adjoint_unsupported_event", e.name + ": gradients through events that fire where a condition "
+             "crosses zero need the derivative of their firing time, which is not supported yet; "
+             "preset-time and periodic events are", file);
+    if (e.trigger == detail::Trigger::Condition)
+      refuse("adjoint_unsupported_event", e.name + ": gradients through events that fire at the step ends "
+             "where a condition holds are not supported (which step ends those are depends on the "
+             "steps); preset-time and periodic events are", file);
+    for (const detail::Assignment& a : e.affects)
+      if (a.parameter)
+        refuse("adjoint_unsupported_event", e.name + ": it changes the parameter " +
+               m.system.parameters[std::size_t(a.index)].name + "; gradients through parameter updates are "
+               "not supported yet (events that change states are)", file);
+    if (!allow_scheduled)
+      refuse("adjoint_unsupported_event", e.name + ": --sensitivities does not follow events yet (the model has " +
+             std::to_string(m.events.events.size()) + "); --gradient does", file);
+  }
 }
 
 /// A model bound with its derivative programs, what to differentiate with respect to, and the
@@ -174,7 +388,7 @@ struct Bound {
 };
 
 Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run,
-                           const std::vector<std::string>& wrt) {
+                           const std::vector<std::string>& wrt, bool allow_events) {
   if (!system.grid.empty())
     refuse("adjoint_unsupported_grid", "gradients and sensitivities need arrays as one equation per "
                                        "cell (esi simulate --gradient flattens them so)");
@@ -184,7 +398,7 @@ Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run
   Bound b;
   b.model = detail::build_model(system, run.document, true, false, run.native);
   Model& m = *b.model;
-  refuse_events(m, run.document);
+  refuse_events(m, run.document, allow_events);
   m.ensure_jacobian();
   m.ensure_derivatives();
   b.targets = resolve_targets(m, wrt);
@@ -210,7 +424,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   }
   detail::Loss loss(system, std::move(terms), run.t0, run.t1);
   r.loss_units = loss.units();
-  const Bound bound = bind_for_derivatives(system, run, options.wrt);
+  const Bound bound = bind_for_derivatives(system, run, options.wrt, true);
   Model& m = *bound.model;
   const Targets& targets = bound.targets;
   const std::vector<double>& u0 = bound.u0;
@@ -229,44 +443,24 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   }
 
   // Forward, recording every accepted step.
-  method::ForwardTape tape;
-  tape.checkpoint_every = std::max<std::size_t>(1, options.checkpoint_every);
-  tape.keep_stages = tape.checkpoint_every == 1;  // no replays; K > 1 trades them for memory
   const auto forward_start = std::chrono::steady_clock::now();
-  method::Integrator integrator(m.problem, io, run.t0, u0);
-  integrator.record(&tape);
-  loss.start(u0);
-  std::vector<double> previous = u0;
-  std::size_t next_stop = 0;
-  while (integrator.t() < run.t1) {
-    const auto& stops = loss.stops();
-    const double limit = next_stop < stops.size() ? stops[next_stop] : run.t1;
-    const method::ReturnCode rc = integrator.step(limit);
-    if (rc != method::ReturnCode::Success) {
-      r.code = rc;
-      r.message = integrator.message();
-      r.forward_stats = integrator.stats();
-      return r;
-    }
-    loss.step(integrator.t_previous(), previous, integrator.t(), integrator.u());
-    previous.assign(integrator.u().begin(), integrator.u().end());
-    if (integrator.t() == limit) ++next_stop;
-  }
+  ForwardRun forward = record_forward(m, io, run, u0, loss, std::max<std::size_t>(1, options.checkpoint_every));
   r.forward_seconds = seconds_since(forward_start);
-  r.forward_stats = integrator.stats();
-  r.steps = tape.steps.size();
-  r.tape_bytes = tape.bytes();
-  r.loss = loss.value();
+  r.forward_stats = forward.stats;
+  if (forward.code != method::ReturnCode::Success) {
+    r.code = forward.code;
+    r.message = forward.message;
+    return r;
+  }
+  r.steps = forward.steps;
+  r.tape_bytes = forward.tape_bytes;
+  r.loss = forward.loss;
 
   // Backward.
   const auto sweep_start = std::chrono::steady_clock::now();
+  AffectDerivatives affects(m);
   std::vector<double> lambda(u0.size(), 0.0), mu(m.derivative_parameters.size(), 0.0);
-  r.sweep = method::adjoint(m.problem, io, tape, lambda, mu, [&](std::size_t k, std::span<double> l) {
-    loss.add_gradient_at_step_end(tape, k, l);
-  });
-  loss.add_gradient_at_start(tape, lambda);
-  const std::vector<double>& direct = loss.direct_parameter_gradient();
-  for (std::size_t k = 0; k < direct.size(); ++k) mu[k] += direct[k];
+  r.sweep = adjoint_run(m, io, forward, affects, lambda, mu, true);
   r.sweep_seconds = seconds_since(sweep_start);
   if (!r.sweep.ok()) {
     r.code = r.sweep.code;
@@ -281,14 +475,14 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
     const auto& v = m.system.states[i];
     r.gradient.push_back({v.name, true, lambda[i], per_unit(r.loss_units, v.units)});
   }
-  if (options.check_directions > 0) run_checks(m, io, tape, u0, loss, options.check_directions, r);
+  if (options.check_directions > 0) run_checks(m, io, forward, affects, u0, options.check_directions, r);
   return r;
 }
 
 SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
                                             const std::vector<std::string>& wrt) {
   if (wrt.empty()) refuse("unknown_gradient_variable", "--sensitivities names no parameter or state");
-  const Bound bound = bind_for_derivatives(system, run, wrt);
+  const Bound bound = bind_for_derivatives(system, run, wrt, false);
   Model& m = *bound.model;
   const Targets& targets = bound.targets;
   const std::vector<double>& u0 = bound.u0;

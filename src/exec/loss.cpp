@@ -84,6 +84,7 @@ Loss::Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, do
 
 Loss::~Loss() = default;
 Loss::Loss(const Loss&) = default;
+Loss::Loss(Loss&&) noexcept = default;
 
 void Loss::bind(const Model& model) {
   for (Resolved& r : terms_) {
@@ -99,6 +100,26 @@ void Loss::bind(const Model& model) {
     }
     direct_p_.assign(model.derivative_parameters.size(), 0.0);
   }
+}
+
+Loss Loss::part(double begin, double end, bool last) const {
+  Loss out(*this);
+  out.t0_ = begin;
+  out.stops_.clear();
+  for (Resolved& r : out.terms_) {
+    LossTerm& t = r.term;
+    LossTerm kept = t;
+    kept.times.clear(), kept.values.clear(), kept.sigmas.clear();
+    for (std::size_t k = 0; k < t.times.size(); ++k) {
+      const double x = t.times[k];
+      if (!(x >= begin && (x < end || (last && x == end)))) continue;
+      kept.times.push_back(x);
+      if (t.kind == LossTerm::Kind::Misfit) kept.values.push_back(t.values[k]), kept.sigmas.push_back(t.sigmas[k]);
+    }
+    t = std::move(kept);
+    if (t.kind == LossTerm::Kind::Misfit) r.residuals.assign(t.times.size(), 0.0);
+  }
+  return out;
 }
 
 void Loss::prepare(const std::vector<double>& p) {

@@ -24,6 +24,7 @@ class Loss {
   Loss(const esm::System& system, std::vector<LossTerm> terms, double t0, double t1);
   ~Loss();
   Loss(const Loss&);
+  Loss(Loss&&) noexcept;
   Loss& operator=(const Loss&) = delete;
 
   /// Compiles the observeds the terms read (value, d/du and d/dp over the model's derivative
@@ -32,6 +33,12 @@ class Loss {
   void bind(const Model& model);
   /// The parameters changed (a finite-difference check): the observeds read `p` from now on.
   void prepare(const std::vector<double>& p);
+
+  /// The part of the loss a stretch [begin, end] of the run reads, between event firings:
+  /// values and misfits at times in [begin, end) (at end too when `last`: a value at an
+  /// event's time reads the state after the event, as `esi simulate` writes it there), every
+  /// step's integral share. Evaluated like the whole (start at `begin`, then the steps).
+  Loss part(double begin, double end, bool last) const;
 
   /// Times inside (t0, t1) the forward run must step to exactly, increasing.
   const std::vector<double>& stops() const { return stops_; }

@@ -121,6 +121,29 @@ TEST(Simulate, AffectNegOnlyOnDownwardCrossingsAndPreReadsTheOldValue) {
   EXPECT_EQ(value(tr, 5.0, "M.n"), 22.0);
 }
 
+// A reaction system's own events run like a model's (the schema allows both; they were once
+// dropped): A -> B at rate k, and at t = 1 the event adds 1 to A.
+TEST(Simulate, ReactionSystemEventsFire) {
+  LoadedModel run(R"({"esm": "1.0.0", "metadata": {"name": "r"}, "reaction_systems": {"R": {
+      "species": {"A": {"default": 1.0}, "B": {"default": 0.0}},
+      "parameters": {"k": {"default": 0.5}},
+      "reactions": [{"id": "r1", "substrates": [{"species": "A", "stoichiometry": 1}],
+                     "products": [{"species": "B", "stoichiometry": 1}], "rate": "k"}],
+      "discrete_events": [{"name": "feed", "trigger": {"type": "preset_times", "times": [1.0]},
+                           "affects": [{"lhs": "A", "rhs": {"op": "+", "args": ["A", 1]}}]}]}}})");
+  ASSERT_EQ(run.system.events.size(), 1u);
+  SimulateOptions o;
+  o.t1 = 2;
+  o.integrator.rtol = 1e-10;
+  o.integrator.atol = 1e-14;
+  const Trajectory tr = run.simulate(o);
+  ASSERT_TRUE(tr.ok()) << tr.message;
+  EXPECT_EQ(tr.events_fired, 1);
+  // A(2) = (e^{-k} + 1) e^{-k}; A + B gains the 1 the event added.
+  EXPECT_NEAR(value(tr, 2, "R.A"), (std::exp(-0.5) + 1) * std::exp(-0.5), 1e-9);
+  EXPECT_NEAR(value(tr, 2, "R.A") + value(tr, 2, "R.B"), 2.0, 1e-9);
+}
+
 TEST(Simulate, PeriodicDosingFirstFiresOneIntervalAfterStart) {
   LoadedModel run(model_doc(
       R"({"a": {"type": "unknown", "default": 0.0}, "ke": {"type": "parameter", "default": 0.1}})",

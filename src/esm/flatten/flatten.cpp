@@ -294,15 +294,7 @@ void add_model(FlattenState& st, std::size_t c) {
       st.algebraic_eqs.push_back(FlatEquation{lhs, rhs, comp.file, ep});
     }
   }
-  for (const char* key : {"continuous_events", "discrete_events"})
-    if (auto ev = m.find(key); ev != m.end() && ev->is_array())
-      for (std::size_t i = 0; i < ev->size(); ++i) {
-        json e = (*ev)[i];
-        e["$component"] = comp.path;
-        e["$kind"] = key;
-        e["$pointer"] = pointer_join(pointer_join(comp.pointer, key), i);
-        st.sys.events.push_back(std::move(e));
-      }
+  add_events(st, c);
 }
 
 void add_reaction_system_declarations(FlattenState& st, std::size_t c) {
@@ -518,6 +510,23 @@ void apply_inputs(System& sys, const FlattenOptions& options, const std::string&
 }
 
 }  // namespace
+
+// A model's and a reaction system's events alike (the schema allows both), tagged with
+// where they were written; exec parses them against their component.
+void add_events(FlattenState& st, std::size_t c) {
+  const Component& comp = st.components[c];
+  const json& m = *comp.node;
+  for (const char* key : {"continuous_events", "discrete_events"})
+    if (auto ev = m.find(key); ev != m.end() && ev->is_array())
+      for (std::size_t i = 0; i < ev->size(); ++i) {
+        json e = (*ev)[i];
+        e["$component"] = comp.path;
+        e["$kind"] = key;
+        e["$pointer"] = pointer_join(pointer_join(comp.pointer, key), i);
+        st.sys.events.push_back(std::move(e));
+      }
+}
+
 }  // namespace detail
 
 namespace {

@@ -120,6 +120,8 @@ expr::NodeId localize_global(FlattenState& st, const json& e, const std::string&
 
 /// Adds the mass-action ODEs of reaction system `c` (spec §7.4).
 void add_reactions(FlattenState& st, std::size_t c);
+/// Component c's continuous and discrete events into st.sys.events.
+void add_events(FlattenState& st, std::size_t c);
 
 /// Applies the document's coupling entries (spec §10) among the collected components.
 void apply_coupling(FlattenState& st);

@@ -136,6 +136,7 @@ void add_reactions(FlattenState& st, std::size_t c) {
     if (!st.tendencies.count(flat)) st.tendency_order.push_back(flat);
     st.tendencies[flat].push_back({rhs, c, comp.file, pointer_join(pointer_join(comp.pointer, "species"), it.key())});
   }
+  add_events(st, c);
 }
 
 }  // namespace esi::esm::detail
