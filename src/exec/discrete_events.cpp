@@ -72,7 +72,7 @@ bool DiscreteEvents::fire_due(double t, std::vector<double>& u) {
 bool DiscreteEvents::apply(const std::vector<Assignment>& affects, double t,
                            std::vector<double>& u) {
   if (affects.empty()) return false;
-  if (log_) log_->push_back({&affects, t, u});
+  if (log_) log_->push_back({&affects, t, u, m_.p});
   const auto rhs = m_.affects->evaluate(t, u);
   std::vector<double> values;
   for (const Assignment& a : affects) values.push_back(rhs[static_cast<std::size_t>(a.row)]);

@@ -13,11 +13,11 @@
 namespace esi::exec::detail {
 
 /// One application of an event's affects, as a gradient's sweep differentiates it: the
-/// assignments, when, and the state they read (before any of them applied).
+/// assignments, when, and the state and parameters they read (before any of them applied).
 struct Firing {
   const std::vector<Assignment>* affects = nullptr;
   double t = 0;
-  std::vector<double> u_before;
+  std::vector<double> u_before, p_before;
 };
 
 class DiscreteEvents {

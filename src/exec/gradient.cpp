@@ -40,15 +40,16 @@ struct Targets {
   std::vector<std::size_t> parameters;  // positions in model.derivative_parameters
 };
 
-Targets resolve_targets(const Model& m, const std::vector<std::string>& wrt) {
+/// `fixed`: how many of model.derivative_parameters are numbers fixed for the run (the rest
+/// are parameters events change, carried by the sweep but not reported).
+Targets resolve_targets(const Model& m, const std::vector<std::string>& wrt, std::size_t fixed) {
   const esm::System& sys = m.system;
   std::vector<int> position(sys.parameters.size(), -1);
-  for (std::size_t k = 0; k < m.derivative_parameters.size(); ++k)
-    position[std::size_t(m.derivative_parameters[k])] = int(k);
+  for (std::size_t k = 0; k < fixed; ++k) position[std::size_t(m.derivative_parameters[k])] = int(k);
   Targets t;
   if (wrt.empty()) {
     for (std::size_t i = 0; i < sys.states.size(); ++i) t.states.push_back(i);
-    for (std::size_t k = 0; k < m.derivative_parameters.size(); ++k) t.parameters.push_back(k);
+    for (std::size_t k = 0; k < fixed; ++k) t.parameters.push_back(k);
     return t;
   }
   for (const std::string& name : wrt) {
@@ -93,11 +94,13 @@ struct Segment {
   method::ForwardTape tape;
   detail::Loss loss;
   std::vector<double> start;  ///< the state its first step starts from (after the firings)
+  std::vector<double> p;      ///< the parameters it ran with (System::parameters order)
 };
 
 /// The forward run in segments; `segments` is empty only when it could not start.
 struct ForwardRun {
   std::vector<Segment> segments;
+  std::vector<double> p0;  ///< the parameters before any firing
   method::ReturnCode code = method::ReturnCode::Success;
   std::string message;
   method::IntegratorStats stats;
@@ -105,72 +108,92 @@ struct ForwardRun {
   double loss = 0;
 };
 
-/// Derivatives of events' affects on states (parameter updates are refused before a run):
-/// u+_i = g_i(t, u-, p) for each assigned i (the last assignment of i wins, every one reads
-/// u-), u+_j = u-_j otherwise. One probe per affect row, compiled on first need.
+/// Derivatives of events' affects: x+ = g(t, u-, p-) for each assigned state or parameter x
+/// (the last assignment of x wins, every one reads u- and p-), unassigned ones unchanged. The
+/// adjoint of a parameter is its position in mu (Model::derivative_parameters, which lists
+/// the parameters events set after the fixed ones). One probe per affect row, compiled on
+/// first need.
 class AffectDerivatives {
  public:
-  explicit AffectDerivatives(Model& m) : m_(m), probes_(m.events.affects.size()) {}
+  explicit AffectDerivatives(Model& m) : m_(m), probes_(m.events.affects.size()), position_(m.system.parameters.size(), -1) {
+    for (std::size_t k = 0; k < m.derivative_parameters.size(); ++k)
+      position_[std::size_t(m.derivative_parameters[k])] = int(k);
+  }
 
-  /// lambda (of u+) becomes lambda of u-; mu += dg/dp^T lambda+.
+  /// lambda and mu (of u+, p+) become those of u-, p-.
   void adjoint(const detail::Firing& f, std::vector<double>& lambda, std::vector<double>& mu) {
-    const std::vector<double> plus = lambda;
+    const std::vector<double> plus_u = lambda, plus_p = mu;
     const auto assigned = effective(f);
-    for (const detail::Assignment* a : assigned) lambda[std::size_t(a->index)] = 0;
+    for (const detail::Assignment* a : assigned) slot(*a, lambda, mu) = 0;
     for (const detail::Assignment* a : assigned) {
-      const double w = plus[std::size_t(a->index)];
+      const double w = slot(*a, plus_u, plus_p);
       if (w == 0) continue;
-      detail::ExpressionProbe& g = probe(a->row);
-      g.evaluate(f.t, f.u_before.data(), true);
+      detail::ExpressionProbe& g = probe(a->row, f);
       for (std::size_t j = 0; j < g.nonzeros(); ++j) lambda[std::size_t(g.columns()[j])] += w * g.values()[j];
       for (std::size_t k = 0; k < mu.size(); ++k) mu[k] += w * g.gradient_p()[k];
     }
   }
 
-  /// The tangent of u- becomes the tangent of u+ (dp: the parameter direction).
-  void tangent(const detail::Firing& f, std::vector<double>& t, const std::vector<double>& dp) {
-    const std::vector<double> minus = t;
+  /// The tangent (du, dp) of u-, p- becomes that of u+, p+.
+  void tangent(const detail::Firing& f, std::vector<double>& du, std::vector<double>& dp) {
+    const std::vector<double> minus_u = du, minus_p = dp;
     for (const detail::Assignment* a : effective(f)) {
-      detail::ExpressionProbe& g = probe(a->row);
-      g.evaluate(f.t, f.u_before.data(), true);
+      detail::ExpressionProbe& g = probe(a->row, f);
       double d = 0;
-      for (std::size_t j = 0; j < g.nonzeros(); ++j) d += g.values()[j] * minus[std::size_t(g.columns()[j])];
-      for (std::size_t k = 0; k < dp.size(); ++k) d += g.gradient_p()[k] * dp[k];
-      t[std::size_t(a->index)] = d;
+      for (std::size_t j = 0; j < g.nonzeros(); ++j) d += g.values()[j] * minus_u[std::size_t(g.columns()[j])];
+      for (std::size_t k = 0; k < minus_p.size(); ++k) d += g.gradient_p()[k] * minus_p[k];
+      slot(*a, du, dp) = d;
     }
   }
 
-  /// Applies f's affects to u at the model's current parameters (a frozen replay).
+  /// Applies f's affects to u and the model's parameters as they are now (a frozen replay).
   void apply(const detail::Firing& f, std::vector<double>& u) {
     const auto rhs = m_.affects->evaluate(f.t, u);
     std::vector<double> values;
     for (const detail::Assignment& a : *f.affects) values.push_back(rhs[std::size_t(a.row)]);
-    for (std::size_t k = 0; k < values.size(); ++k) u[std::size_t((*f.affects)[k].index)] = values[k];
-  }
-
-  void prepare(const std::vector<double>& p) {
-    for (auto& g : probes_)
-      if (g) g->prepare(p);
+    bool parameters = false;
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const detail::Assignment& a = (*f.affects)[k];
+      (a.parameter ? m_.p : u)[std::size_t(a.index)] = values[k];
+      parameters |= a.parameter;
+    }
+    if (parameters) m_.prepare_all();
   }
 
  private:
   static std::vector<const detail::Assignment*> effective(const detail::Firing& f) {
     std::vector<const detail::Assignment*> out;
     for (const detail::Assignment& a : *f.affects) {
-      std::erase_if(out, [&](const detail::Assignment* b) { return b->index == a.index; });
+      std::erase_if(out, [&](const detail::Assignment* b) { return b->index == a.index && b->parameter == a.parameter; });
       out.push_back(&a);
     }
     return out;
   }
-  detail::ExpressionProbe& probe(int row) {
+  /// Where an assignment's target lives in (state vector, parameter vector).
+  template <class V>
+  auto slot(const detail::Assignment& a, V& u, V& p) const -> decltype(u[0]) {
+    return a.parameter ? p[std::size_t(position_[std::size_t(a.index)])] : u[std::size_t(a.index)];
+  }
+  /// Row's probe, evaluated at the firing's (t, u-, p-) with its derivatives.
+  detail::ExpressionProbe& probe(int row, const detail::Firing& f) {
     auto& g = probes_[std::size_t(row)];
     if (!g) g = std::make_unique<detail::ExpressionProbe>(m_, m_.events.affects[std::size_t(row)]);
+    g->prepare(f.p_before);
+    g->evaluate(f.t, f.u_before.data(), true);
     return *g;
   }
 
   Model& m_;
   std::vector<std::unique_ptr<detail::ExpressionProbe>> probes_;
+  std::vector<int> position_;  // System::parameters index -> position in mu, or -1
 };
+
+/// Sets the model's parameters to `p` (a segment's, during a sweep) and prepares its programs.
+void use_parameters(Model& m, const std::vector<double>& p) {
+  if (m.p == p) return;
+  m.p = p;
+  m.prepare_all();
+}
 
 /// The forward run, recording every accepted step: one segment per stretch between event
 /// firings, each a fresh Integrator resumed with the last one's history (Integrator::carry),
@@ -178,6 +201,7 @@ class AffectDerivatives {
 ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const SimulateOptions& run,
                           const std::vector<double>& u0, const detail::Loss& loss, std::size_t every) {
   ForwardRun f;
+  f.p0 = m.p;
   detail::DiscreteEvents events(m, run.t0, run.t0);
   std::vector<detail::Firing> firings;
   events.log_firings(&firings);
@@ -192,9 +216,10 @@ ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const S
     const double next_event = events.next_time();
     const bool last = !(next_event <= run.t1);
     const double end = last ? run.t1 : next_event;
-    f.segments.push_back({std::move(firings), {}, loss.part(t, end, last), u});
+    f.segments.push_back({std::move(firings), {}, loss.part(t, end, last), u, m.p});
     firings.clear();
     Segment& s = f.segments.back();
+    s.loss.prepare(m.p);  // an observed reads the parameters the firings set
     s.tape.checkpoint_every = every;
     s.tape.keep_stages = every == 1;  // no replays; K > 1 trades them for memory
     integrator.emplace(m.problem, io, t, u);
@@ -241,6 +266,7 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
   method::SweepResult total;
   for (std::size_t i = f.segments.size(); i-- > 0;) {
     Segment& s = f.segments[i];
+    use_parameters(m, s.p);
     method::AdjointSource source;
     if (with_loss) source = [&](std::size_t k, std::span<double> l) { s.loss.add_gradient_at_step_end(s.tape, k, l); };
     const method::SweepResult r = method::adjoint(m.problem, io, s.tape, lambda, mu, source);
@@ -263,6 +289,7 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
     }
     for (std::size_t j = s.firings.size(); j-- > 0;) affects.adjoint(s.firings[j], lambda, mu);
   }
+  use_parameters(m, f.segments.empty() ? m.p : f.segments.back().p);
   return total;
 }
 
@@ -270,11 +297,12 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
 /// returns the loss's derivative along it (dL/du at every step end against the tangent there,
 /// plus the direct parameter terms), NaN when a sweep failed.
 double tangent_run(Model& m, const method::IntegratorOptions& io, const ForwardRun& f,
-                   AffectDerivatives& affects, std::vector<double>& du, const std::vector<double>& dp) {
+                   AffectDerivatives& affects, std::vector<double>& du, std::vector<double> dp) {
   double sum = 0;
   std::vector<double> g(du.size());
   for (const Segment& s : f.segments) {
     for (const detail::Firing& firing : s.firings) affects.tangent(firing, du, dp);
+    use_parameters(m, s.p);
     std::fill(g.begin(), g.end(), 0.0);
     s.loss.add_gradient_at_start(s.tape, g);
     sum += dot(g, du);
@@ -287,6 +315,7 @@ double tangent_run(Model& m, const method::IntegratorOptions& io, const ForwardR
     const std::vector<double>& direct = s.loss.direct_parameter_gradient();
     for (std::size_t k = 0; k < direct.size(); ++k) sum += direct[k] * dp[k];
   }
+  use_parameters(m, f.segments.empty() ? m.p : f.segments.back().p);
   return sum;
 }
 
@@ -295,6 +324,7 @@ double frozen_loss(Model& m, const method::IntegratorOptions& io, const ForwardR
                    AffectDerivatives& affects, const std::vector<double>& u0, const std::vector<double>& du,
                    const std::vector<double>& dp, double step) {
   const std::vector<double> p_saved = m.p;
+  m.p = f.p0;
   for (std::size_t k = 0; k < dp.size(); ++k) m.p[std::size_t(m.derivative_parameters[k])] += step * dp[k];
   m.prepare_all();
   std::vector<double> u = u0;
@@ -355,7 +385,8 @@ void run_checks(Model& m, const method::IntegratorOptions& io, ForwardRun& f, Af
 }
 
 /// Events a gradient differentiates with their firing held fixed: preset times and periodic
-/// schedules whose affects assign states. The others are refused, located at the document.
+/// schedules, whether they set states or parameters (§5.4 schedule updates). The others are
+/// refused, located at the document.
 void refuse_events(const Model& m, const esm::ResolvedDocument* document, bool allow_scheduled) {
   const std::string file = document ? document->file : "";
   for (const detail::Event& e : m.events.events) {
@@ -367,11 +398,6 @@ void refuse_events(const Model& m, const esm::ResolvedDocument* document, bool a
       refuse("adjoint_unsupported_event", e.name + ": gradients through events that fire at the step ends "
              "where a condition holds are not supported (which step ends those are depends on the "
              "steps); preset-time and periodic events are", file);
-    for (const detail::Assignment& a : e.affects)
-      if (a.parameter)
-        refuse("adjoint_unsupported_event", e.name + ": it changes the parameter " +
-               m.system.parameters[std::size_t(a.index)].name + "; gradients through parameter updates are "
-               "not supported yet (events that change states are)", file);
     if (!allow_scheduled)
       refuse("adjoint_unsupported_event", e.name + ": --sensitivities does not follow events yet (the model has " +
              std::to_string(m.events.events.size()) + "); --gradient does", file);
@@ -400,8 +426,14 @@ Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run
   Model& m = *b.model;
   refuse_events(m, run.document, allow_events);
   m.ensure_jacobian();
-  m.ensure_derivatives();
-  b.targets = resolve_targets(m, wrt);
+  // Parameters scheduled events set: the sweep carries their adjoint between firings.
+  std::vector<int> updated;
+  for (const detail::Event& e : m.events.events)
+    for (const detail::Assignment& a : e.affects)
+      if (a.parameter) updated.push_back(a.index);
+  const std::size_t fixed = kernel::differentiable_parameters(m.system).size();
+  m.ensure_derivatives(updated);
+  b.targets = resolve_targets(m, wrt, fixed);
   b.u0 = m.initial_state();
   b.io = run.integrator;
   if (b.io.method == method::MethodId::Auto) b.io.method = method::choose_method(m.problem, run.t0, run.t1, b.u0);

@@ -426,7 +426,7 @@ void Model::ensure_jacobian() {
   if (jacobian) jacobian->values.prepare(*jacobian_ws, p);
 }
 
-void Model::ensure_derivatives() {
+void Model::ensure_derivatives(const std::vector<int>& extra) {
   if (second_derivatives) return;
   if (!system.grid.empty())
     throw Error("adjoint_unsupported_grid", system.grid.front().file, system.grid.front().pointer,
@@ -434,6 +434,8 @@ void Model::ensure_derivatives() {
                 "equation per cell); this model runs its arrays as per-region programs");
   require_jacobian(*this);
   std::vector<int> params = kernel::differentiable_parameters(system);
+  for (int j : extra)
+    if (std::find(params.begin(), params.end(), j) == params.end()) params.push_back(j);
   kernel::ParameterJacobianProgram dfdp = kernel::compile_parameter_jacobian(system, params);
   kernel::SecondDerivativeProgram second = kernel::compile_second_derivatives(*jacobian, params);
   kernel::Program first = kernel::compile_first_derivatives(*jacobian, dfdp);

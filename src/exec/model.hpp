@@ -139,7 +139,9 @@ struct Model {
   /// was built without one). Throws `adjoint_unsupported_grid` for a per-region (gridded)
   /// model, `adjoint_unsupported_jacobian` when the Jacobian cannot be formed, and
   /// `adjoint_unsupported_function` (kernel/derivatives.hpp).
-  void ensure_derivatives();
+  /// `extra`: further System::parameters indices (parameters events change, whose values a
+  /// sweep carries between firings) after the differentiable ones.
+  void ensure_derivatives(const std::vector<int>& extra = {});
 };
 
 /// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is

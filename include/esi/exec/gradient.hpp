@@ -11,10 +11,12 @@
 // nothing (`unknown_gradient_variable`), a loss term outside the span or with sigma <= 0
 // (`invalid_loss`), a parameter that is not a number fixed for the run (`adjoint_unsupported_parameter`), a method
 // without sensitivities (`adjoint_unsupported_method`), events that fire at a crossing or
-// where a condition holds and parameter updates (`adjoint_unsupported_event`), arrays as
-// per-region programs (`adjoint_unsupported_grid`). Preset-time and periodic events that set
-// states are differentiated with their firing held fixed: the run is recorded in stretches
-// between firings, and the sweep passes each firing's affects backwards (d(affect)/du^T).
+// where a condition holds (`adjoint_unsupported_event`), arrays as per-region programs
+// (`adjoint_unsupported_grid`). Preset-time and periodic events, and §5.4 schedule updates,
+// are differentiated with their firing held fixed: the run is recorded in stretches between
+// firings, and the sweep passes each firing's affects backwards (their derivatives by the
+// state and parameters they read); a parameter an event sets is carried by the sweep but has
+// no entry of its own.
 #pragma once
 
 #include <cstddef>
