@@ -51,6 +51,7 @@ struct SimulateArgs {
   std::vector<std::string> wrt, sensitivities;
   bool gradient_check = false;
   std::size_t checkpoint_every = 1;
+  std::size_t checkpoint_memory = 0;  // bytes; 0: no budget
 };
 
 // simulate_args.cpp

@@ -30,6 +30,24 @@ bool parse_count(const std::string& s, std::uint64_t max, std::uint64_t& out) {
   return r.ec == std::errc() && r.ptr == end && out <= max;
 }
 
+/// A size in bytes: a whole number with an optional k, M or G (powers of 1024), > 0.
+bool parse_size(const std::string& s, std::uint64_t& out) {
+  if (s.empty()) return false;
+  std::uint64_t scale = 1;
+  std::string digits = s;
+  switch (s.back()) {
+    case 'k': case 'K': scale = 1ULL << 10; break;
+    case 'M': scale = 1ULL << 20; break;
+    case 'G': scale = 1ULL << 30; break;
+    default: break;
+  }
+  if (scale > 1) digits.pop_back();
+  std::uint64_t n = 0;
+  if (!parse_count(digits, (1ULL << 50) / scale, n) || n == 0) return false;
+  out = n * scale;
+  return true;
+}
+
 /// A finite number spelled completely ("inf" and "nan" are numbers to from_chars, not to us).
 bool parse_finite(const std::string& s, double& out) {
   const char* end = s.data() + s.size();
@@ -92,6 +110,15 @@ std::optional<int> parse_derivative_option(Args args, std::size_t& i, SimulateAr
       return usage_error("simulate", "--checkpoint-every needs a whole number of steps >= 1" +
                                          (v ? ", got '" + *v + "'" : std::string()));
     s.checkpoint_every = n;
+    return kExitOk;
+  }
+  if (a == "--checkpoint-memory") {
+    const std::string* v = value_of(args, i);
+    std::uint64_t bytes = 0;
+    if (v == nullptr || !parse_size(*v, bytes))
+      return usage_error("simulate", "--checkpoint-memory needs a size > 0 in bytes, with an optional k, M or G "
+                                     "(e.g. 64M)" + (v ? ", got '" + *v + "'" : std::string()));
+    s.checkpoint_memory = bytes;
     return kExitOk;
   }
   return std::nullopt;
@@ -282,12 +309,14 @@ int parse_args(Args args, SimulateArgs& s) {
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
-  if (!s.gradient.empty() || !s.loss.empty() || !s.loss_file.empty() || !s.wrt.empty() || s.gradient_check) {
+  if (!s.gradient.empty() || !s.loss.empty() || !s.loss_file.empty() || !s.wrt.empty() || s.gradient_check ||
+      s.checkpoint_every != 1 || s.checkpoint_memory > 0) {
     if (s.gradient.empty())
-      return usage_error("simulate", "--loss, --loss-file, --wrt and --gradient-check go with --gradient OUT.json");
+      return usage_error("simulate", "--loss, --loss-file, --wrt, --gradient-check and the --checkpoint options go "
+                                     "with --gradient OUT.json");
     if (s.loss.empty() == s.loss_file.empty())
-      return usage_error("simulate", "--gradient needs one of --loss NAME (a state, or a state array: the mean of its "
-                                     "cells, at T1) and --loss-file LOSS.json");
+      return usage_error("simulate", "--gradient needs one of --loss NAME (a state or observed, or a state array: the "
+                                     "mean of its cells, at T1) and --loss-file LOSS.json");
     if (!s.output.empty())
       return usage_error("simulate", "--gradient writes OUT.json instead of a trajectory; run without it for --output");
     if (!(s.options.t1 > s.options.t0)) return usage_error("simulate", "--gradient needs T1 > T0");
@@ -329,6 +358,7 @@ void print_simulate_help(std::FILE* out) {
       "       esi simulate FILE --tspan T0 T1 [--method M] ... (--loss NAME | --loss-file F)\n"
       "                    --gradient OUT.json\n"
       "                    [--wrt n1,n2,...] [--gradient-check] [--checkpoint-every K]\n"
+      "                    [--checkpoint-memory SIZE]\n"
       "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "\n"
       "Flattens FILE (or only component NAME), integrates from T0 to T1 with events and writes\n"
@@ -421,8 +451,11 @@ void print_simulate_help(std::FILE* out) {
       "                d(X)/d(name) per state X and name (parameter, or state for its initial\n"
       "                value) by the tangent linear model; output times become step ends\n"
       "  --checkpoint-every K  keep the state before every K-th step only (less memory; the\n"
-      "                sweep replays the steps between). Explicit, Rosenbrock and SDIRK methods;\n"
-      "                models with events are refused\n"
+      "                sweep replays the steps between)\n"
+      "  --checkpoint-memory SIZE  keep the tape under SIZE bytes (k, M, G: powers of 1024) by\n"
+      "                thinning it as the run goes (K doubles); the same gradient, more replays.\n"
+      "                Explicit, Rosenbrock and SDIRK methods; preset-time and periodic events\n"
+      "                and schedule updates are held fixed, other events are refused\n"
       "\n"
       "Every number must be finite. A state, observed or derivative that is not finite ends the\n"
       "run (rows up to then are kept) with a message naming it and the time.\n"

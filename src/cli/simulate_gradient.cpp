@@ -30,7 +30,8 @@ nlohmann::json run_json(const SimulateArgs& s, const exec::GradientResult& g) {
           {"rejected", g.forward_stats.rejected},
           {"states", g.states},
           {"parameters", g.parameters},
-          {"checkpoint_every", s.checkpoint_every},
+          {"checkpoint_every", g.checkpoint_every},
+          {"checkpoint_memory", s.checkpoint_memory},
           {"tape_bytes", g.tape_bytes},
           {"forward_seconds", g.forward_seconds},
           {"adjoint_seconds", g.sweep_seconds},
@@ -61,6 +62,7 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
   if (!s.loss_file.empty()) o.loss_terms = read_loss_file(s.loss_file);
   o.wrt = s.wrt;
   o.checkpoint_every = s.checkpoint_every;
+  o.checkpoint_memory = s.checkpoint_memory;
   o.check_directions = s.gradient_check ? 3 : 0;
   const exec::GradientResult g = exec::gradient(system, o);
   if (!g.ok()) {

@@ -104,7 +104,7 @@ struct ForwardRun {
   method::ReturnCode code = method::ReturnCode::Success;
   std::string message;
   method::IntegratorStats stats;
-  std::size_t steps = 0, tape_bytes = 0;
+  std::size_t steps = 0, tape_bytes = 0, checkpoint_every = 1;
   double loss = 0;
 };
 
@@ -199,7 +199,8 @@ void use_parameters(Model& m, const std::vector<double>& p) {
 /// firings, each a fresh Integrator resumed with the last one's history (Integrator::carry),
 /// which continues bit for bit as `esi simulate`'s restart does.
 ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const SimulateOptions& run,
-                          const std::vector<double>& u0, const detail::Loss& loss, std::size_t every) {
+                          const std::vector<double>& u0, const detail::Loss& loss, std::size_t every,
+                          std::size_t memory) {
   ForwardRun f;
   f.p0 = m.p;
   detail::DiscreteEvents events(m, run.t0, run.t0);
@@ -222,6 +223,7 @@ ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const S
     s.loss.prepare(m.p);  // an observed reads the parameters the firings set
     s.tape.checkpoint_every = every;
     s.tape.keep_stages = every == 1;  // no replays; K > 1 trades them for memory
+    if (memory > 0) s.tape.memory_budget = std::max<std::size_t>(1, memory - std::min(memory, f.tape_bytes));
     integrator.emplace(m.problem, io, t, u);
     if (carry) integrator->resume(t, u, *carry);
     integrator->record(&s.tape);
@@ -242,6 +244,7 @@ ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const S
     }
     f.steps += s.tape.steps.size();
     f.tape_bytes += s.tape.bytes();
+    f.checkpoint_every = std::max(f.checkpoint_every, s.tape.checkpoint_every);
     f.loss += s.loss.value();
     f.stats = integrator->stats();  // carried through resume: the whole run's
     if (!s.tape.unsupported.empty()) {
@@ -476,7 +479,8 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
 
   // Forward, recording every accepted step.
   const auto forward_start = std::chrono::steady_clock::now();
-  ForwardRun forward = record_forward(m, io, run, u0, loss, std::max<std::size_t>(1, options.checkpoint_every));
+  ForwardRun forward = record_forward(m, io, run, u0, loss, std::max<std::size_t>(1, options.checkpoint_every),
+                                      options.checkpoint_memory);
   r.forward_seconds = seconds_since(forward_start);
   r.forward_stats = forward.stats;
   if (forward.code != method::ReturnCode::Success) {
@@ -486,6 +490,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   }
   r.steps = forward.steps;
   r.tape_bytes = forward.tape_bytes;
+  r.checkpoint_every = forward.checkpoint_every;
   r.loss = forward.loss;
 
   // Backward.

@@ -208,6 +208,9 @@ void Integrator::Impl::record_step(double h, double t_end, std::span<const int> 
   if (tape->keep_stages && tape->checkpoint_every == 1) {
     stepper->keep(tape->add_kept(stepper->kept_size()));
   }
+  if (tape->memory_budget > 0)
+    while (tape->bytes() > tape->memory_budget && tape->thin()) {
+    }
 }
 
 void Integrator::Impl::complete_step(double h, bool lands, double t_limit, double h_next) {

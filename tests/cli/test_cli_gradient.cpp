@@ -161,6 +161,18 @@ TEST(CliGradient, PresetEventsAreDifferentiatedWithTheirFiringHeldFixed) {
     EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
   }
 
+  // Under a memory budget the tape thins (K doubles) and the gradient keeps every bit.
+  r = run(dir, {"simulate", file, "--tspan", "0", "2", "--method", "Rodas5P", "--rtol", "1e-11", "--atol", "1e-14",
+                "--loss", "M.x", "--gradient", (dir.path() / "thin.json").string(), "--checkpoint-memory", "3k", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto thin = read_json(dir.path() / "thin.json");
+  EXPECT_GT(thin["run"]["checkpoint_every"].get<int>(), 1);
+  EXPECT_LT(thin["run"]["tape_bytes"].get<double>(), j["run"]["tape_bytes"].get<double>());
+  EXPECT_EQ(thin["gradient"], j["gradient"]);
+  EXPECT_EQ(run(dir, {"simulate", file, "--tspan", "0", "2", "--loss", "M.x", "--gradient", out.string(),
+                      "--checkpoint-memory", "0"}).status, 2);
+  EXPECT_EQ(run(dir, {"simulate", file, "--tspan", "0", "2", "--checkpoint-memory", "6k", "--output", "o.csv"}).status, 2);
+
   // The value at the dose's time, after it; an integral across it by the checks.
   const auto at = dir.write("at.json", R"({"terms": [{"variable": "M.x", "at": [0.5]}]})").string();
   r = run(dir, {"simulate", file, "--tspan", "0", "2", "--method", "Tsit5", "--rtol", "1e-11", "--atol", "1e-14",

@@ -344,6 +344,42 @@ TEST(Sensitivity, CheckpointIntervalsGiveTheSameBits) {
   EXPECT_EQ(m1, m2);
 }
 
+// A memory budget thins the tape as the run goes (the kept stages first, then every other
+// checkpoint): it ends within the budget with K a power of 2, and sweeps to the same bits.
+TEST(Sensitivity, AMemoryBudgetThinsTheTapeAndKeepsEveryBit) {
+  for (MethodId id : {MethodId::Rodas5P, MethodId::Kvaerno3, MethodId::Tsit5}) {
+    SCOPED_TRACE(method_info(id).name);
+    Coupled model;
+    const OdeProblem q = model.problem();
+    const IntegratorOptions o = options_for(id);
+    const auto run = [&](std::size_t budget) {
+      ForwardTape tape;
+      tape.keep_stages = true;
+      tape.memory_budget = budget;
+      Integrator integ(q, o, 0.0, std::vector<double>{1.0, 0.5});
+      integ.record(&tape);
+      while (integ.t() < 2.0) EXPECT_EQ(integ.step(2.0), ReturnCode::Success);
+      return tape;
+    };
+    const ForwardTape all = run(0);
+    ASSERT_GT(all.steps.size(), 12u);
+    const std::size_t records = all.steps.size() * sizeof(StepRecord) + all.final_state.size() * sizeof(double);
+    const std::size_t budget = records + 4 * q.size * sizeof(double);  // room for about 4 checkpoints
+    const ForwardTape thin = run(budget);
+    EXPECT_LE(thin.bytes(), budget);
+    EXPECT_FALSE(thin.has_kept(0));
+    EXPECT_GE(thin.checkpoint_every, 4u);
+    EXPECT_EQ(thin.checkpoint_every & (thin.checkpoint_every - 1), 0u);  // a power of 2
+    EXPECT_EQ(thin.checkpoints.size(), ((thin.steps.size() - 1) / thin.checkpoint_every + 1) * q.size);
+    EXPECT_EQ(thin.final_state, all.final_state);
+    std::vector<double> l1 = {0.3, -0.8}, l2 = l1, m1(2, 0.0), m2(2, 0.0);
+    ASSERT_TRUE(adjoint(q, o, all, l1, m1).ok());
+    ASSERT_TRUE(adjoint(q, o, thin, l2, m2).ok());
+    EXPECT_EQ(l1, l2);
+    EXPECT_EQ(m1, m2);
+  }
+}
+
 // A tape that kept every step's stages sweeps without replays, to the same bits.
 TEST(Sensitivity, KeptStagesGiveTheBitsOfReplays) {
   for (MethodId id : {MethodId::Rodas5P, MethodId::Rodas3, MethodId::Kvaerno3, MethodId::Tsit5}) {

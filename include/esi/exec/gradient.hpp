@@ -58,6 +58,9 @@ struct GradientOptions {
   /// values. Empty: every differentiable parameter and every state.
   std::vector<std::string> wrt;
   std::size_t checkpoint_every = 1;  ///< the tape keeps the state before every K-th step
+  /// > 0: a memory budget in bytes for the tape: the recording thins it as the run goes (the
+  /// kept stages first, then every other checkpoint), so K grows by powers of 2 to fit.
+  std::size_t checkpoint_memory = 0;
   /// > 0: also check the gradient in this many random directions (seeded, reproducible): the
   /// dot-product identity of tangent and adjoint, and central differences of the frozen steps.
   int check_directions = 0;
@@ -93,6 +96,7 @@ struct GradientResult {
   method::IntegratorStats forward_stats;
   method::SweepResult sweep;
   std::size_t steps = 0, tape_bytes = 0, parameters = 0, states = 0;
+  std::size_t checkpoint_every = 1;  ///< K at the end of the recording (the largest segment's)
   double forward_seconds = 0, sweep_seconds = 0;
   double plain_seconds = 0;  ///< with GradientOptions::time_plain_forward
   std::vector<GradientCheck> checks;

@@ -22,6 +22,7 @@
 // autonomous or not) and the SDIRK family. IMEX methods and CVODE_BDF are refused.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -77,6 +78,30 @@ struct ForwardTape {
   }
   /// Non-empty when the run did something a sweep cannot follow (a restart by an event).
   std::string unsupported;
+  /// > 0: when bytes() outgrows it, the recording thins the tape (thin()) until it fits or
+  /// holds one checkpoint: the sweep then replays more, bit for bit the same gradient.
+  std::size_t memory_budget = 0;
+
+  /// Drops what the sweep can recompute: first the kept step data (keep_stages), then every
+  /// other checkpoint (checkpoint_every doubles). False when only the first checkpoint is left.
+  bool thin() {
+    if (keep_stages || kept_per_step > 0) {
+      kept_chunks.clear();
+      kept_chunks.shrink_to_fit();
+      keep_stages = false;
+      kept_per_step = kept_steps = 0;
+      return true;
+    }
+    const std::size_t count = size == 0 ? 0 : checkpoints.size() / size;
+    if (count <= 1) return false;
+    std::size_t kept = 0;
+    for (std::size_t c = 0; c < count; c += 2, ++kept)
+      std::copy_n(checkpoints.begin() + std::ptrdiff_t(c * size), size, checkpoints.begin() + std::ptrdiff_t(kept * size));
+    checkpoints.resize(kept * size);
+    checkpoints.shrink_to_fit();
+    checkpoint_every *= 2;
+    return true;
+  }
 
   std::span<const double> checkpoint(std::size_t step) const {
     return {checkpoints.data() + (step / checkpoint_every) * size, size};
