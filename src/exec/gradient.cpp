@@ -95,6 +95,8 @@ struct Segment {
   detail::Loss loss;
   std::vector<double> start;  ///< the state its first step starts from (after the firings)
   std::vector<double> p;      ///< the parameters it ran with (System::parameters order)
+  double t_begin = 0, t_end = 0;
+  bool last = false;  ///< ends at t1 with no firing after it
 };
 
 /// The forward run in segments; `segments` is empty only when it could not start.
@@ -217,7 +219,7 @@ ForwardRun record_forward(Model& m, const method::IntegratorOptions& io, const S
     const double next_event = events.next_time();
     const bool last = !(next_event <= run.t1);
     const double end = last ? run.t1 : next_event;
-    f.segments.push_back({std::move(firings), {}, loss.part(t, end, last), u, m.p});
+    f.segments.push_back({std::move(firings), {}, loss.part(t, end, last), u, m.p, t, end, last});
     firings.clear();
     Segment& s = f.segments.back();
     s.loss.prepare(m.p);  // an observed reads the parameters the firings set
@@ -390,7 +392,7 @@ void run_checks(Model& m, const method::IntegratorOptions& io, ForwardRun& f, Af
 /// Events a gradient differentiates with their firing held fixed: preset times and periodic
 /// schedules, whether they set states or parameters (§5.4 schedule updates). The others are
 /// refused, located at the document.
-void refuse_events(const Model& m, const esm::ResolvedDocument* document, bool allow_scheduled) {
+void refuse_events(const Model& m, const esm::ResolvedDocument* document) {
   const std::string file = document ? document->file : "";
   for (const detail::Event& e : m.events.events) {
     if (e.trigger == detail::Trigger::Crossing)
@@ -401,9 +403,6 @@ void refuse_events(const Model& m, const esm::ResolvedDocument* document, bool a
       refuse("adjoint_unsupported_event", e.name + ": gradients through events that fire at the step ends "
              "where a condition holds are not supported (which step ends those are depends on the "
              "steps); preset-time and periodic events are", file);
-    if (!allow_scheduled)
-      refuse("adjoint_unsupported_event", e.name + ": --sensitivities does not follow events yet (the model has " +
-             std::to_string(m.events.events.size()) + "); --gradient does", file);
   }
 }
 
@@ -417,7 +416,7 @@ struct Bound {
 };
 
 Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run,
-                           const std::vector<std::string>& wrt, bool allow_events) {
+                           const std::vector<std::string>& wrt) {
   if (!system.grid.empty())
     refuse("adjoint_unsupported_grid", "gradients and sensitivities need arrays as one equation per "
                                        "cell (esi simulate --gradient flattens them so)");
@@ -427,7 +426,7 @@ Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run
   Bound b;
   b.model = detail::build_model(system, run.document, true, false, run.native);
   Model& m = *b.model;
-  refuse_events(m, run.document, allow_events);
+  refuse_events(m, run.document);
   m.ensure_jacobian();
   // Parameters scheduled events set: the sweep carries their adjoint between firings.
   std::vector<int> updated;
@@ -459,7 +458,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   }
   detail::Loss loss(system, std::move(terms), run.t0, run.t1);
   r.loss_units = loss.units();
-  const Bound bound = bind_for_derivatives(system, run, options.wrt, true);
+  const Bound bound = bind_for_derivatives(system, run, options.wrt);
   Model& m = *bound.model;
   const Targets& targets = bound.targets;
   const std::vector<double>& u0 = bound.u0;
@@ -519,7 +518,7 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
 SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
                                             const std::vector<std::string>& wrt) {
   if (wrt.empty()) refuse("unknown_gradient_variable", "--sensitivities names no parameter or state");
-  const Bound bound = bind_for_derivatives(system, run, wrt, false);
+  const Bound bound = bind_for_derivatives(system, run, wrt);
   Model& m = *bound.model;
   const Targets& targets = bound.targets;
   const std::vector<double>& u0 = bound.u0;
@@ -537,59 +536,69 @@ SensitivityTrajectory forward_sensitivities(const esm::System& system, const Sim
     for (std::size_t i = 0; i < n; ++i) out.names.push_back("d(" + out.names[i] + ")/d(" + name + ")");
   }
   out.method = io.method;
-  // Output times are step ends: the run steps to each.
+  // Output times are step ends: the run stops at each (a loss reading the first state there
+  // gives the forward run those stops).
   if (planned_output_rows(run) > kMaxOutputRows)
     refuse("too_many_outputs", "saveat " + number_text(run.saveat) + " would produce more than " +
                                    number_text(kMaxOutputRows) + " output rows");
   std::vector<double> times{run.t0};
   for (double k = 1; run.saveat > 0 && run.t0 + k * run.saveat < run.t1; ++k) times.push_back(run.t0 + k * run.saveat);
   times.push_back(run.t1);
-  method::ForwardTape tape;
-  tape.keep_stages = true;
-  method::Integrator integrator(m.problem, io, run.t0, u0);
-  integrator.record(&tape);
-  std::vector<std::size_t> row_step;  // the step whose end each row after the first is
-  for (std::size_t k = 1; k < times.size(); ++k) {
-    while (integrator.t() < times[k]) {
-      const method::ReturnCode rc = integrator.step(times[k]);
-      if (rc != method::ReturnCode::Success) {
-        out.code = rc;
-        out.message = integrator.message();
-        break;
-      }
+  LossTerm stops;
+  stops.variable = m.system.states.front().name;
+  stops.times = times;
+  const detail::Loss loss(m.system, {stops}, run.t0, run.t1);
+  ForwardRun f = record_forward(m, io, run, u0, loss, 1, 0);
+  out.steps = f.steps;
+  if (f.code != method::ReturnCode::Success) {
+    out.code = f.code;
+    out.message = f.message;
+  }
+
+  // Walks the run as the trajectory shows it: a row at an event's time is the state after the
+  // firings there (the next segment's start), every other row a step end. `row(state, du)` is
+  // called once per output time reached, in order; `du` (and `dp`) are carried through the
+  // firings and the tangent of every segment.
+  AffectDerivatives affects(m);
+  const auto walk = [&](std::vector<double> du, std::vector<double> dp, const auto& row) -> bool {
+    std::size_t next = 0;
+    for (const Segment& s : f.segments) {
+      for (const detail::Firing& firing : s.firings) affects.tangent(firing, du, dp);
+      use_parameters(m, s.p);
+      if (next < times.size() && times[next] == s.t_begin) row(next++, s.start, du);
+      const auto sink = [&](std::size_t k, std::span<const double> tangent) {
+        const double t_end = s.tape.steps[k].t_end;
+        if (next >= times.size() || t_end != times[next] || (t_end == s.t_end && !s.last)) return;
+        const auto u = k + 1 < s.tape.steps.size() ? s.tape.checkpoint(k + 1) : std::span<const double>(s.tape.final_state);
+        row(next++, u, tangent);
+      };
+      if (!method::tangent(m.problem, io, s.tape, du, dp, sink).ok()) return false;
     }
-    if (!out.ok()) break;
-    row_step.push_back(tape.steps.size() - 1);
-  }
-  out.steps = tape.steps.size();
-  const std::size_t rows = 1 + row_step.size(), width = out.names.size();
-  out.times.assign(times.begin(), times.begin() + long(rows));
-  out.values.assign(rows * width, 0.0);
-  for (std::size_t i = 0; i < n; ++i) out.values[i] = u0[i];
-  for (std::size_t r = 1; r < rows; ++r) {
-    const std::size_t k = row_step[r - 1];
-    const auto u = k + 1 < tape.steps.size() ? tape.checkpoint(k + 1) : std::span<const double>(tape.final_state);
-    std::copy(u.begin(), u.end(), out.values.begin() + long(r * width));
-  }
+    return true;
+  };
+  const std::size_t width = out.names.size();
+  std::vector<double> values(times.size() * width, 0.0);
+  std::size_t rows = 0;
   for (std::size_t d = 0; d < directions.size(); ++d) {
     std::vector<double> du(n, 0.0), dp(m.derivative_parameters.size(), 0.0);
     (directions[d].first ? dp : du)[directions[d].second] = 1;
     const std::size_t column = n * (1 + d);
-    for (std::size_t i = 0; i < n; ++i) out.values[column + i] = du[i];  // row 0: d u0 / d name
-    std::size_t next_row = 1;
-    const auto sink = [&](std::size_t k, std::span<const double> tangent) {
-      if (next_row < rows && row_step[next_row - 1] == k) {
-        std::copy(tangent.begin(), tangent.end(), out.values.begin() + long(next_row * width + column));
-        ++next_row;
-      }
-    };
-    const method::SweepResult sr = method::tangent(m.problem, io, tape, du, dp, sink);
-    if (!sr.ok()) {
-      out.code = sr.code;
-      out.message = sr.message;
-      return out;
+    std::size_t reached = 0;
+    const bool ok = walk(du, dp, [&](std::size_t r, std::span<const double> u, std::span<const double> tangent) {
+      if (d == 0) std::copy(u.begin(), u.end(), values.begin() + long(r * width));
+      std::copy(tangent.begin(), tangent.end(), values.begin() + long(r * width + column));
+      reached = r + 1;
+    });
+    if (!ok && out.ok()) {
+      out.code = method::ReturnCode::LinearSolveFailed;
+      out.message = "the tangent sweep failed";
     }
+    rows = d == 0 ? reached : std::min(rows, reached);
   }
+  use_parameters(m, f.p0);
+  out.times.assign(times.begin(), times.begin() + long(rows));
+  values.resize(rows * width);
+  out.values = std::move(values);
   return out;
 }
 

@@ -121,7 +121,8 @@ struct SensitivityTrajectory {
   std::size_t steps = 0;
   bool ok() const { return code == method::ReturnCode::Success; }
 };
-/// Refuses what `gradient` refuses (events, grids, methods, unknown or non-numeric names).
+/// Refuses what `gradient` refuses (crossing and condition events, grids, methods, unknown or
+/// non-numeric names). A row at an event's time shows the state after its firings there.
 SensitivityTrajectory forward_sensitivities(const esm::System& system, const SimulateOptions& run,
                                             const std::vector<std::string>& wrt);
 
