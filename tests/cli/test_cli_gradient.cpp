@@ -39,6 +39,15 @@ nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(in);
 }
 
+/// --gradient-check's entries in OUT.json: at least one, each within the two bounds.
+void expect_checks(const nlohmann::json& j, double dot_product, double difference) {
+  ASSERT_FALSE(j["checks"].empty());
+  for (const auto& c : j["checks"]) {
+    EXPECT_LE(c["dot_product_relative_error"].get<double>(), dot_product);
+    EXPECT_LE(c["difference_relative_error"].get<double>(), difference);
+  }
+}
+
 TEST(CliGradient, DecayGradientEqualsTheClosedForm) {
   TempDir dir;
   const auto doc = dir.write("d.esm", decay()).string();
@@ -56,10 +65,7 @@ TEST(CliGradient, DecayGradientEqualsTheClosedForm) {
   EXPECT_EQ(j["initial_values"], nlohmann::json::array({"M.x"}));
   EXPECT_EQ(j["run"]["method"], "Rodas5P");
   ASSERT_EQ(j["checks"].size(), 3u);
-  for (const auto& c : j["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(j, 1e-13, 1e-7);
   EXPECT_NE(r.err.find("check: <lambda, TLM v>"), std::string::npos) << r.err;
 
   // --wrt narrows the gradient to the names given, and an explicit method gives the same
@@ -95,11 +101,7 @@ TEST(CliGradient, ObservedLossesMatchTheClosedForm) {
   EXPECT_NEAR(j["gradient"]["M.k"].get<double>(), 2 * e * (1 - 0.5 * T), 1e-8);
   EXPECT_NEAR(j["gradient"]["M.x"].get<double>(), 0.5 * e, 1e-9);
   EXPECT_EQ(j["units"]["M.k"], "mol/m^3/s / (1/s)");
-  ASSERT_FALSE(j["checks"].empty());
-  for (const auto& c : j["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(j, 1e-13, 1e-7);
 
   r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--method", "Rodas5P", "--rtol", "1e-11", "--atol", "1e-14",
                 "--loss", "M.y", "--gradient", out.string(), "-q"});
@@ -115,11 +117,7 @@ TEST(CliGradient, ObservedLossesMatchTheClosedForm) {
                 integral, "--gradient", out.string(), "--gradient-check", "-q"});
   ASSERT_EQ(r.status, 0) << r.err;
   j = read_json(out);
-  ASSERT_FALSE(j["checks"].empty());
-  for (const auto& c : j["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(j, 1e-13, 1e-7);
   // int_a^b k x0 e^{-kt} dt = x0 (e^{-ka} - e^{-kb}); by k: x0 (b e^{-kb} - a e^{-ka}).
   const double a = 0.5, b = 1.5;
   EXPECT_NEAR(j["gradient"]["M.k"].get<double>(), 2 * (b * std::exp(-0.5 * b) - a * std::exp(-0.5 * a)), 1e-5);
@@ -155,11 +153,7 @@ TEST(CliGradient, PresetEventsAreDifferentiatedWithTheirFiringHeldFixed) {
               -T * 1.5 * x0 * std::exp(-k * T) - (T - te) * d * std::exp(-k * (T - te)), 1e-8);
   // The identity is relative to sum |lambda_i t_i| at the end, which does not see the terms
   // the dose's 1.5 x + d sums: measured 1.1e-13 here.
-  ASSERT_FALSE(j["checks"].empty());
-  for (const auto& c : j["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-12);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(j, 1e-12, 1e-7);
 
   // Under a memory budget the tape thins (K doubles) and the gradient keeps every bit.
   r = run(dir, {"simulate", file, "--tspan", "0", "2", "--method", "Rodas5P", "--rtol", "1e-11", "--atol", "1e-14",
@@ -188,11 +182,7 @@ TEST(CliGradient, PresetEventsAreDifferentiatedWithTheirFiringHeldFixed) {
                 integral, "--gradient", out.string(), "--gradient-check", "-q", "--checkpoint-every", "3"});
   ASSERT_EQ(r.status, 0) << r.err;
   j = read_json(out);
-  ASSERT_FALSE(j["checks"].empty());
-  for (const auto& c : j["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-12);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(j, 1e-12, 1e-7);
 
   // --sensitivities through the dose: d x(t) / d d is 0 before t_e and e^{-k (t - t_e)} from
   // it on (the row at t_e shows the state after the dose); d x(t) / d x0 is e^{-kt}, then 1.5
@@ -257,11 +247,7 @@ TEST(CliGradient, ParameterUpdatesAreDifferentiatedWithTheirFiringHeldFixed) {
     EXPECT_NEAR(j["gradient"]["M.x"].get<double>(), xT * (1 / x0 - tau * c * std::exp(-k * te)), 1e-8);
     EXPECT_NEAR(j["gradient"]["M.c"].get<double>(), -xT * tau * xe, 1e-8);
     EXPECT_FALSE(j["gradient"].contains("M.k"));
-    ASSERT_FALSE(j["checks"].empty());
-    for (const auto& ch : j["checks"]) {
-      EXPECT_LE(ch["dot_product_relative_error"].get<double>(), 1e-12);
-      EXPECT_LE(ch["difference_relative_error"].get<double>(), 1e-7);
-    }
+    expect_checks(j, 1e-12, 1e-7);
   }
 }
 
@@ -294,11 +280,7 @@ TEST(CliGradient, LossFileTermsMatchTheClosedForm) {
                 "--gradient", out.string(), "--gradient-check"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto checked = read_json(out);
-  ASSERT_FALSE(checked["checks"].empty());
-  for (const auto& c : checked["checks"]) {
-    EXPECT_LE(c["dot_product_relative_error"].get<double>(), 1e-13);
-    EXPECT_LE(c["difference_relative_error"].get<double>(), 1e-7);
-  }
+  expect_checks(checked, 1e-13, 1e-7);
   // A bad term is located in the loss file.
   const auto bad = dir.write("bad.json", R"({"terms": [{"variable": "M.x", "at": [5]}]})").string();
   r = run(dir, {"simulate", doc, "--tspan", "0", "2", "--loss-file", bad, "--gradient", out.string()});

@@ -20,6 +20,15 @@ namespace {
 
 using esi::method::MethodId;
 
+/// Three checks, each within the dot-product and difference bounds.
+void expect_checks(const esi::exec::GradientResult& r, double dot_product, double difference) {
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) {
+    EXPECT_LE(c.dot_relative, dot_product) << c.tangent << " vs " << c.adjoint;
+    EXPECT_LE(c.difference_relative, difference) << c.loss_tangent << " vs " << c.finite_difference;
+  }
+}
+
 struct Ozone {
   esi::esm::ResolvedDocument doc = esi::esm::load_resolved(std::filesystem::path(ESI_SOURCE_DIR) / "examples/ozone_box.esm");
   esi::esm::System system = esi::esm::flatten(doc);
@@ -47,11 +56,7 @@ TEST(Gradient, OzoneBoxIdentityAndDifferencesForEachFamily) {
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_GT(r.steps, 10u);
     EXPECT_EQ(r.gradient.size(), r.states + r.parameters);
-    ASSERT_EQ(r.checks.size(), 3u);
-    for (const auto& c : r.checks) {
-      EXPECT_LE(c.dot_relative, 1e-13) << c.tangent << " vs " << c.adjoint;
-      EXPECT_LE(c.difference_relative, 1e-6) << c.loss_tangent << " vs " << c.finite_difference;
-    }
+    expect_checks(r, 1e-13, 1e-6);
   }
 }
 
@@ -105,11 +110,7 @@ TEST(Gradient, PeriodicEventsKeepTheIdentityAndTheDifferences) {
     const auto r = esi::exec::gradient(system, o);
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_GT(std::abs(r.loss - without), 1e-3 * without);
-    ASSERT_EQ(r.checks.size(), 3u);
-    for (const auto& c : r.checks) {
-      EXPECT_LE(c.dot_relative, 1e-12) << c.tangent << " vs " << c.adjoint;
-      EXPECT_LE(c.difference_relative, 1e-6) << c.loss_tangent << " vs " << c.finite_difference;
-    }
+    expect_checks(r, 1e-12, 1e-6);
   }
 }
 
