@@ -43,7 +43,7 @@ struct Case {
 fs::path source_dir() { return fs::path(__FILE__).parent_path().parent_path(); }
 
 void run_case(benchmark::State& state, const Case& c, esi::method::MethodId method,
-              std::size_t checkpoint_every = 1) {
+              std::size_t checkpoint_every = 1, bool native = false) {
   if (!fs::exists(c.file)) {
     state.SkipWithError(("missing " + c.file.string()).c_str());
     return;
@@ -61,6 +61,7 @@ void run_case(benchmark::State& state, const Case& c, esi::method::MethodId meth
   o.loss = c.loss;
   o.time_plain_forward = true;
   o.checkpoint_every = checkpoint_every;
+  o.run.native = native;
   double best_forward = std::numeric_limits<double>::infinity(), best_adjoint = best_forward,
          best_plain = best_forward;
   esi::exec::GradientResult last;
@@ -104,6 +105,12 @@ void BM_Gradient_SuperFast_Rodas5P(benchmark::State& s) { run_case(s, kSuperFast
 void BM_Gradient_Fullchem_Rodas3(benchmark::State& s) { run_case(s, kFullchem, MethodId::Rodas3); }
 void BM_Gradient_Pollu_Rodas5P_K16(benchmark::State& s) { run_case(s, kPollu, MethodId::Rodas5P, 16); }
 void BM_Gradient_Fullchem_Rodas3_K4(benchmark::State& s) { run_case(s, kFullchem, MethodId::Rodas3, 4); }
+// The same on native kernels (compiled C++, cached after the first run): forward and sweep
+// programs alike.
+void BM_Gradient_Pollu_Rodas5P_native(benchmark::State& s) { run_case(s, kPollu, MethodId::Rodas5P, 1, true); }
+void BM_Gradient_Ozone_Rodas3_native(benchmark::State& s) { run_case(s, kOzone, MethodId::Rodas3, 1, true); }
+void BM_Gradient_Ozone_SSPRK43_native(benchmark::State& s) { run_case(s, kOzone, MethodId::SSPRK43, 1, true); }
+void BM_Gradient_Fullchem_Rodas3_native(benchmark::State& s) { run_case(s, kFullchem, MethodId::Rodas3, 1, true); }
 
 BENCHMARK(BM_Gradient_Pollu_Rodas3)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Gradient_Pollu_Rodas5P)->Unit(benchmark::kMillisecond)->Iterations(5);
@@ -115,5 +122,9 @@ BENCHMARK(BM_Gradient_SuperFast_Rodas5P)->Unit(benchmark::kMillisecond)->Iterati
 BENCHMARK(BM_Gradient_Fullchem_Rodas3)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Gradient_Pollu_Rodas5P_K16)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Gradient_Fullchem_Rodas3_K4)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Gradient_Pollu_Rodas5P_native)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_Gradient_Ozone_Rodas3_native)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_Gradient_Ozone_SSPRK43_native)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Gradient_Fullchem_Rodas3_native)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
