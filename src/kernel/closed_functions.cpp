@@ -36,6 +36,7 @@ constexpr std::array kNames{
     Spelling{ClosedFn::LinearSlope, "interp.linear_slope"},
     Spelling{ClosedFn::BilinearDx, "interp.bilinear_dx"},
     Spelling{ClosedFn::BilinearDy, "interp.bilinear_dy"},
+    Spelling{ClosedFn::BilinearDxy, "interp.bilinear_dxy"},
 };
 
 // Floored division and modulo on integers (Python semantics, spec §9.2 boundary rules).
@@ -247,6 +248,18 @@ double interp_bilinear_dy(std::span<const double> table, std::span<const double>
   return (row_jp1 - row_j) / (ay[c.j + 1] - ay[c.j]);
 }
 
+double interp_bilinear_dxy(std::span<const double> table, std::span<const double> ax,
+                           std::span<const double> ay, double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return kNaN;
+  const Cell c = locate(ax, ay, x, y);
+  if (c.x_clamped || c.y_clamped) return 0.0;
+  const std::size_t ny = ay.size();
+  const double* r0 = table.data() + c.i * ny;
+  const double* r1 = r0 + ny;
+  const double hx = ax[c.i + 1] - ax[c.i], hy = ay[c.j + 1] - ay[c.j];
+  return ((r1[c.j + 1] - r1[c.j]) - (r0[c.j + 1] - r0[c.j])) / (hx * hy);
+}
+
 double eval_closed(ClosedFn f, const ClosedTable& t, const double* a) {
   switch (f) {
     case ClosedFn::SearchSorted: return searchsorted(a[0], t.axis_x);
@@ -255,6 +268,7 @@ double eval_closed(ClosedFn f, const ClosedTable& t, const double* a) {
     case ClosedFn::Bilinear: return interp_bilinear(t.values, t.axis_x, t.axis_y, a[0], a[1]);
     case ClosedFn::BilinearDx: return interp_bilinear_dx(t.values, t.axis_x, t.axis_y, a[0], a[1]);
     case ClosedFn::BilinearDy: return interp_bilinear_dy(t.values, t.axis_x, t.axis_y, a[0], a[1]);
+    case ClosedFn::BilinearDxy: return interp_bilinear_dxy(t.values, t.axis_x, t.axis_y, a[0], a[1]);
     default: return datetime(f, a[0]);
   }
 }

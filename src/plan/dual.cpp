@@ -73,8 +73,8 @@ SparseDual DualEvaluator::closed(NodeId id) {
                  kernel::interp_linear_slope(tab.values, tab.axis_x, x.v), x);
   }
   if (f != ClosedFn::Bilinear) {
-    // The derivative helpers (linear_slope, bilinear_dx / _dy) appear only in symbolic
-    // Jacobian entries; differentiate treats them as constant in their arguments.
+    // The derivative helpers (linear_slope, bilinear_dx / _dy / _dxy) appear only in
+    // symbolic derivatives, not in the right-hand sides this evaluates: no tangent is formed.
     std::vector<double> scalars;
     const int tables = kernel::closed_fn_table_args(f);
     for (std::size_t i = static_cast<std::size_t>(tables); i < a.size(); ++i) scalars.push_back(eval(a[i]).v);

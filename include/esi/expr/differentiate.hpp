@@ -18,8 +18,9 @@
 // x) * dx; interp.bilinear(table, ax, ay, x, y) -> fn interp.bilinear_dx(...) * dx +
 // fn interp.bilinear_dy(...) * dy. Those three are internal closed functions (same arguments):
 // the slope of the segment / cell the primal evaluation uses, 0 along an axis where the query is
-// clamped. interp.linear_slope differentiates to 0; differentiating bilinear_dx / _dy, or any
-// non-scalar node (D, ic, Pre, array and query ops, open-tier ops) that mentions `wrt`,
+// clamped. interp.linear_slope differentiates to 0; bilinear_dx -> fn interp.bilinear_dxy(...)
+// * dy and bilinear_dy -> bilinear_dxy * dx (the cell's cross slope; the lookup is linear along
+// each axis within a cell), bilinear_dxy -> 0. Any non-scalar node (D, ic, Pre, array and query ops, open-tier ops) that mentions `wrt`,
 // throws esi::Error `not_differentiable`; a node that does not mention `wrt` gives 0 whatever
 // its op. The input is simplified first; the walk is memoized per node within a call, so a DAG
 // with shared subtrees gives a result linear in its size. Tests: tests/expr/test_differentiate.cpp.

@@ -24,6 +24,7 @@ enum class ClosedFn : std::uint8_t {
   Year, Month, Day, Hour, Minute, Second, DayOfYear, JulianDay, IsLeapYear,
   SearchSorted, Linear, Bilinear,
   LinearSlope, BilinearDx, BilinearDy,  // internal derivative helpers
+  BilinearDxy,                          // ... and the cross slope (second derivatives)
 };
 
 /// The function named `name` (a registry name or an internal helper). Throws esi::Error
@@ -55,6 +56,10 @@ double interp_bilinear_dx(std::span<const double> table, std::span<const double>
                           std::span<const double> ay, double x, double y);
 double interp_bilinear_dy(std::span<const double> table, std::span<const double> ax,
                           std::span<const double> ay, double x, double y);
+/// d^2 interp_bilinear / dx dy: the cell's cross slope (0 where either axis is clamped). The
+/// lookup is linear along each axis within a cell, so this is its only second derivative.
+double interp_bilinear_dxy(std::span<const double> table, std::span<const double> ax,
+                           std::span<const double> ay, double x, double y);
 
 /// The `const` arguments of one `fn` node, read once. For searchsorted only `axis_x` is used
 /// (the sorted xs); for linear `values` and `axis_x`; for bilinear all three.

@@ -6,9 +6,9 @@
 // Parameters reach a Program through its setup tape, so a derivative with respect to one is
 // esi::expr::differentiate by the parameter's Symbol name, after the observeds and D(x, t)
 // references are inlined (DefinitionInliner). Structural zeros are dropped exactly as for the
-// Jacobian. A derivative that cannot be formed (a closed function without one, such as the
-// interp.bilinear slopes interp.bilinear_dx / _dy) is esi::Error `adjoint_unsupported_function`
-// at the row state's file and pointer, never a silent zero.
+// Jacobian. A derivative that cannot be formed (an operator without a derivative rule) is
+// esi::Error `adjoint_unsupported_function` at the row state's file and pointer, never a silent
+// zero. The interpolation lookups have theirs to second order (expr/differentiate.hpp).
 #pragma once
 
 #include <memory>
