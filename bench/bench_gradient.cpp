@@ -16,6 +16,7 @@
 //                every K steps, the sweep then replaying each interval (one interval's states
 //                more at a time)
 //   steps, params, states
+// The _y0 rows take the gradient with respect to the initial values only.
 // The gradient's entries are checked by tests (tests/problems, tests/method); this only times.
 #include <benchmark/benchmark.h>
 
@@ -43,7 +44,7 @@ struct Case {
 fs::path source_dir() { return fs::path(__FILE__).parent_path().parent_path(); }
 
 void run_case(benchmark::State& state, const Case& c, esi::method::MethodId method,
-              std::size_t checkpoint_every = 1, bool native = false) {
+              std::size_t checkpoint_every = 1, bool native = false, bool initial_values_only = false) {
   if (!fs::exists(c.file)) {
     state.SkipWithError(("missing " + c.file.string()).c_str());
     return;
@@ -62,6 +63,8 @@ void run_case(benchmark::State& state, const Case& c, esi::method::MethodId meth
   o.time_plain_forward = true;
   o.checkpoint_every = checkpoint_every;
   o.run.native = native;
+  if (initial_values_only)
+    for (const auto& s : system.states) o.wrt.push_back(s.name);
   double best_forward = std::numeric_limits<double>::infinity(), best_adjoint = best_forward,
          best_plain = best_forward;
   esi::exec::GradientResult last;
@@ -111,6 +114,9 @@ void BM_Gradient_Pollu_Rodas5P_native(benchmark::State& s) { run_case(s, kPollu,
 void BM_Gradient_Ozone_Rodas3_native(benchmark::State& s) { run_case(s, kOzone, MethodId::Rodas3, 1, true); }
 void BM_Gradient_Ozone_SSPRK43_native(benchmark::State& s) { run_case(s, kOzone, MethodId::SSPRK43, 1, true); }
 void BM_Gradient_Fullchem_Rodas3_native(benchmark::State& s) { run_case(s, kFullchem, MethodId::Rodas3, 1, true); }
+// With respect to the initial values only: the sweep skips df/dp.
+void BM_Gradient_Pollu_Rodas5P_y0(benchmark::State& s) { run_case(s, kPollu, MethodId::Rodas5P, 1, false, true); }
+void BM_Gradient_Fullchem_Rodas3_y0(benchmark::State& s) { run_case(s, kFullchem, MethodId::Rodas3, 1, false, true); }
 
 BENCHMARK(BM_Gradient_Pollu_Rodas3)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Gradient_Pollu_Rodas5P)->Unit(benchmark::kMillisecond)->Iterations(5);
@@ -126,5 +132,7 @@ BENCHMARK(BM_Gradient_Pollu_Rodas5P_native)->Unit(benchmark::kMillisecond)->Iter
 BENCHMARK(BM_Gradient_Ozone_Rodas3_native)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_Gradient_Ozone_SSPRK43_native)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Gradient_Fullchem_Rodas3_native)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_Gradient_Pollu_Rodas5P_y0)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_Gradient_Fullchem_Rodas3_y0)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace

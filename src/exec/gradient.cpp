@@ -290,7 +290,7 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
     if (with_loss) {
       s.loss.add_gradient_at_start(s.tape, lambda);
       const std::vector<double>& direct = s.loss.direct_parameter_gradient();
-      for (std::size_t k = 0; k < direct.size(); ++k) mu[k] += direct[k];
+      for (std::size_t k = 0; k < direct.size() && !mu.empty(); ++k) mu[k] += direct[k];
     }
     for (std::size_t j = s.firings.size(); j-- > 0;) affects.adjoint(s.firings[j], lambda, mu);
   }
@@ -411,6 +411,7 @@ void refuse_events(const Model& m, const esm::ResolvedDocument* document) {
 struct Bound {
   std::unique_ptr<Model> model;
   Targets targets;
+  bool events_set_parameters = false;  ///< the sweep must carry mu through firings
   std::vector<double> u0;
   method::IntegratorOptions io;
 };
@@ -435,6 +436,7 @@ Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run
       if (a.parameter) updated.push_back(a.index);
   const std::size_t fixed = kernel::differentiable_parameters(m.system).size();
   m.ensure_derivatives(updated);
+  b.events_set_parameters = !updated.empty();
   b.targets = resolve_targets(m, wrt, fixed);
   b.u0 = m.initial_state();
   b.io = run.integrator;
@@ -495,7 +497,9 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   // Backward.
   const auto sweep_start = std::chrono::steady_clock::now();
   AffectDerivatives affects(m);
-  std::vector<double> lambda(u0.size(), 0.0), mu(m.derivative_parameters.size(), 0.0);
+  // No parameter asked for and none set by events: the sweep skips every df/dp (mu empty).
+  const bool parameters = !targets.parameters.empty() || bound.events_set_parameters;
+  std::vector<double> lambda(u0.size(), 0.0), mu(parameters ? m.derivative_parameters.size() : 0, 0.0);
   r.sweep = adjoint_run(m, io, forward, affects, lambda, mu, true);
   r.sweep_seconds = seconds_since(sweep_start);
   if (!r.sweep.ok()) {

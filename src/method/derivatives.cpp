@@ -62,7 +62,7 @@ bool Derivatives::need_both() {
 
 void Derivatives::need_jac() {
   Point& p = current();
-  if (p.has_jac || need_both()) return;
+  if (p.has_jac || (parameters_wanted_ && need_both())) return;
   p.jac.resize(problem_.jac_col.size());
   problem_.jacobian(problem_.context, p.time, p.u.data(), p.jac.data());
   ++counts_.stats.jacobian_evaluations;

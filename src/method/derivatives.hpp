@@ -22,6 +22,10 @@ class Derivatives {
   std::size_t parameter_count() const { return problem_.parameter_count; }
   bool has_second_derivatives() const { return problem_.second_derivatives != nullptr; }
 
+  /// Whether the sweep wants derivatives by the parameters (a mu or dp was given): without,
+  /// J is evaluated alone, not fused with df/dp (OdeProblem::first_derivatives).
+  void want_parameters(bool wanted) { parameters_wanted_ = wanted; }
+
   /// Makes (t, u) the current point; values already evaluated there are kept.
   void at(double t, const double* u);
   /// The same, taking J's values from `jacobian` (what the stepper's own linear system holds).
@@ -62,6 +66,7 @@ class Derivatives {
   std::vector<int> jac_row_, param_row_;  // row of each nonzero
   std::array<Point, 2> points_;
   int current_ = 0, next_ = 0;
+  bool parameters_wanted_ = true;
 };
 
 }  // namespace esi::method::detail

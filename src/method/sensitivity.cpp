@@ -169,6 +169,7 @@ SweepResult adjoint(const OdeProblem& problem, const IntegratorOptions& options,
   }
   const std::size_t n = tape.size, steps = tape.steps.size(), every = tape.checkpoint_every;
   double* mu_data = mu.empty() ? nullptr : mu.data();
+  sweep.derivatives().want_parameters(mu_data != nullptr && problem.parameter_count > 0);
   std::vector<double> interval(every * n), u1(n), lambda0(n), lambda_f0(n);
   if (every == 1 && steps > 0 && tape.has_kept(steps - 1)) {
     // Every step kept what its sweep needs: no replays.
@@ -210,6 +211,7 @@ SweepResult tangent(const OdeProblem& problem, const IntegratorOptions& options,
   if (!sweep.ok()) return sweep.result();
   const std::size_t n = tape.size;
   const double* dp_data = dp.empty() ? nullptr : dp.data();
+  sweep.derivatives().want_parameters(dp_data != nullptr && problem.parameter_count > 0);
   std::vector<double> u(n), u1(n), df0(n), du1(n);
   if (!tape.steps.empty()) u.assign(tape.checkpoint(0).begin(), tape.checkpoint(0).end());
   Derivatives& d = sweep.derivatives();

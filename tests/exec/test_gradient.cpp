@@ -114,6 +114,28 @@ TEST(Gradient, PeriodicEventsKeepTheIdentityAndTheDifferences) {
   }
 }
 
+// With only initial values asked for, the sweep evaluates J alone instead of J and df/dp in
+// one program (the two differ by rounding only): the same entries to rounding.
+TEST(Gradient, InitialValuesAloneAgreeWithTheFullGradient) {
+  const Ozone oz;
+  auto o = oz.options(MethodId::Rodas5P);
+  const auto full = esi::exec::gradient(oz.system, o);
+  ASSERT_TRUE(full.ok()) << full.message;
+  for (const auto& g : full.gradient)
+    if (g.initial) o.wrt.push_back(g.name);
+  const auto states = esi::exec::gradient(oz.system, o);
+  ASSERT_TRUE(states.ok()) << states.message;
+  ASSERT_EQ(states.gradient.size(), states.states);
+  std::size_t compared = 0;
+  for (const auto& g : states.gradient)
+    for (const auto& f : full.gradient)
+      if (f.initial && f.name == g.name) {
+        EXPECT_NEAR(g.value, f.value, 1e-11 * std::abs(f.value) + 1e-300) << g.name;
+        ++compared;
+      }
+  EXPECT_EQ(compared, states.states);
+}
+
 // Observeds as the loss against their definitions chained to the states' own gradients:
 // NOx = NO + NO2 gives the sum of theirs; O3_ppb = 1e9 O3 / M (M a parameter only the
 // diagnostic reads) gives 1e9 / M times O3's, plus its direct derivative -1e9 O3 / M^2 by M.
