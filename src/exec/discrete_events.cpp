@@ -73,22 +73,27 @@ bool DiscreteEvents::apply(const std::vector<Assignment>& affects, double t,
                            std::vector<double>& u) {
   if (affects.empty()) return false;
   if (log_) log_->push_back({&affects, t, u, m_.p});
-  const auto rhs = m_.affects->evaluate(t, u);
+  apply_affects(m_, affects, t, u);
+  ++fired_;
+  return true;
+}
+
+bool apply_affects(Model& model, const std::vector<Assignment>& affects, double t, std::vector<double>& u) {
+  const auto rhs = model.affects->evaluate(t, u);
   std::vector<double> values;
   for (const Assignment& a : affects) values.push_back(rhs[static_cast<std::size_t>(a.row)]);
   bool parameters_changed = false;
   for (std::size_t k = 0; k < affects.size(); ++k) {
     const Assignment& a = affects[k];
     if (a.parameter) {
-      parameters_changed |= m_.p[static_cast<std::size_t>(a.index)] != values[k];
-      m_.p[static_cast<std::size_t>(a.index)] = values[k];
+      parameters_changed |= model.p[static_cast<std::size_t>(a.index)] != values[k];
+      model.p[static_cast<std::size_t>(a.index)] = values[k];
     } else {
       u[static_cast<std::size_t>(a.index)] = values[k];
     }
   }
-  if (parameters_changed) m_.prepare_all();
-  ++fired_;
-  return true;
+  if (parameters_changed) model.prepare_all();
+  return parameters_changed;
 }
 
 }  // namespace esi::exec::detail

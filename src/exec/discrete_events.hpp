@@ -20,6 +20,11 @@ struct Firing {
   std::vector<double> u_before, p_before;
 };
 
+/// Applies `affects` at (t, u) to u and model.p (every right-hand side reads the pre-event
+/// values; a changed parameter prepares the model's programs again). True when a parameter
+/// changed. What DiscreteEvents::apply does to the model, and a frozen replay's firing.
+bool apply_affects(Model& model, const std::vector<Assignment>& affects, double t, std::vector<double>& u);
+
 class DiscreteEvents {
  public:
   /// Scheduled events of `model`, periodic ones counted from t0; the next firings are those

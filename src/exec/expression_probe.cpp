@@ -36,10 +36,12 @@ void run(const kernel::Program& program, kernel::Workspace& ws, double t, const 
 
 }  // namespace
 
-ExpressionProbe::ExpressionProbe(const Model& m, expr::NodeId root)
-    : value_(kernel::compile(derived(m.system, root))),
-      du_(kernel::compile_jacobian(derived(m.system, root))),
-      dp_(kernel::compile_parameter_jacobian(derived(m.system, root), m.derivative_parameters, row_zero())),
+ExpressionProbe::ExpressionProbe(const Model& m, expr::NodeId root) : ExpressionProbe(m, derived(m.system, root)) {}
+
+ExpressionProbe::ExpressionProbe(const Model& m, const esm::System& s)
+    : value_(kernel::compile(s)),
+      du_(kernel::compile_jacobian(s)),
+      dp_(kernel::compile_parameter_jacobian(s, m.derivative_parameters, row_zero())),
       value_ws_(value_.make_workspace(1)),
       du_ws_(du_.values.make_workspace(1)),
       dp_ws_(dp_.values.make_workspace(1)),

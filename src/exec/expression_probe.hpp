@@ -36,6 +36,8 @@ class ExpressionProbe {
   const std::vector<double>& gradient_p() const { return dp_dense_; }
 
  private:
+  ExpressionProbe(const Model& model, const esm::System& derived);
+
   kernel::Program value_;
   kernel::JacobianProgram du_;
   kernel::ParameterJacobianProgram dp_;

@@ -148,20 +148,6 @@ class AffectDerivatives {
     }
   }
 
-  /// Applies f's affects to u and the model's parameters as they are now (a frozen replay).
-  void apply(const detail::Firing& f, std::vector<double>& u) {
-    const auto rhs = m_.affects->evaluate(f.t, u);
-    std::vector<double> values;
-    for (const detail::Assignment& a : *f.affects) values.push_back(rhs[std::size_t(a.row)]);
-    bool parameters = false;
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      const detail::Assignment& a = (*f.affects)[k];
-      (a.parameter ? m_.p : u)[std::size_t(a.index)] = values[k];
-      parameters |= a.parameter;
-    }
-    if (parameters) m_.prepare_all();
-  }
-
  private:
   static std::vector<const detail::Assignment*> effective(const detail::Firing& f) {
     std::vector<const detail::Assignment*> out;
@@ -326,8 +312,8 @@ double tangent_run(Model& m, const method::IntegratorOptions& io, const ForwardR
 
 /// The loss of the frozen steps and firings from (u0, p) moved along (du, dp) by `step`.
 double frozen_loss(Model& m, const method::IntegratorOptions& io, const ForwardRun& f,
-                   AffectDerivatives& affects, const std::vector<double>& u0, const std::vector<double>& du,
-                   const std::vector<double>& dp, double step) {
+                   const std::vector<double>& u0, const std::vector<double>& du, const std::vector<double>& dp,
+                   double step) {
   const std::vector<double> p_saved = m.p;
   m.p = f.p0;
   for (std::size_t k = 0; k < dp.size(); ++k) m.p[std::size_t(m.derivative_parameters[k])] += step * dp[k];
@@ -336,7 +322,7 @@ double frozen_loss(Model& m, const method::IntegratorOptions& io, const ForwardR
   for (std::size_t i = 0; i < u.size(); ++i) u[i] += step * du[i];
   double total = 0;
   for (const Segment& s : f.segments) {
-    for (const detail::Firing& firing : s.firings) affects.apply(firing, u);
+    for (const detail::Firing& firing : s.firings) detail::apply_affects(m, *firing.affects, firing.t, u);
     detail::Loss loss = s.loss;  // shares its observeds' programs with the run's
     loss.prepare(m.p);
     loss.start(u);
@@ -349,11 +335,7 @@ double frozen_loss(Model& m, const method::IntegratorOptions& io, const ForwardR
     u = previous;
   }
   m.p = p_saved;
-  m.prepare_all();
-  if (!f.segments.empty()) {
-    detail::Loss restore = f.segments.front().loss;
-    restore.prepare(m.p);
-  }
+  m.prepare_all();  // the run's observeds are not evaluated again: their rows are recorded
   return total;
 }
 
@@ -382,8 +364,8 @@ void run_checks(Model& m, const method::IntegratorOptions& io, ForwardRun& f, Af
     for (std::size_t i = 0; i < t.size(); ++i) magnitude += std::abs(lambda[i] * t[i]);
     g.dot_relative = std::abs(g.tangent - g.adjoint) / std::max(magnitude, 1e-300);
     g.step = 1e-6;
-    g.finite_difference = (frozen_loss(m, io, f, affects, u0, du, dp, g.step) -
-                           frozen_loss(m, io, f, affects, u0, du, dp, -g.step)) / (2 * g.step);
+    g.finite_difference = (frozen_loss(m, io, f, u0, du, dp, g.step) - frozen_loss(m, io, f, u0, du, dp, -g.step)) /
+                          (2 * g.step);
     g.difference_relative = std::abs(g.finite_difference - g.loss_tangent) / std::max(std::abs(g.loss_tangent), 1e-300);
     r.checks.push_back(g);
   }

@@ -175,8 +175,12 @@ void Loss::step(double t_start, std::span<const double> u_start, double t_end, s
     const LossTerm& t = r.term;
     const double x_start = r.probe ? r.last_x : variable(r, t_start, u_start, false);
     const double x = variable(r, t_end, u_end, true);
-    const std::vector<double> dp_start = r.last_dp;
-    if (r.probe) r.last_dp = r.probe->gradient_p(), r.last_x = x;
+    if (r.probe) {  // the step's start values become the previous step end's
+      std::swap(r.start_dp, r.last_dp);
+      r.last_dp.assign(r.probe->gradient_p().begin(), r.probe->gradient_p().end());
+      r.last_x = x;
+    }
+    const std::vector<double>& dp_start = r.start_dp;
     for (std::size_t k = 0; k < t.times.size(); ++k) {
       if (t.times[k] != t_end) continue;
       if (t.kind == LossTerm::Kind::At) {

@@ -66,8 +66,8 @@ class Loss {
     std::string observed;                               // the observed read, else ""
     std::shared_ptr<ExpressionProbe> probe;               // its programs (bind)
     /// An observed's d/du nonzeros at t0 (row 0) and at every step end k (row k + 1), and
-    /// d/dp at the last step end (for the next step's trapezoid).
-    std::vector<double> rows, last_dp;
+    /// d/dp at the current step's end and start (the trapezoid reads both).
+    std::vector<double> rows, last_dp, start_dp;
     double last_x = 0;  // the observed at the last step end
   };
   /// The variable at (t, u); an observed also records its derivatives (`record`).

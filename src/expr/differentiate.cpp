@@ -297,15 +297,10 @@ NodeId Differ::closed_function(NodeId e, const std::vector<NodeId>& a) {
   }
   // Within a cell the lookup is a + b x + c y + e x y: its x slope varies along y only, its y
   // slope along x only, by the cross slope e, which is constant on the cell.
-  if (name == "interp.bilinear_dx") {
+  if (name == "interp.bilinear_dx" || name == "interp.bilinear_dy") {
     arity(e, 5);
     constant_tables(3);
-    return times(call("interp.bilinear_dxy"), d(a[4]));
-  }
-  if (name == "interp.bilinear_dy") {
-    arity(e, 5);
-    constant_tables(3);
-    return times(call("interp.bilinear_dxy"), d(a[3]));
+    return times(call("interp.bilinear_dxy"), d(a[name == "interp.bilinear_dx" ? 4 : 3]));
   }
   if (name == "interp.bilinear_dxy") return zero_;
   refuse(e, "no derivative rule for this closed function");
