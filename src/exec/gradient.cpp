@@ -267,6 +267,7 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
     total.stats.factorizations += r.stats.factorizations;
     total.stats.linear_solves += r.stats.linear_solves;
     total.jacobian_transpose_products += r.jacobian_transpose_products;
+    total.vector_jacobian_products += r.vector_jacobian_products;
     total.second_order_evaluations += r.second_order_evaluations;
     if (!r.ok()) {
       total.code = r.code;
@@ -448,6 +449,9 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   const std::vector<double>& u0 = bound.u0;
   const method::IntegratorOptions& io = bound.io;
   loss.bind(m);
+  // No parameter asked for and none set by events: the sweep skips every df/dp (mu empty).
+  const bool parameters = !targets.parameters.empty() || bound.events_set_parameters;
+  m.ensure_vector_jacobian_product(parameters);
   r.states = m.system.states.size();
   r.parameters = m.derivative_parameters.size();
   r.method = io.method;
@@ -479,8 +483,6 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
   // Backward.
   const auto sweep_start = std::chrono::steady_clock::now();
   AffectDerivatives affects(m);
-  // No parameter asked for and none set by events: the sweep skips every df/dp (mu empty).
-  const bool parameters = !targets.parameters.empty() || bound.events_set_parameters;
   std::vector<double> lambda(u0.size(), 0.0), mu(parameters ? m.derivative_parameters.size() : 0, 0.0);
   r.sweep = adjoint_run(m, io, forward, affects, lambda, mu, true);
   r.sweep_seconds = seconds_since(sweep_start);

@@ -320,6 +320,22 @@ void first_derivatives_callback(void* context, double t, const double* u, double
   std::copy(split, m.first_values.end(), param_values);
 }
 
+/// J^T w and (df/dp)^T w at one point in one program run.
+void vector_jacobian_product_callback(void* context, double t, const double* u, const double* w,
+                                      double* g_u, double* g_p) {
+  Model& m = *static_cast<Model*>(context);
+  std::copy(w, w + m.vjp_weights.size(), m.vjp_weights.begin());
+  kernel::RunArgs<double> args;
+  args.u = column_view(u, m.problem.size);
+  args.t = std::span<const double>(&t, 1);
+  args.forcing = m.vjp_fields;
+  args.du = column_view(m.vjp_values.data(), m.vjp_values.size());
+  kernel::run(m.vjp->values, *m.vjp_ws, args);
+  const auto split = m.vjp_values.begin() + static_cast<std::ptrdiff_t>(m.vjp->dofs.size());
+  std::copy(m.vjp_values.begin(), split, g_u);
+  if (g_p != nullptr) std::copy(split, m.vjp_values.end(), g_p);
+}
+
 /// Whether the caller asked for native code (build_model records it in `native` only for a
 /// deferred Jacobian; otherwise the RHS program's status tells).
 bool wants_native(const Model& m) {
@@ -402,6 +418,7 @@ void Model::prepare_all() {
   if (parameter_jacobian) parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
   if (second_derivatives) second_derivatives->values.prepare(*second_derivatives_ws, p);
   if (first_derivatives) first_derivatives->prepare(*first_derivatives_ws, p);
+  if (vjp) vjp->values.prepare(*vjp_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
 }
@@ -459,6 +476,30 @@ void Model::ensure_derivatives(const std::vector<int>& extra) {
   parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
   second_derivatives->values.prepare(*second_derivatives_ws, p);
   fill_derivative_fields(*this);
+}
+
+void Model::ensure_vector_jacobian_product(bool parameters) {
+  if (!second_derivatives || !jacobian) return;  // ensure_derivatives first
+  if (vjp && (problem.vjp_parameters || !parameters)) return;
+  const std::vector<int> none;
+  kernel::VectorJacobianProgram program =
+      kernel::compile_vector_jacobian_product(*jacobian, parameters ? derivative_parameters : none);
+  if (wants_native(*this))
+    program.values = kernel::with_native(program.values, kernel::resolve_native_toolchain());
+  vjp.emplace(std::move(program));
+  vjp_ws = vjp->values.make_workspace(1);
+  vjp_weights.assign(vjp->weight_names.size(), 0.0);
+  vjp_values.assign(vjp->values.output_count(), 0.0);
+  // A scalar model reads no forcing fields, so the weights are the program's only ones.
+  vjp_fields.clear();
+  for (const double& w : vjp_weights) vjp_fields.push_back({&w, 1});
+  if (vjp->values.forcing_names().size() != vjp_fields.size()) {
+    vjp.reset();  // the sweeps form J^T w from J instead
+    return;
+  }
+  vjp->values.prepare(*vjp_ws, p);
+  problem.vector_jacobian_product = &vector_jacobian_product_callback;
+  problem.vjp_parameters = parameters;
 }
 
 void Model::reset_parameters(bool require_observed_values) {

@@ -118,6 +118,12 @@ struct Model {
   std::optional<kernel::Program> first_derivatives;
   std::optional<kernel::Workspace> first_derivatives_ws;
   std::vector<double> first_values;  ///< J then df/dp values
+  /// J^T w and (df/dp)^T w by reverse accumulation (ensure_vector_jacobian_product), for the
+  /// adjoint sweeps' stages; the weights are copied into vjp_weights, which vjp_fields read.
+  std::optional<kernel::VectorJacobianProgram> vjp;
+  std::optional<kernel::Workspace> vjp_ws;
+  std::vector<double> vjp_weights, vjp_values;
+  std::vector<kernel::ForcingField<double>> vjp_fields;
 
   Model() = default;
   Model(const Model&) = delete;
@@ -142,6 +148,10 @@ struct Model {
   /// `extra`: further System::parameters indices (parameters events change, whose values a
   /// sweep carries between firings) after the differentiable ones.
   void ensure_derivatives(const std::vector<int>& extra = {});
+  /// After ensure_derivatives: compiles the vector-Jacobian product over the states and, when
+  /// `parameters`, over derivative_parameters (again only when parameters are asked for the
+  /// first time), prepared, and sets problem.vector_jacobian_product.
+  void ensure_vector_jacobian_product(bool parameters);
 };
 
 /// Copies and compiles `system`; `with_jacobian` adds the analytic Jacobian when the system is

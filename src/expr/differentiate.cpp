@@ -8,11 +8,13 @@
 
 #include <initializer_list>
 #include <string>
+#include <unordered_set>
 #include <unordered_map>
 #include <vector>
 
 #include "esi/core/error.hpp"
 #include "esi/expr/simplify.hpp"
+#include "esi/expr/substitute.hpp"
 
 namespace esi::expr {
 namespace {
@@ -312,6 +314,160 @@ NodeId differentiate(Pool& pool, NodeId e, StrId wrt) {
   const NodeId s = simplify(pool, e);
   Differ differ(pool, wrt);
   return differ.d(s);
+}
+
+namespace {
+
+/// The adjoint sweep of differentiate_reverse over one DAG.
+class ReverseSweep {
+ public:
+  ReverseSweep(Pool& pool, std::span<const StrId> wrt)
+      : pool_(pool), wrt_(wrt.begin(), wrt.end()), wrt_order_(wrt.begin(), wrt.end()),
+        zero_(pool.number(0.0)) {}
+
+  std::vector<NodeId> run(std::span<const NodeId> roots, std::span<const NodeId> weights) {
+    if (roots.size() != weights.size())
+      throw Error("invalid_argument", "", "", "differentiate_reverse: one weight per root");
+    std::vector<NodeId> simplified;
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      simplified.push_back(roots[i] == kNoNode ? kNoNode : simplify(pool_, roots[i]));
+      if (simplified.back() != kNoNode) order_from(simplified.back());
+    }
+    for (std::size_t i = 0; i < roots.size(); ++i)
+      if (simplified[i] != kNoNode && depends(simplified[i])) terms_[simplified[i]].push_back(weights[i]);
+    // order_ lists every operand before the nodes that use it: walked backwards, a node's
+    // adjoint is complete before it is handed on to its operands.
+    for (std::size_t k = order_.size(); k-- > 0;) propagate(order_[k]);
+    std::vector<NodeId> out;
+    for (StrId s : wrt_order_) {
+      const NodeId sym = pool_.symbol(pool_.str(s));
+      const auto it = adjoint_.find(sym);
+      out.push_back(it == adjoint_.end() ? zero_ : it->second);
+    }
+    return out;
+  }
+
+ private:
+  bool depends(NodeId id) const {
+    const auto it = depends_.find(id);
+    return it != depends_.end() && it->second;
+  }
+
+  /// Post-order of the nodes under `root` that depend on a `wrt` symbol, and that dependence.
+  void order_from(NodeId root) {
+    if (depends_.count(root)) return;
+    std::vector<std::pair<NodeId, std::size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const auto kids = pool_.children(id);
+      if (next < kids.size()) {
+        const NodeId c = kids[next++];
+        if (!depends_.count(c)) stack.emplace_back(c, 0);
+        continue;
+      }
+      const Node& n = pool_.node(id);
+      bool dep = n.op == Op::Symbol && wrt_.count(n.name) > 0;
+      for (NodeId c : kids) dep = dep || depends(c);
+      depends_.emplace(id, dep);
+      if (dep) order_.push_back(id);
+      stack.pop_back();
+    }
+  }
+
+  NodeId mul(NodeId a, NodeId b) {
+    const NodeId kids[2] = {a, b};
+    return make_simplified(pool_, Op::Mul, kids, 2);
+  }
+  NodeId negate(NodeId a) {
+    const NodeId kids[1] = {a};
+    return make_simplified(pool_, Op::Sub, kids, 1);
+  }
+
+  /// The adjoint of node `id` (the sum of what its users handed it) goes to its operands.
+  void propagate(NodeId id) {
+    const auto t = terms_.find(id);
+    if (t == terms_.end()) return;
+    std::vector<NodeId> terms = std::move(t->second);
+    terms_.erase(t);
+    const NodeId bar = terms.size() == 1
+                           ? terms[0]
+                           : make_simplified(pool_, Op::Add, terms, static_cast<std::uint16_t>(terms.size()));
+    const Node n = pool_.node(id);
+    if (n.op == Op::Symbol) {
+      adjoint_[id] = bar;
+      return;
+    }
+    const std::vector<NodeId> kids(pool_.children(id).begin(), pool_.children(id).end());
+    for (std::size_t k = n.arg_count; k < kids.size(); ++k)
+      if (depends(kids[k]))
+        throw Error("not_differentiable", "", "",
+                    "cannot differentiate '" + std::string(op_name(n.op)) +
+                        "': an attribute of it depends on a variable");
+    for (std::size_t k = 0; k < n.arg_count; ++k) {
+      if (!depends(kids[k])) continue;
+      const NodeId partial = local_partial(n, kids, k);
+      if (partial == zero_) continue;
+      NodeId contribution;
+      const Node& pn = pool_.node(partial);
+      if (pn.op == Op::Number && pn.number == 1.0) contribution = bar;
+      else if (pn.op == Op::Number && pn.number == -1.0) contribution = negate(bar);
+      else contribution = mul(bar, partial);
+      terms_[kids[k]].push_back(contribution);
+    }
+  }
+
+  /// d node / d operand k: sums, differences and products directly, every other op by
+  /// `differentiate` of the node with its dependent operands replaced by placeholder symbols.
+  // Not an ESM identifier (a space and '#'), so no model symbol is captured.
+  static constexpr const char* placeholder_prefix = "reverse operand #";
+
+  NodeId local_partial(const Node& n, const std::vector<NodeId>& kids, std::size_t k) {
+    switch (n.op) {
+      case Op::Add: return pool_.number(1.0);
+      case Op::Sub: return pool_.number(n.arg_count == 1 || k == 1 ? -1.0 : 1.0);
+      case Op::Neg: return pool_.number(-1.0);
+      case Op::Mul: {
+        std::vector<NodeId> others;
+        for (std::size_t j = 0; j < n.arg_count; ++j)
+          if (j != k) others.push_back(kids[j]);
+        if (others.empty()) return pool_.number(1.0);
+        if (others.size() == 1) return others[0];
+        return make_simplified(pool_, Op::Mul, others, static_cast<std::uint16_t>(others.size()));
+      }
+      default: break;
+    }
+    std::vector<NodeId> shallow_kids = kids;
+    std::unordered_map<StrId, NodeId> back;
+    for (std::size_t j = 0; j < n.arg_count; ++j) {
+      if (!depends(kids[j])) continue;
+      const StrId name = pool_.intern(placeholder_prefix + std::to_string(j));
+      shallow_kids[j] = pool_.symbol(pool_.str(name));
+      back.emplace(name, kids[j]);
+    }
+    const NodeId shallow = pool_.make(n.op, shallow_kids, n.arg_count, n.name, n.attrs);
+    const NodeId d = differentiate(pool_, shallow, pool_.intern(placeholder_prefix + std::to_string(k)));
+    if (d == zero_) return zero_;
+    std::unordered_map<NodeId, NodeId> memo;
+    return substitute(pool_, d, back, memo);
+  }
+
+  Pool& pool_;
+  std::unordered_set<StrId> wrt_;
+  std::vector<StrId> wrt_order_;
+  NodeId zero_;
+  std::unordered_map<NodeId, bool> depends_;
+  std::vector<NodeId> order_;
+  std::unordered_map<NodeId, std::vector<NodeId>> terms_;
+  std::unordered_map<NodeId, NodeId> adjoint_;
+};
+
+}  // namespace
+
+std::vector<NodeId> differentiate_reverse(Pool& pool, std::span<const NodeId> roots,
+                                          std::span<const NodeId> weights,
+                                          std::span<const StrId> wrt) {
+  ReverseSweep sweep(pool, wrt);
+  return sweep.run(roots, weights);
 }
 
 bool depends_on(const Pool& pool, NodeId e, StrId wrt) {

@@ -207,4 +207,48 @@ Program compile_first_derivatives(const JacobianProgram& jac, const ParameterJac
   return compile_outputs(sys, entries, options, order);
 }
 
+VectorJacobianProgram compile_vector_jacobian_product(const JacobianProgram& jac,
+                                                      std::span<const int> parameters,
+                                                      const CompileOptions& options) {
+  if (!jac.source || jac.row_ptr.size() != jac.dofs.size() + 1)
+    throw Error("invalid_jacobian", "", "", "the Jacobian program has no equations to differentiate");
+  esm::System sys = *jac.source;
+  (void)parameter_columns(sys, parameters);  // range and repeat checks
+  DefinitionInliner inline_defs(sys);
+  std::vector<NodeId> rhs, weights;
+  std::vector<std::string> weight_names;
+  std::vector<StrId> wrt;
+  for (std::size_t r = 0; r < jac.dofs.size(); ++r) {
+    const auto i = static_cast<std::size_t>(jac.dofs[r]);
+    rhs.push_back(inline_defs(sys.state_rhs[i]));
+    // Not an ESM identifier (spaces), so no model name is captured.
+    weight_names.push_back("adjoint weight #" + std::to_string(r));
+    weights.push_back(sys.pool.symbol(weight_names.back()));
+    wrt.push_back(sys.pool.intern(sys.states.name(i)));
+  }
+  for (int k : parameters) wrt.push_back(sys.pool.intern(sys.parameters[static_cast<std::size_t>(k)].name));
+  std::vector<NodeId> outputs;
+  try {
+    outputs = expr::differentiate_reverse(sys.pool, rhs, weights, wrt);
+  } catch (const Error& e) {
+    // Located at the first equation the forward rules refuse too (the same rules run here).
+    for (std::size_t r = 0; r < jac.dofs.size(); ++r) {
+      const esm::FlatVariable& state = sys.states[static_cast<std::size_t>(jac.dofs[r])];
+      try {
+        for (StrId s : wrt) (void)expr::differentiate(sys.pool, rhs[r], s);
+      } catch (const Error& row) {
+        throw_located(row, state, "the derivative of the equation of '" + state.name + "'");
+      }
+    }
+    throw;
+  }
+  CompileOptions o = options;
+  o.cell_inputs.insert(o.cell_inputs.end(), weight_names.begin(), weight_names.end());
+  Program values = compile_outputs(sys, outputs, o);
+  return {.dofs = jac.dofs,
+          .parameters = std::vector<int>(parameters.begin(), parameters.end()),
+          .weight_names = std::move(weight_names),
+          .values = std::move(values)};
+}
+
 }  // namespace esi::kernel

@@ -110,6 +110,26 @@ void Derivatives::jtw(const double* w, double* out) {
   }
 }
 
+void Derivatives::vjp(const double* w, double* out, double* mu) {
+  if (std::all_of(w, w + n_, [](double x) { return x == 0.0; })) return;
+  const bool params = mu != nullptr && problem_.parameter_count > 0;
+  const Point& p = current();
+  const bool held = p.has_jac && (!params || p.has_pjac);
+  if (held || problem_.vector_jacobian_product == nullptr || (params && !problem_.vjp_parameters)) {
+    jtw(w, out);
+    if (params) ptw(w, mu);
+    return;
+  }
+  vjp_u_.resize(n_);
+  vjp_p_.resize(problem_.vjp_parameters ? problem_.parameter_count : 0);
+  problem_.vector_jacobian_product(problem_.context, p.time, p.u.data(), w, vjp_u_.data(),
+                                   vjp_p_.empty() ? nullptr : vjp_p_.data());
+  ++counts_.vector_jacobian_products;
+  for (std::size_t i = 0; i < n_; ++i) out[i] += vjp_u_[i];
+  if (params)
+    for (std::size_t k = 0; k < vjp_p_.size(); ++k) mu[k] += vjp_p_[k];
+}
+
 void Derivatives::pv(const double* dp, double* out) {
   if (problem_.parameter_count == 0 || dp == nullptr) return;
   need_pjac();

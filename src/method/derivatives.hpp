@@ -37,6 +37,10 @@ class Derivatives {
   /// out += (df/dp) dp, mu += (df/dp)^T w (nothing when there are no parameters).
   void pv(const double* dp, double* out);
   void ptw(const double* w, double* mu);
+  /// out += J^T w and mu += (df/dp)^T w (mu null: not wanted) at the current point: from J and
+  /// df/dp where the point holds them, else by the problem's vector_jacobian_product, which
+  /// costs about an rhs evaluation instead of forming both matrices.
+  void vjp(const double* w, double* out, double* mu);
   /// out += (dJ[du, dp]) v: J's directional derivative along (du, dp) applied to v.
   void hessian_tangent(const double* du, const double* dp, const double* v, double* out);
   /// grad_u += d(w^T J v)/du, grad_p += d(w^T J v)/dp.
@@ -67,6 +71,7 @@ class Derivatives {
   std::array<Point, 2> points_;
   int current_ = 0, next_ = 0;
   bool parameters_wanted_ = true;
+  std::vector<double> vjp_u_, vjp_p_;
 };
 
 }  // namespace esi::method::detail

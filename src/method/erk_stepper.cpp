@@ -94,8 +94,7 @@ class ErkStepper final : public Stepper {
       const double* kappa = dk_.data() + std::size_t(i) * n_;
       std::fill(adj_stage, adj_stage + n_, 0.0);
       d.at(r.t + tab_.c[i] * r.h, stage_state(i));
-      d.jtw(kappa, adj_stage);
-      d.ptw(kappa, mu);
+      d.vjp(kappa, adj_stage, mu);
       for (std::size_t m = 0; m < n_; ++m) lambda0[m] += adj_stage[m];
       for (int j = 0; j < i; ++j)
         if (tab_.a[i][j] != 0.0)

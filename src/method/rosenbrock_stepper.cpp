@@ -284,8 +284,7 @@ void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const doubl
     }
     std::fill(adj_stage, adj_stage + n_, 0.0);
     d.at(r.t + tab_.c[i] * h, stage_state(i));
-    d.jtw(xi_.data(), adj_stage);
-    d.ptw(xi_.data(), mu);
+    d.vjp(xi_.data(), adj_stage, mu);
     for (std::size_t m = 0; m < n_; ++m) lambda0[m] += adj_stage[m];
     for (int j = 0; j < i; ++j)
       if (tab_.a[i][j] != 0.0)
@@ -300,8 +299,7 @@ void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const doubl
   for (const auto& [time, w] : {std::pair{ft_t1_, w1}, std::pair{ft_t2_, w2}}) {
     for (std::size_t m = 0; m < n_; ++m) adj_stage[m] = w * dt_[m];
     d.at(time, u0);
-    d.jtw(adj_stage, lambda0);
-    d.ptw(adj_stage, mu);
+    d.vjp(adj_stage, lambda0, mu);
   }
 }
 

@@ -151,8 +151,7 @@ void adjoint_step(Sweep& sweep, const ForwardTape& tape, std::size_t k, const do
   sweep.stepper().adjoint(tape.steps[k], d, u0, lambda.data(), lambda0.data(), lambda_f0.data(), mu);
   // f0 = f(f0_time, u0) is the step's own function of its start state.
   d.at(tape.steps[k].f0_time, u0);
-  d.jtw(lambda_f0.data(), lambda0.data());
-  d.ptw(lambda_f0.data(), mu);
+  d.vjp(lambda_f0.data(), lambda0.data(), mu);
   std::copy(lambda0.begin(), lambda0.end(), lambda.begin());
 }
 

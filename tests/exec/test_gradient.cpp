@@ -56,6 +56,7 @@ TEST(Gradient, OzoneBoxIdentityAndDifferencesForEachFamily) {
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_GT(r.steps, 10u);
     EXPECT_EQ(r.gradient.size(), r.states + r.parameters);
+    EXPECT_GT(r.sweep.vector_jacobian_products, 0);  // the reverse-accumulated products
     expect_checks(r, 1e-13, 1e-6);
   }
 }

@@ -603,6 +603,54 @@ Tally check_entries(const System& s, const Derivatives& d, const Point& x) {
   return tally;
 }
 
+/// The reverse-accumulated w^T J and w^T df/dp (compile_vector_jacobian_product) against the
+/// same products summed from the CSR programs' values, each on the magnitude of its terms.
+Tally check_vector_jacobian_product(const System& s, const Derivatives& d, const Point& x) {
+  Tally tally;
+  const VectorJacobianProgram vjp = compile_vector_jacobian_product(d.jac, d.dfdp.parameters);
+  EXPECT_EQ(vjp.values.output_count(), d.jac.dofs.size() + d.dfdp.parameters.size());
+  EXPECT_EQ(vjp.values.forcing_names().size(), x.w.size());
+  std::vector<esi::kernel::ForcingField<double>> weights;
+  for (const double& wi : x.w) weights.push_back({&wi, 1});
+  Workspace ws = vjp.values.make_workspace(1);
+  vjp.values.prepare(ws, x.p);
+  const std::vector<double> got = esi::testing::run_whole<double>(vjp.values, ws, x.u, 1, {x.t}, weights);
+  const std::vector<double> jac = run_program(d.jac.values, x.u, x.p, x.t);
+  const std::vector<double> dfdp = run_program(d.dfdp.values, x.u, x.p, x.t);
+  const std::size_t n = d.jac.dofs.size();
+  std::vector<double> want(got.size(), 0.0), mag(got.size(), 0.0);
+  const std::vector<int> row = entry_rows(d.jac);
+  for (std::size_t e = 0; e < jac.size(); ++e) {
+    const double term = x.w[row[e]] * jac[e];
+    want[d.jac.col[e]] += term;
+    mag[d.jac.col[e]] += std::fabs(term);
+  }
+  for (std::size_t r = 0; r + 1 < d.dfdp.row_ptr.size(); ++r)
+    for (int q = d.dfdp.row_ptr[r]; q < d.dfdp.row_ptr[r + 1]; ++q) {
+      const double term = x.w[r] * dfdp[q];
+      want[n + d.dfdp.col[q]] += term;
+      mag[n + d.dfdp.col[q]] += std::fabs(term);
+    }
+  // Where a derivative's terms cancel inside one CSR entry (box.esm's branching ratio by P), the
+  // entries' magnitudes understate the rounding: the oracle's magnitudes of the terms bound it.
+  HyperDualOracle oracle(s);
+  const std::vector<double> no_tangent(s.states.size(), 0.0);
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const bool param = k >= n;
+    const auto index = static_cast<std::size_t>(param ? d.dfdp.parameters[k - n] : d.jac.dofs[k]);
+    const auto f = oracle.rhs(x.u.data(), x.p.data(), x.t, seeds(s, no_tangent, param, index));
+    double terms = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) terms += std::fabs(x.w[i]) * f[i].mag.b;
+    mag[k] = std::max(mag[k], terms);
+  }
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const std::string what = k < n ? "(w'J) " + s.states[d.jac.dofs[k]].name
+                                   : "(w'df/dp) " + s.parameters[d.dfdp.parameters[k - n]].name;
+    tally.check(got[k], want[k], std::max(mag[k], std::fabs(got[k])), 1e-12, what);
+  }
+  return tally;
+}
+
 /// Entry by entry when the system is small, through w^T J v otherwise.
 Tally check_system(const System& s, const Derivatives& d, std::uint64_t seed) {
   const Point x = point_for(s, seed);
@@ -719,7 +767,8 @@ TEST(Derivatives, EveryOperatorMatchesHyperDualNumbers) {
   EXPECT_GT(d.second.p_entry.size(), 0u);
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     const Point x = point_for(s, seed);
-    for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x)}) {
+    for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x),
+                           check_vector_jacobian_product(s, d, x)}) {
       EXPECT_EQ(t.failure, "") << "seed " << seed;
       EXPECT_EQ(t.nonfinite, 0);
       EXPECT_LT(t.max_rel, 1e-12);
@@ -819,7 +868,8 @@ TEST(Derivatives, BilinearLookupsHaveSecondDerivatives) {
     EXPECT_GT(d.second.u_entry.size() + d.second.p_entry.size(), 0u);
     for (std::uint64_t seed : {1u, 2u, 3u, 4u}) {
       const Point x = point_for(s, seed);
-      for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x)}) {
+      for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x),
+                             check_vector_jacobian_product(s, d, x)}) {
         EXPECT_EQ(t.failure, "") << "seed " << seed;
         EXPECT_EQ(t.nonfinite, 0);
         EXPECT_LT(t.max_rel, 1e-12);
@@ -860,7 +910,8 @@ TEST(Derivatives, TestSetProblemsMatchHyperDualNumbers) {
     EXPECT_EQ(hp, val.hp) << key;
     for (std::uint64_t seed : {31u, 32u}) {
       const Point y = point_for(s, seed);
-      for (const Tally& t : {check_entries(s, d, y), check_contracted(s, d, y)}) {
+      for (const Tally& t : {check_entries(s, d, y), check_contracted(s, d, y),
+                             check_vector_jacobian_product(s, d, y)}) {
         EXPECT_EQ(t.failure, "") << key;
         EXPECT_EQ(t.nonfinite, 0) << key;
         EXPECT_LT(t.max_rel, 1e-12) << key;
@@ -897,6 +948,9 @@ TEST(Derivatives, CorpusReactionSystemsMatchHyperDualNumbers) {
       const Derivatives d = compile_derivatives(s);
       const Tally t = check_system(s, d, 77);
       EXPECT_EQ(t.failure, "") << rel;
+      const Tally vjp = check_vector_jacobian_product(s, d, point_for(s, 79));
+      EXPECT_EQ(vjp.failure, "") << rel;
+      EXPECT_EQ(vjp.nonfinite, 0) << rel;
       // The fused J + df/dp program the sweeps use gives the two programs' values.
       const Point x = point_for(s, 78);
       const std::vector<double> both = run_program(compile_first_derivatives(d.jac, d.dfdp), x.u, x.p, x.t);

@@ -93,7 +93,8 @@ class CompiledProblem {
     if (derivatives_) return;
     const std::vector<int> params = kernel::differentiable_parameters(system_);
     derivatives_.emplace(Derivatives{kernel::compile_parameter_jacobian(system_, params),
-                                     kernel::compile_second_derivatives(jac_, params)});
+                                     kernel::compile_second_derivatives(jac_, params),
+                                     kernel::compile_vector_jacobian_product(jac_, params)});
     derivatives_->prepare(p_);
   }
   bool derivatives_enabled() const { return derivatives_.has_value(); }
@@ -120,6 +121,20 @@ class CompiledProblem {
     run_one(d.second.values, *d.ws_second, t, u, d.scratch.data(), nu + np);
     std::copy(d.scratch.begin(), d.scratch.begin() + static_cast<std::ptrdiff_t>(nu), u_values);
     std::copy(d.scratch.begin() + static_cast<std::ptrdiff_t>(nu), d.scratch.end(), p_values);
+  }
+
+  /// g_u = J^T w and g_p = (df/dp)^T w at (t, u), by the reverse-accumulated program.
+  void vector_jacobian_product(double t, const double* u, const double* w, double* g_u, double* g_p) {
+    Derivatives& d = *derivatives_;
+    std::copy(w, w + size(), d.weights.begin());
+    kernel::RunArgs<double> a;
+    a.u = {u, d.vjp.values.state_count(), 1, 1};
+    a.t = std::span<const double>(&t, 1);
+    a.forcing = d.fields;
+    a.du = {d.vjp_out.data(), d.vjp_out.size(), 1, 1};
+    kernel::run(d.vjp.values, *d.ws_vjp, a);
+    std::copy(d.vjp_out.begin(), d.vjp_out.begin() + static_cast<std::ptrdiff_t>(size()), g_u);
+    if (g_p) std::copy(d.vjp_out.begin() + static_cast<std::ptrdiff_t>(size()), d.vjp_out.end(), g_p);
   }
 
   /// du = f(t, u), System order. Counts calls.
@@ -178,10 +193,19 @@ class CompiledProblem {
   struct Derivatives {
     kernel::ParameterJacobianProgram dfdp;
     kernel::SecondDerivativeProgram second;
-    std::optional<kernel::Workspace> ws_dfdp, ws_second;
+    kernel::VectorJacobianProgram vjp;
+    std::optional<kernel::Workspace> ws_dfdp, ws_second, ws_vjp;
     std::vector<double> scratch;  // the second-derivative program writes u and p values at once
+    std::vector<double> weights, vjp_out;
+    std::vector<kernel::ForcingField<double>> fields;  // read the weights
 
     void prepare(const std::vector<double>& p) {
+      ws_vjp = vjp.values.make_workspace(1);
+      vjp.values.prepare(*ws_vjp, p);
+      weights.assign(vjp.weight_names.size(), 0.0);
+      vjp_out.assign(vjp.values.output_count(), 0.0);
+      fields.clear();
+      for (const double& w : weights) fields.push_back({&w, 1});
       ws_dfdp = dfdp.values.make_workspace(1);
       ws_second = second.values.make_workspace(1);
       dfdp.values.prepare(*ws_dfdp, p);
@@ -198,6 +222,11 @@ class CompiledProblem {
     p.parameter_jacobian = [](void* c, double t, const double* u, double* values) {
       static_cast<CompiledProblem*>(c)->parameter_jacobian(t, u, values);
     };
+    p.vector_jacobian_product = [](void* c, double t, const double* u, const double* w, double* g_u,
+                                   double* g_p) {
+      static_cast<CompiledProblem*>(c)->vector_jacobian_product(t, u, w, g_u, g_p);
+    };
+    p.vjp_parameters = true;
     p.hess_u_entry = d.second.u_entry;
     p.hess_u_state = d.second.u_state;
     p.hess_p_entry = d.second.p_entry;

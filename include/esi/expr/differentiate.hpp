@@ -26,12 +26,28 @@
 // with shared subtrees gives a result linear in its size. Tests: tests/expr/test_differentiate.cpp.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "esi/expr/expr.hpp"
 
 namespace esi::expr {
 
 /// ∂e/∂wrt, with `wrt` the interned name of a Symbol.
 NodeId differentiate(Pool& pool, NodeId e, StrId wrt);
+
+/// Reverse accumulation: the gradient of sum_i weights[i] * roots[i] with respect to each
+/// Symbol named in `wrt` (one result per entry of `wrt`, the Number 0 node where nothing
+/// depends on it). With weights that are symbols of their own this is a vector-Jacobian
+/// product w^T (d roots / d wrt) as one expression DAG whose size is a small multiple of the
+/// roots' (the adjoint of every shared subexpression is formed once), where the forward rules
+/// above would give every entry of the Jacobian. Each node's local partial by one operand is
+/// `differentiate`'s own rule (the same branch conventions), so the values equal the
+/// Jacobian's up to rounding. Roots are simplified first, as `differentiate` does; a kNoNode
+/// root contributes nothing. Throws what `differentiate` throws.
+std::vector<NodeId> differentiate_reverse(Pool& pool, std::span<const NodeId> roots,
+                                          std::span<const NodeId> weights,
+                                          std::span<const StrId> wrt);
 
 /// Whether any Symbol node named `wrt` is reachable from `e` through children (args and fields).
 /// Memoized per call; the structural sparsity test behind `differentiate`.

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "esi/kernel/jacobian.hpp"
@@ -76,5 +77,25 @@ SecondDerivativeProgram compile_second_derivatives(const JacobianProgram& jac,
 /// Throws `invalid_jacobian` when the two are not of the same equations and parameters.
 Program compile_first_derivatives(const JacobianProgram& jac, const ParameterJacobianProgram& dfdp,
                                   const CompileOptions& options = {});
+
+/// w^T J and w^T df/dp in one program, by reverse accumulation (expr::differentiate_reverse):
+/// its cost is a small multiple of the right-hand side's, where J and df/dp cost their
+/// nonzeros, so a sweep that only needs these products at a stage point asks for them here.
+/// Outputs: jac.dofs.size() values (d(w^T f)/du, column positions of the Jacobian), then
+/// parameters.size() values. The weights w (one per row of jac) are the forcing inputs
+/// `weight_names` (after options.forcing), read per lane like a cell input.
+struct VectorJacobianProgram {
+  std::vector<int> dofs;        ///< state index of each row and of each u output
+  std::vector<int> parameters;  ///< System::parameters index of each p output
+  std::vector<std::string> weight_names;
+  Program values;
+};
+
+/// The vector-Jacobian product of `jac`'s equations by its dofs and by `parameters`
+/// (System::parameters indices, no repeats; empty for w^T J alone). options.dofs is ignored.
+/// Throws `invalid_parameter`, `adjoint_unsupported_function` and the compile codes.
+VectorJacobianProgram compile_vector_jacobian_product(const JacobianProgram& jac,
+                                                      std::span<const int> parameters,
+                                                      const CompileOptions& options = {});
 
 }  // namespace esi::kernel

@@ -62,13 +62,20 @@ struct OdeProblem {
   std::vector<int> param_row_ptr;
   std::vector<int> param_col;
   void (*parameter_jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+  /// Optional: J's values and df/dp's at one (t, u) in one call (cheaper than jacobian plus
+  /// parameter_jacobian where they share terms).
+  void (*first_derivatives)(void* context, double t, const double* u, double* jac_values,
+                            double* param_values) = nullptr;
+  /// Optional: g_u = J^T w and, when vjp_parameters, g_p = (df/dp)^T w at one (t, u), written
+  /// (not added); g_p is not touched (may be null) without vjp_parameters. Formed by reverse
+  /// accumulation at a cost near the rhs's, where J and df/dp cost their nonzeros: what an
+  /// adjoint sweep asks at its stage points, where it needs nothing else.
+  void (*vector_jacobian_product)(void* context, double t, const double* u, const double* w,
+                                  double* g_u, double* g_p) = nullptr;
+  bool vjp_parameters = false;
   /// Second derivatives of the Jacobian's nonzeros (jac_col order, entry e = CSR position):
   /// u_values[q] = d J[hess_u_entry[q]] / d u[hess_u_state[q]] and
   /// p_values[q] = d J[hess_p_entry[q]] / d p[hess_p_param[q]]. Structural zeros are omitted.
-  /// Optional: J's values and df/dp's at one (t, u) in one call (cheaper than jacobian plus
-  /// parameter_jacobian where they share terms); the sweeps use it at their stage points.
-  void (*first_derivatives)(void* context, double t, const double* u, double* jac_values,
-                            double* param_values) = nullptr;
   std::vector<int> hess_u_entry, hess_u_state;
   std::vector<int> hess_p_entry, hess_p_param;
   void (*second_derivatives)(void* context, double t, const double* u, double* u_values,

@@ -131,6 +131,7 @@ struct SweepResult {
   std::string message;  ///< why the sweep failed ("" on success)
   IntegratorStats stats;  ///< evaluations of the replays and the sweep
   long jacobian_transpose_products = 0, second_order_evaluations = 0;
+  long vector_jacobian_products = 0;  ///< by OdeProblem::vector_jacobian_product
   bool ok() const { return code == ReturnCode::Success; }
 };
 
