@@ -419,6 +419,8 @@ Bound bind_for_derivatives(const esm::System& system, const SimulateOptions& run
       if (a.parameter) updated.push_back(a.index);
   const std::size_t fixed = kernel::differentiable_parameters(m.system).size();
   m.ensure_derivatives(updated);
+  // One LU plan for the forward segments and the sweeps' replays.
+  m.problem.lu_plans = std::make_shared<method::SparseLuPlanCache>();
   b.events_set_parameters = !updated.empty();
   b.targets = resolve_targets(m, wrt, fixed);
   b.u0 = m.initial_state();
@@ -458,7 +460,11 @@ GradientResult gradient(const esm::System& system, const GradientOptions& option
 
   if (options.time_plain_forward) {
     const auto plain_start = std::chrono::steady_clock::now();
-    method::Integrator plain(m.problem, io, run.t0, u0);
+    // Its own LU plan, as a run of `esi simulate` makes: the recorded forward run below pays
+    // for the plan the sweep then shares.
+    method::OdeProblem alone = m.problem;
+    alone.lu_plans = nullptr;
+    method::Integrator plain(alone, io, run.t0, u0);
     while (plain.t() < run.t1)
       if (plain.step(run.t1) != method::ReturnCode::Success) break;
     r.plain_seconds = seconds_since(plain_start);

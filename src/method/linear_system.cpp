@@ -67,7 +67,8 @@ struct LinearSystem::Impl {
   /// pivoting), so no step fails that SparseLU alone would have taken.
   bool planned = false;
   bool planned_factored = false;  // the last factorization is the planned one
-  linalg::SparseLuPlan plan;
+  std::shared_ptr<const linalg::SparseLuPlan> shared;  // OdeProblem::lu_plans' or its own
+  const linalg::SparseLuPlan& plan() const { return *shared; }
   linalg::LaneVector<double> lu_values;
 
   void setup_sparse();
@@ -87,6 +88,23 @@ struct LinearSystem::Impl {
 /// grows faster than the nonzeros) is left to SparseLU's COLAMD.
 constexpr std::size_t kPlannedLimit = 4096;
 
+/// The plan for `pattern`: the problem's shared one when it has a cache and the cache holds a
+/// plan for this pattern (made here when empty), else a plan of its own.
+static std::shared_ptr<const linalg::SparseLuPlan> shared_plan(const OdeProblem& p, const linalg::Pattern& pattern) {
+  if (!p.lu_plans) return std::make_shared<const linalg::SparseLuPlan>(linalg::plan_sparse_lu(pattern));
+  SparseLuPlanCache& cache = *p.lu_plans;
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  const bool same = cache.row_ptr == pattern.row_ptr && cache.col == pattern.col;
+  if (cache.plan && same) return cache.plan;
+  auto plan = std::make_shared<const linalg::SparseLuPlan>(linalg::plan_sparse_lu(pattern));
+  if (!cache.plan) {
+    cache.row_ptr = pattern.row_ptr;
+    cache.col = pattern.col;
+    cache.plan = plan;
+  }
+  return plan;
+}
+
 void LinearSystem::Impl::setup_sparse() {
   const OdeProblem& p = *eval.problem;
   if (n <= kPlannedLimit) {
@@ -95,8 +113,8 @@ void LinearSystem::Impl::setup_sparse() {
     pattern.row_ptr.assign(p.jac_row_ptr.begin(), p.jac_row_ptr.end());
     pattern.col.assign(p.jac_col.begin(), p.jac_col.end());
     try {
-      plan = linalg::plan_sparse_lu(pattern);
-      lu_values.resize(plan.nonzeros());
+      shared = shared_plan(p, pattern);
+      lu_values.resize(plan().nonzeros());
       planned = true;
       return;
     } catch (const Error&) {
@@ -222,9 +240,9 @@ bool LinearSystem::factorize(double alpha) {
     if (!std::isfinite(alpha)) return false;
     for (double v : m.csr_values)
       if (!std::isfinite(v)) return false;
-    linalg::assemble_shifted(m.plan, m.csr_values.data(), &alpha, m.lu_values.data(), 1);
+    linalg::assemble_shifted(m.plan(), m.csr_values.data(), &alpha, m.lu_values.data(), 1);
     std::uint8_t failed = 0;
-    if (linalg::lu_factor(m.plan, m.lu_values.data(), 1, std::span<std::uint8_t>(&failed, 1)) == 0) {
+    if (linalg::lu_factor(m.plan(), m.lu_values.data(), 1, std::span<std::uint8_t>(&failed, 1)) == 0) {
       m.planned_factored = true;
       return true;
     }
@@ -248,7 +266,7 @@ bool LinearSystem::solve(double* x) {
   Impl& m = *impl_;
   ++m.eval.stats->linear_solves;
   if (m.planned_factored) {
-    linalg::lu_solve(m.plan, m.lu_values.data(), x, 1);
+    linalg::lu_solve(m.plan(), m.lu_values.data(), x, 1);
     return true;
   }
   Eigen::Map<Eigen::VectorXd> xv(x, Eigen::Index(m.n));
@@ -264,7 +282,7 @@ bool LinearSystem::solve(double* x) {
 bool LinearSystem::solve_transposed(double* x) {
   Impl& m = *impl_;
   if (m.planned_factored) {
-    linalg::lu_solve_transposed(m.plan, m.lu_values.data(), x, 1);
+    linalg::lu_solve_transposed(m.plan(), m.lu_values.data(), x, 1);
     return true;
   }
   Eigen::Map<Eigen::VectorXd> xv(x, Eigen::Index(m.n));
@@ -287,7 +305,7 @@ const double* LinearSystem::jacobian_values() const {
 // its n^2 values into fresh tape memory does (measured on POLLU), so it is refactorized.
 std::size_t LinearSystem::factor_size() const {
   const Impl& m = *impl_;
-  return m.sparse && m.planned ? m.plan.nonzeros() + 1 : 1;  // the last slot: 1 when kept
+  return m.sparse && m.planned ? m.plan().nonzeros() + 1 : 1;  // the last slot: 1 when kept
 }
 
 void LinearSystem::save_factors(double* out) const {
@@ -315,8 +333,8 @@ bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
   if (m.sparse) {
     if (!m.planned_factored) return transposed ? solve_transposed(x) : solve(x);
     ++m.eval.stats->linear_solves;
-    if (transposed) linalg::lu_solve_transposed(m.plan, m.lu_values.data(), x, 1);
-    else linalg::lu_solve(m.plan, m.lu_values.data(), x, 1);
+    if (transposed) linalg::lu_solve_transposed(m.plan(), m.lu_values.data(), x, 1);
+    else linalg::lu_solve(m.plan(), m.lu_values.data(), x, 1);
     return true;
   }
   ++m.eval.stats->linear_solves;

@@ -2,6 +2,7 @@
 // planned LU without pivoting, and Eigen's SparseLU with partial pivoting for a factorization
 // whose diagonal pivot the plan finds zero. Exact solutions of 2 x 2 blocks are the oracle.
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -110,3 +111,42 @@ TEST(LinearSystem, ASingularMatrixIsReportedAsAFailedFactorization) {
 }
 
 }  // namespace
+
+// Linear systems over one problem share its LU plan (OdeProblem::lu_plans): the second reuses
+// the first's, and both still solve to the closed form. A problem of another pattern handed
+// the same cache plans its own and leaves the cache as it was.
+TEST(LinearSystem, SystemsOfOneProblemShareTheirPlan) {
+  Pairs pairs{1.0, 0.5};
+  OdeProblem problem = pair_problem(pairs);
+  problem.lu_plans = std::make_shared<esi::method::SparseLuPlanCache>();
+  IntegratorStats stats;
+  std::vector<double> u(2 * kPairs, 0.0), g(2 * kPairs, 0.0);
+  LinearSystem first(Evaluator{&problem, &stats}, JacobianOf::Rhs);
+  ASSERT_NE(problem.lu_plans->plan, nullptr);
+  LinearSystem second(Evaluator{&problem, &stats}, JacobianOf::Rhs);
+  EXPECT_EQ(problem.lu_plans->plan.use_count(), 3);  // the cache and both systems
+  for (LinearSystem* s : {&first, &second}) {
+    s->evaluate_jacobian(0.0, u.data(), g.data());
+    ASSERT_TRUE(s->factorize(3.0));
+    expect_block_solutions(*s, 3.0, pairs);
+  }
+  // The diagonal alone: another pattern.
+  OdeProblem diagonal = problem;
+  diagonal.jacobian = [](void*, double, const double*, double* values) {
+    for (int i = 0; i < 2 * kPairs; ++i) values[i] = 1.0;
+  };
+  diagonal.jac_col.clear();
+  diagonal.jac_row_ptr = {0};
+  for (int i = 0; i < 2 * kPairs; ++i) {
+    diagonal.jac_col.push_back(i);
+    diagonal.jac_row_ptr.push_back(i + 1);
+  }
+  LinearSystem third(Evaluator{&diagonal, &stats}, JacobianOf::Rhs);
+  EXPECT_EQ(problem.lu_plans->plan.use_count(), 3);
+  EXPECT_EQ(problem.lu_plans->col, problem.jac_col);
+  third.evaluate_jacobian(0.0, u.data(), g.data());
+  ASSERT_TRUE(third.factorize(3.0));
+  std::vector<double> x(2 * kPairs, 4.0);
+  ASSERT_TRUE(third.solve(x.data()));
+  for (double xi : x) EXPECT_DOUBLE_EQ(xi, 2.0);  // (3 - 1) x = 4
+}

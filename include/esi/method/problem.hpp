@@ -9,10 +9,27 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+namespace esi::linalg {
+struct SparseLuPlan;
+}
+
 namespace esi::method {
+
+/// The planned sparse LU of I/(gamma h) - J over one Jacobian pattern, made by the first
+/// linear system that needs it and read by every later one that shares this cache (see
+/// OdeProblem::lu_plans). Planning (a Markowitz ordering) costs fullchem's 272 states about a
+/// third of a one-hour forward run; a gradient builds several integrators (event segments,
+/// the sweep's replays) over one problem.
+struct SparseLuPlanCache {
+  std::mutex mutex;
+  std::vector<int> row_ptr, col;  ///< the pattern `plan` is for
+  std::shared_ptr<const linalg::SparseLuPlan> plan;
+};
 
 struct OdeProblem {
   std::size_t size = 0;     ///< number of states
@@ -28,6 +45,9 @@ struct OdeProblem {
   std::vector<int> jac_row_ptr;
   std::vector<int> jac_col;
   void (*jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+  /// Optional: where linear systems over this pattern share their LU plan (a plan made for
+  /// another pattern is not used). Null: each plans its own.
+  std::shared_ptr<SparseLuPlanCache> lu_plans;
 
   /// Optional split for IMEX methods: f = f_explicit + f_implicit, with `implicit_jacobian`
   /// (same CSR pattern as above, or dense differences when null) the Jacobian of f_implicit.
