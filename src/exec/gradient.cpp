@@ -268,6 +268,7 @@ method::SweepResult adjoint_run(Model& m, const method::IntegratorOptions& io, F
     total.stats.linear_solves += r.stats.linear_solves;
     total.jacobian_transpose_products += r.jacobian_transpose_products;
     total.vector_jacobian_products += r.vector_jacobian_products;
+    total.point_batches += r.point_batches;
     total.second_order_evaluations += r.second_order_evaluations;
     if (!r.ok()) {
       total.code = r.code;

@@ -320,6 +320,30 @@ void first_derivatives_callback(void* context, double t, const double* u, double
   std::copy(split, m.first_values.end(), param_values);
 }
 
+/// J and df/dp (or J alone without param_values) at `count` points, one lane each: the states
+/// gathered lane-major, the values scattered back point by point.
+void first_derivatives_lanes_callback(void* context, std::size_t count, const double* t, const double* u,
+                                      double* jac_values, double* param_values) {
+  Model& m = *static_cast<Model*>(context);
+  const std::size_t n = m.problem.size, nj = m.jacobian->col.size();
+  const bool params = param_values != nullptr;
+  const std::size_t rows = params ? m.first_values.size() : nj, np = rows - nj;
+  m.lanes_u.resize(n * count);
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t i = 0; i < n; ++i) m.lanes_u[i * count + k] = u[k * n + i];
+  m.lanes_out.resize(rows * count);
+  kernel::RunArgs<double> args;
+  args.u = {m.lanes_u.data(), n, count, count};
+  args.t = std::span<const double>(t, count);
+  args.du = {m.lanes_out.data(), rows, count, count};
+  kernel::run(params ? *m.first_derivatives : m.jacobian->values,
+              params ? *m.first_lanes_ws : *m.jacobian_lanes_ws, args);
+  for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t e = 0; e < nj; ++e) jac_values[k * nj + e] = m.lanes_out[e * count + k];
+    for (std::size_t q = 0; q < np; ++q) param_values[k * np + q] = m.lanes_out[(nj + q) * count + k];
+  }
+}
+
 /// J^T w and (df/dp)^T w at one point in one program run.
 void vector_jacobian_product_callback(void* context, double t, const double* u, const double* w,
                                       double* g_u, double* g_p) {
@@ -418,6 +442,8 @@ void Model::prepare_all() {
   if (parameter_jacobian) parameter_jacobian->values.prepare(*parameter_jacobian_ws, p);
   if (second_derivatives) second_derivatives->values.prepare(*second_derivatives_ws, p);
   if (first_derivatives) first_derivatives->prepare(*first_derivatives_ws, p);
+  if (first_lanes_ws) first_derivatives->prepare(*first_lanes_ws, p);
+  if (jacobian_lanes_ws) jacobian->values.prepare(*jacobian_lanes_ws, p);
   if (vjp) vjp->values.prepare(*vjp_ws, p);
   for (auto* e : {&observed, &conditions, &affects})
     if (*e) (*e)->prepare(p);
@@ -464,6 +490,13 @@ void Model::ensure_derivatives(const std::vector<int>& extra) {
   }
   first_derivatives.emplace(std::move(first));
   first_derivatives_ws = first_derivatives->make_workspace(1);
+  // A step's points: Rodas5P's new stages, f0 and a non-autonomous f_t's two (at most 9 for
+  // the tableaus here); more run in further blocks.
+  constexpr std::size_t kPointLanes = 16;
+  first_lanes_ws = first_derivatives->make_workspace(kPointLanes);
+  jacobian_lanes_ws = jacobian->values.make_workspace(kPointLanes);
+  first_derivatives->prepare(*first_lanes_ws, p);
+  jacobian->values.prepare(*jacobian_lanes_ws, p);
   first_values.assign(jacobian->col.size() + dfdp.col.size(), 0.0);
   first_derivatives->prepare(*first_derivatives_ws, p);
   derivative_parameters = std::move(params);
@@ -494,12 +527,21 @@ void Model::ensure_vector_jacobian_product(bool parameters) {
   vjp_fields.clear();
   for (const double& w : vjp_weights) vjp_fields.push_back({&w, 1});
   if (vjp->values.forcing_names().size() != vjp_fields.size()) {
-    vjp.reset();  // the sweeps form J^T w from J instead
+    vjp.reset();  // the sweeps form J^T w from J instead, a step's points on lanes
+    problem.first_derivatives_lanes = &first_derivatives_lanes_callback;
     return;
   }
   vjp->values.prepare(*vjp_ws, p);
   problem.vector_jacobian_product = &vector_jacobian_product_callback;
   problem.vjp_parameters = parameters;
+  // A step's points on lanes cost about one point's J (+ df/dp): cheaper than a product per
+  // point unless reverse accumulation makes the products much smaller than J. Measured
+  // (bench/HISTORY.md, 2026-12-07 15:25): lanes win on POLLU, the ozone box and SuperFast,
+  // whose J + df/dp programs are 0.9-1.1 times their products' size; fullchem's is 1.5 times,
+  // and its products win.
+  const std::size_t batch = (parameters ? first_derivatives->stats() : jacobian->values.stats()).lane_instructions;
+  const std::size_t single = vjp->values.stats().lane_instructions;
+  problem.first_derivatives_lanes = 4 * batch <= 5 * single ? &first_derivatives_lanes_callback : nullptr;
 }
 
 void Model::reset_parameters(bool require_observed_values) {

@@ -118,6 +118,10 @@ struct Model {
   std::optional<kernel::Program> first_derivatives;
   std::optional<kernel::Workspace> first_derivatives_ws;
   std::vector<double> first_values;  ///< J then df/dp values
+  /// The first-derivative programs over several points at once (problem.first_derivatives_lanes):
+  /// workspaces as wide as a step's points, and the lane-major inputs and outputs.
+  std::optional<kernel::Workspace> first_lanes_ws, jacobian_lanes_ws;
+  std::vector<double> lanes_u, lanes_out;
   /// J^T w and (df/dp)^T w by reverse accumulation (ensure_vector_jacobian_product), for the
   /// adjoint sweeps' stages; the weights are copied into vjp_weights, which vjp_fields read.
   std::optional<kernel::VectorJacobianProgram> vjp;

@@ -18,25 +18,62 @@ Derivatives::Derivatives(const OdeProblem& problem, SweepResult& counts)
     : problem_(problem), counts_(counts), n_(problem.size),
       jac_row_(rows_of(problem.jac_row_ptr)), param_row_(rows_of(problem.param_row_ptr)) {}
 
+Derivatives::Point* Derivatives::find(double key, const double* u) {
+  auto same = [&](const Point& p) { return p.valid && p.t == key && std::equal(p.u.begin(), p.u.end(), u); };
+  for (Point& p : batch_)
+    if (same(p)) return &p;
+  for (int s = 0; s < 2; ++s)
+    if (same(points_[s])) {
+      next_ = 1 - s;  // the other point is the older one
+      return &points_[s];
+    }
+  return nullptr;
+}
+
 void Derivatives::at(double t, const double* u) {
   // An autonomous problem's derivatives do not depend on t: a point is its state alone.
   const double key = problem_.autonomous ? 0.0 : t;
-  for (int s = 0; s < 2; ++s) {
-    Point& p = points_[s];
-    if (p.valid && p.t == key && std::equal(p.u.begin(), p.u.end(), u)) {
-      current_ = s;
-      next_ = 1 - s;  // the other point is the older one
-      return;
-    }
+  if (Point* p = find(key, u)) {
+    current_ = p;
+    return;
   }
-  current_ = next_;
+  Point& p = points_[next_];
   next_ = 1 - next_;
-  Point& p = points_[current_];
+  current_ = &p;
   p.t = key;
   p.u.assign(u, u + n_);
   p.valid = true;
   p.has_jac = p.has_pjac = p.has_hess = false;
   p.time = t;
+}
+
+void Derivatives::at_points(std::span<const double> times, std::span<const double* const> states) {
+  current_ = &points_[0];  // batch_ is rebuilt below
+  for (Point& p : batch_) p.valid = false;  // kept, with their buffers, for the next step
+  if (problem_.first_derivatives_lanes == nullptr || times.empty()) return;
+  const std::size_t count = times.size(), nj = problem_.jac_col.size(), np = problem_.param_col.size();
+  const bool params = parameters_wanted_ && problem_.parameter_count > 0;
+  batch_u_.resize(count * n_);
+  for (std::size_t k = 0; k < count; ++k) std::copy(states[k], states[k] + n_, batch_u_.begin() + long(k * n_));
+  batch_jac_.resize(count * nj);
+  batch_pjac_.resize(params ? count * np : 0);
+  problem_.first_derivatives_lanes(problem_.context, count, times.data(), batch_u_.data(), batch_jac_.data(),
+                                   params ? batch_pjac_.data() : nullptr);
+  ++counts_.stats.jacobian_evaluations;
+  ++counts_.point_batches;
+  if (batch_.size() < count) batch_.resize(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    Point& p = batch_[k];
+    p.t = problem_.autonomous ? 0.0 : times[k];
+    p.time = times[k];
+    p.u.assign(states[k], states[k] + n_);
+    p.jac.assign(batch_jac_.begin() + long(k * nj), batch_jac_.begin() + long((k + 1) * nj));
+    p.has_jac = true;
+    p.has_pjac = params;
+    if (params) p.pjac.assign(batch_pjac_.begin() + long(k * np), batch_pjac_.begin() + long((k + 1) * np));
+    p.has_hess = false;
+    p.valid = true;
+  }
 }
 
 void Derivatives::at(double t, const double* u, const double* jacobian) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "esi/method/problem.hpp"
@@ -28,6 +29,11 @@ class Derivatives {
 
   /// Makes (t, u) the current point; values already evaluated there are kept.
   void at(double t, const double* u);
+  /// Evaluates J, and df/dp when parameters are wanted, at all these points in one lane-
+  /// vectorized call where the problem offers it (first_derivatives_lanes): a step's stage
+  /// states are known before its sweep asks for any product, and one call over them costs
+  /// little more than one point's. at() then finds them until the next at_points.
+  void at_points(std::span<const double> times, std::span<const double* const> states);
   /// The same, taking J's values from `jacobian` (what the stepper's own linear system holds).
   void at(double t, const double* u, const double* jacobian);
 
@@ -58,7 +64,8 @@ class Derivatives {
     std::vector<double> u, jac, pjac, hu, hp;
     bool valid = false, has_jac = false, has_pjac = false, has_hess = false;
   };
-  Point& current() { return points_[current_]; }
+  Point& current() { return *current_; }
+  Point* find(double key, const double* u);
   bool need_both();
   void need_jac();
   void need_pjac();
@@ -68,8 +75,11 @@ class Derivatives {
   SweepResult& counts_;
   std::size_t n_;
   std::vector<int> jac_row_, param_row_;  // row of each nonzero
-  std::array<Point, 2> points_;
-  int current_ = 0, next_ = 0;
+  std::array<Point, 2> points_;  // evaluated one at a time, the older one replaced
+  std::vector<Point> batch_;      // the last at_points
+  Point* current_ = &points_[0];
+  int next_ = 0;
+  std::vector<double> batch_t_, batch_u_, batch_jac_, batch_pjac_;
   bool parameters_wanted_ = true;
   std::vector<double> vjp_u_, vjp_p_;
 };

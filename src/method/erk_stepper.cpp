@@ -81,7 +81,7 @@ class ErkStepper final : public Stepper {
     combine_slopes(dk_.data(), n_, du0, r.h, tab_.b, tab_.stages, du1);
   }
 
-  void adjoint(const StepRecord& r, Derivatives& d, const double*, const double* lambda1,
+  void adjoint(const StepRecord& r, Derivatives& d, const double* u0, const double* lambda1,
                double* lambda0, double* lambda_f0, double* mu) override {
     const int s = tab_.stages;
     dk_.assign(k_.size(), 0.0);  // kappa_j: adjoint of slope j
@@ -90,6 +90,16 @@ class ErkStepper final : public Stepper {
         for (std::size_t m = 0; m < n_; ++m) dk_[std::size_t(j) * n_ + m] += r.h * tab_.b[j] * lambda1[m];
     std::copy(lambda1, lambda1 + n_, lambda0);
     double* adj_stage = scratch(n_);
+    // The stage points and adjoint_step's f0, evaluated together.
+    point_times_.clear();
+    point_states_.clear();
+    for (int i = 1; i < s; ++i) {
+      point_times_.push_back(r.t + tab_.c[i] * r.h);
+      point_states_.push_back(stage_state(i));
+    }
+    point_times_.push_back(r.f0_time);
+    point_states_.push_back(u0);
+    d.at_points(point_times_, point_states_);
     for (int i = s - 1; i >= 1; --i) {
       const double* kappa = dk_.data() + std::size_t(i) * n_;
       std::fill(adj_stage, adj_stage + n_, 0.0);
@@ -147,6 +157,8 @@ class ErkStepper final : public Stepper {
   const ErkTableau& tab_;
   Evaluator eval_;
   std::vector<double> dk_, scratch_;  // sensitivities: slope tangents or adjoints
+  std::vector<double> point_times_;
+  std::vector<const double*> point_states_;
   std::vector<double> k_;  // k_[i*n + m]: slope of stage i, component m
   bool fsal_, estimate_;
   const ErkDense* dense_;

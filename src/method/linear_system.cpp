@@ -55,6 +55,11 @@ struct LinearSystem::Impl {
   std::vector<double> u_perturbed, g_perturbed, scratch;
   Eigen::MatrixXd J, M;
   Eigen::PartialPivLU<Eigen::MatrixXd> dense_lu;
+  // dense_lu's factors row by row (the transpose of its column-major storage), made by the
+  // first transposed solve after a factorization: the transposed solves then run down
+  // contiguous rows as the forward ones run down columns.
+  std::vector<double> lu_rows;
+  bool lu_rows_current = false;
   SparseMatrix sparse_M;
   std::vector<int> csr_to_value;  // csr_to_value[k]: slot of CSR nonzero k in sparse_M
   std::vector<int> diag_to_value;  // diag_to_value[i]: slot of M(i, i)
@@ -232,6 +237,7 @@ bool LinearSystem::factorize(double alpha) {
     m.M.diagonal().array() += alpha;
     if (!m.M.allFinite()) return false;
     m.dense_lu.compute(m.M);
+    m.lu_rows_current = false;
     const auto diag = m.dense_lu.matrixLU().diagonal();
     return diag.allFinite() && (diag.array() != 0.0).all();
   }
@@ -355,16 +361,28 @@ bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
     std::copy(y, y + n, x);
     return true;
   }
-  for (std::size_t r = 0; r < n; ++r) {  // U^T (lower)
-    double acc = x[r];
-    for (std::size_t c = 0; c < r; ++c) acc -= lu[r * n + c] * y[c];
-    y[r] = acc / lu[r * n + r];
+  if (!m.lu_rows_current) {
+    m.lu_rows.resize(n * n);
+    for (std::size_t c = 0; c < n; ++c)
+      for (std::size_t r = 0; r < n; ++r) m.lu_rows[r * n + c] = lu[c * n + r];
+    m.lu_rows_current = true;
   }
-  for (std::size_t r = n; r-- > 0;) {  // L^T (unit upper)
-    double acc = y[r];
-    for (std::size_t c = r + 1; c < n; ++c) acc -= lu[r * n + c] * y[c];
-    y[r] = acc;
+  // Row r of the factors is lu_rows[r * n ...]: column r of U^T and of L^T, so both
+  // substitutions are column sweeps (axpy over a contiguous row), with no running sum.
+  // (Eigen's packets vectorize the sweeps, which -O2 leaves scalar.)
+  using Segment = Eigen::Map<Eigen::VectorXd>;
+  using ConstSegment = Eigen::Map<const Eigen::VectorXd>;
+  const double* rows = m.lu_rows.data();
+  double* z = y;
+  std::copy(x, x + n, z);
+  for (std::size_t c = 0; c < n; ++c) {  // U^T (lower)
+    const double zc = z[c] / rows[c * n + c];
+    z[c] = zc;
+    const auto tail = Eigen::Index(n - c - 1);
+    Segment(z + c + 1, tail) -= zc * ConstSegment(rows + c * n + c + 1, tail);
   }
+  for (std::size_t c = n; c-- > 0;)  // L^T (unit upper)
+    Segment(z, Eigen::Index(c)) -= z[c] * ConstSegment(rows + c * n, Eigen::Index(c));
   for (std::size_t i = 0; i < n; ++i) x[i] = y[perm[i]];  // x = P^T (P x)
   return true;
 }

@@ -203,6 +203,8 @@ class RosenbrockStepper final : public Stepper {
   double ft_h_ = 0;       // the attempt size the current f_t was made for
   double ft_t1_ = 0, ft_t2_ = 0, ft_applied_ = 0;  // its stencil (non-autonomous problems)
   std::vector<double> dk_, dt_, xi_, phi_pending_, scratch_, outer_;  // sensitivity buffers
+  std::vector<double> point_times_;
+  std::vector<const double*> point_states_;
 };
 
 // Tangent of M k_i = F_i + sum (C_ij/h) k_j + h d_i f_t with M = I/(gamma h) - J(t, u0):
@@ -266,6 +268,22 @@ void RosenbrockStepper::adjoint(const StepRecord& r, Derivatives& d, const doubl
   xi_.resize(n_);
   scratch_.resize(n_);
   double* adj_stage = scratch_.data();
+  // Every point the sweep below and adjoint_step's f0 ask products at, evaluated together.
+  point_times_.clear();
+  point_states_.clear();
+  for (int i = 1; i < s; ++i)
+    if (!rosenbrock_stage_repeats_previous(tab_, i)) {
+      point_times_.push_back(r.t + tab_.c[i] * h);
+      point_states_.push_back(stage_state(i));
+    }
+  point_times_.push_back(r.f0_time);
+  point_states_.push_back(u0);
+  if (!eval_.problem->autonomous)
+    for (double time : {ft_t1_, ft_t2_}) {
+      point_times_.push_back(time);
+      point_states_.push_back(u0);
+    }
+  d.at_points(point_times_, point_states_);
   for (int i = s - 1; i >= 0; --i) {
     std::copy(dk_.begin() + long(i * n_), dk_.begin() + long((i + 1) * n_), xi_.begin());
     (void)system_.sensitivity_solve(xi_.data(), true);

@@ -56,7 +56,11 @@ TEST(Gradient, OzoneBoxIdentityAndDifferencesForEachFamily) {
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_GT(r.steps, 10u);
     EXPECT_EQ(r.gradient.size(), r.states + r.parameters);
-    EXPECT_GT(r.sweep.vector_jacobian_products, 0);  // the reverse-accumulated products
+    // A step's stage points on lanes (the ozone box's J + df/dp is about its products' size);
+    // SDIRK stages factor J at each, and use it.
+    if (esi::method::is_rosenbrock(id) || !esi::method::method_info(id).needs_jacobian) {
+      EXPECT_GT(r.sweep.point_batches, 0);
+    }
     expect_checks(r, 1e-13, 1e-6);
   }
 }

@@ -86,6 +86,13 @@ struct OdeProblem {
   /// parameter_jacobian where they share terms).
   void (*first_derivatives)(void* context, double t, const double* u, double* jac_values,
                             double* param_values) = nullptr;
+  /// Optional: first_derivatives at `count` points in one lane-vectorized call (J alone when
+  /// param_values is null): point k is (t[k], u + k * size), its values go to
+  /// jac_values + k * jac_col.size() and param_values + k * param_col.size(). A sweep knows a
+  /// step's stage states before it needs any product at them; one call over all of them costs
+  /// little more than one point's.
+  void (*first_derivatives_lanes)(void* context, std::size_t count, const double* t, const double* u,
+                                  double* jac_values, double* param_values) = nullptr;
   /// Optional: g_u = J^T w and, when vjp_parameters, g_p = (df/dp)^T w at one (t, u), written
   /// (not added); g_p is not touched (may be null) without vjp_parameters. Formed by reverse
   /// accumulation at a cost near the rhs's, where J and df/dp cost their nonzeros: what an

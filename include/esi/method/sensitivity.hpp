@@ -132,6 +132,7 @@ struct SweepResult {
   IntegratorStats stats;  ///< evaluations of the replays and the sweep
   long jacobian_transpose_products = 0, second_order_evaluations = 0;
   long vector_jacobian_products = 0;  ///< by OdeProblem::vector_jacobian_product
+  long point_batches = 0;             ///< by OdeProblem::first_derivatives_lanes
   bool ok() const { return code == ReturnCode::Success; }
 };
 
