@@ -53,7 +53,7 @@ int parse_args(Args args, CheckArgs& c) {
       if (i + 1 >= args.size()) return usage_error("check", "--method needs a method name");
       const std::string& v = args[++i];
       const auto m = v == "auto" ? std::optional<method::MethodId>(method::MethodId::Auto) : method::method_from_name(v);
-      if (!m) return usage_error("check", "unknown method '" + v + "'");
+      if (!m) return usage_error("check", unknown_method_message(v));
       if (!method::method_available(*m))
         return usage_error("check", "--method " + v + ": esi was built without SUNDIALS");
       if (*m != method::MethodId::Auto && *m != method::MethodId::CVODE_BDF &&

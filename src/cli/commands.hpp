@@ -70,6 +70,11 @@ int dispatch(const std::vector<std::string>& argv);
 /// Prints "esi <command>: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(std::string_view command, std::string_view message);
 
+/// "unknown method 'rodas5p'; did you mean 'Rodas5P'?" where a method's name is close (a
+/// different case, a letter or two), else the names there are. `extra`: the command's further
+/// names (simulate's SDE methods), "" for none.
+std::string unknown_method_message(std::string_view name, std::string_view extra = "");
+
 /// Runs the checking pipeline (esm::load_checked) on `file`. On findings prints each one to
 /// stderr and returns nullopt: every command refuses a document `esi validate` rejects.
 std::optional<esm::ResolvedDocument> load_or_report(const std::string& file);

@@ -1,5 +1,7 @@
 // The subcommand dispatcher (`dispatch`), the top-level help and the helpers every subcommand
 // shares (usage errors, loading a document or reporting why not, number spelling).
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "esi/core/text.hpp"
+#include "esi/method/integrator.hpp"
 #include "esi/core/error.hpp"
 #include "esi/esm/schema.hpp"
 
@@ -137,6 +141,31 @@ int dispatch(const std::vector<std::string>& argv) {
   std::fprintf(stderr, "esi: unknown command '%s'\n", command.c_str());
   std::fputs("run 'esi help' for the list of commands\n", stderr);
   return kExitUsage;
+}
+
+std::string unknown_method_message(std::string_view name, std::string_view extra) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::vector<std::string> names{"auto"};
+  for (method::MethodId id : method::all_methods()) names.emplace_back(method::method_info(id).name);
+  const std::string wanted = lower(name);
+  const std::size_t limit = std::max<std::size_t>(1, name.size() / 4);
+  std::string best;
+  std::size_t best_distance = limit + 1;
+  for (const std::string& n : names) {
+    const std::size_t d = edit_distance(wanted, lower(n));
+    if (d < best_distance) best_distance = d, best = n;
+  }
+  std::string message = "unknown method '" + std::string(name) + "'";
+  if (!best.empty()) return message + "; did you mean '" + best + "'?";
+  message += "; known: ";
+  for (std::size_t k = 1; k < names.size(); ++k) message += names[k] + ", ";
+  message += "auto";
+  if (!extra.empty()) message += "; " + std::string(extra);
+  return message;
 }
 
 int usage_error(std::string_view command, std::string_view message) {

@@ -8,11 +8,16 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace esi::cli {
 
 /// One override and where it came from.
+/// The `file` of an Error about something typed on the command line (a --set name): reported
+/// as "esi simulate: error[...]: ..." rather than against the document.
+inline constexpr std::string_view kCommandLine = "<command line>";
+
 struct Override {
   std::string name;
   double value = 0;

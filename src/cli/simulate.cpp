@@ -315,7 +315,13 @@ int run_simulate(Args args) {
     return report_outcome(s, system, traj, report, negatives);
   } catch (const Error& e) {
     Diagnostic d = e.diagnostic();
+    if (d.file == kCommandLine) {  // a --set name: the command line is wrong, not the document
+      std::fprintf(stderr, "esi simulate: error[%s]: %s\n", d.code.c_str(), d.message.c_str());
+      return kExitInvalid;
+    }
     if (d.file.empty()) d.file = s.file;
+    if (d.code == "missing_initial_value")
+      d.message += "; for this run alone, --set it (--set NAME=VALUE)";
     std::fprintf(stderr, "%s\n", format_diagnostic(d).c_str());
     return kExitInvalid;
   }

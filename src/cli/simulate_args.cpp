@@ -17,12 +17,6 @@ namespace sim {
 namespace {
 
 /// "Euler, Heun, ..., auto": every name --method accepts.
-std::string method_names() {
-  std::string out;
-  for (method::MethodId id : method::all_methods()) out += std::string(method::method_info(id).name) + ", ";
-  return out + "auto";
-}
-
 /// A whole non-negative integer in [0, max] spelled completely.
 bool parse_count(const std::string& s, std::uint64_t max, std::uint64_t& out) {
   const char* end = s.data() + s.size();
@@ -128,7 +122,12 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   const std::string& a = args[i];
   auto& io = s.options.integrator;
   if (a == "--tspan") {
-    if (i + 2 >= args.size()) return usage_error("simulate", "--tspan needs two numbers T0 T1");
+    // `--tspan 3600 --output x.csv`: one number, then the next option.
+    for (std::size_t k : {std::size_t{1}, std::size_t{2}})
+      if (i + k >= args.size() || args[i + k].starts_with("--"))
+        return usage_error("simulate", "--tspan needs two numbers T0 T1" +
+                                           (k == 2 ? ", got only '" + args[i + 1] + "'" : std::string()) +
+                                           " (e.g. --tspan 0 3600)");
     for (int k : {1, 2})
       if (!parse_finite(args[i + k], k == 1 ? s.options.t0 : s.options.t1))
         return usage_error("simulate", not_a_finite_number("--tspan", args[i + k]));
@@ -239,8 +238,7 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
                                        "(install libsundials-dev and reconfigure)");
       else if (m) io.method = *m;
       else if (auto sde = method::sde_method_from_name(*v)) s.sde_method = *sde;
-      else return usage_error("simulate", "unknown method '" + *v + "'; known: " + method_names() +
-                                              "; for SDEs EulerMaruyama (EM), Milstein, SRA1");
+      else return usage_error("simulate", unknown_method_message(*v, "for SDEs EulerMaruyama (EM), Milstein, SRA1"));
     } else {
       const auto eq = v->find('=');
       double value = 0;

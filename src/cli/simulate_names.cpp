@@ -73,7 +73,7 @@ void check_set_name(const esm::System& sys, const nlohmann::json& doc, const Ove
   const std::string& name = o.name;
   if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return;
   const auto refuse = [&](const char* code, const std::string& why) {
-    throw Error(code, o.file, o.pointer, o.origin + ": " + why);
+    throw Error(code, o.file.empty() ? std::string(kCommandLine) : o.file, o.pointer, o.origin + ": " + why);
   };
   std::vector<std::string> hits;
   esm::for_each_variable(

@@ -226,9 +226,45 @@ TEST(CliTrust, SetOfAnUnknownNameSuggestsNearNames) {
   EXPECT_TRUE(contains(r.err, "did you mean 'M.k'")) << r.err;
   r = run(dir, {"simulate", file, "--tspan", "0", "1", "--set", "M.kx=2", "--output", out});
   EXPECT_TRUE(contains(r.err, "did you mean 'M.k'")) << r.err;
+  // The command line is wrong, not the document: no "m.esm:/" location.
+  EXPECT_TRUE(r.err.starts_with("esi simulate: error[unknown_override]: --set M.kx: ")) << r.err;
+  EXPECT_FALSE(contains(r.err, "m.esm:")) << r.err;
   r = run(dir, {"simulate", file, "--tspan", "0", "1", "--set", "zzzzzz=2", "--output", out});
   EXPECT_EQ(r.status, 1);
   EXPECT_FALSE(contains(r.err, "did you mean")) << r.err;
+}
+
+// Typing slips get the message for what was typed.
+TEST(CliTrust, CommandLineSlipsAreNamedForWhatWasTyped) {
+  TempDir dir;
+  const std::string file = dir.write("m.esm", kDecay).string(),
+                    out = (dir.path() / "o.csv").string();
+  // One number for --tspan, then the next option: not "'--output' is not a finite number".
+  CliResult r = run(dir, {"simulate", file, "--tspan", "3600", "--output", out});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--tspan needs two numbers T0 T1, got only '3600'")) << r.err;
+  EXPECT_FALSE(contains(r.err, "finite")) << r.err;
+  // A method name in the wrong case: the name meant, not the whole list.
+  for (const std::string command : {"simulate", "check"}) {
+    r = command == "simulate" ? run(dir, {"simulate", file, "--tspan", "0", "1", "--method", "rodas5p", "--output", out})
+                              : run(dir, {"check", "--method", "rodas5p", file});
+    EXPECT_EQ(r.status, 2) << command;
+    EXPECT_TRUE(contains(r.err, "unknown method 'rodas5p'; did you mean 'Rodas5P'?")) << command << ": " << r.err;
+    EXPECT_FALSE(contains(r.err, "known:")) << command << ": " << r.err;
+  }
+  // Nothing close: the list.
+  r = run(dir, {"simulate", file, "--tspan", "0", "1", "--method", "leapfrog", "--output", out});
+  EXPECT_TRUE(contains(r.err, "known: Euler")) << r.err;
+  // A state without an initial value: --set gives one for the run.
+  const std::string no_initial = dir.write("n.esm", model(
+      R"({"x": {"type": "unknown"}, "k": {"type": "parameter", "default": 1.0}})",
+      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}])")).string();
+  r = run(dir, {"simulate", no_initial, "--tspan", "0", "1", "--output", out});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "error[missing_initial_value]")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--set")) << r.err;
+  r = run(dir, {"simulate", no_initial, "--tspan", "0", "1", "--set", "x=2", "--output", out});
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 TEST(CliTrust, SetOfAParameterReplacedByAVariableMapSaysSo) {
