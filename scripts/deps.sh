@@ -15,6 +15,7 @@ packages=(
   libplplot-dev plplot-driver-cairo  # `esi analyze` draws its plots with PLplot (src/plot/): the
                           # C API and, at run time, the memcairo device (PNG) and svg device
   libpng-dev              # src/plot/ encodes the PNG files; tests/plot/ decodes them again
+  nettle-dev              # SHA-256 of the native-code cache's objects (src/kernel/native.cpp)
   libnetcdf-dev           # the io module (src/io/): NetCDF-4 output (`esi simulate --output X.nc`)
                           # and NetCDF forcing; the build fails without it
   netcdf-bin python3-netcdf4 python3-xarray  # tests/io/check_netcdf_output.py: ncdump -h and the

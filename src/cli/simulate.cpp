@@ -199,6 +199,8 @@ int report_outcome(const SimulateArgs& s, const esm::System& system, const exec:
     std::fprintf(stderr, "esi simulate: warning: --native was requested, but the run used the interpreter: %s\n",
                  traj.native_status.empty() ? "the model has no states; nothing to compile"
                                             : traj.native_status.c_str());
+  else if (const auto w = traj.native_status.find("; warning: "); s.options.native && w != std::string::npos)
+    std::fprintf(stderr, "esi simulate: warning: %s\n", traj.native_status.c_str() + w + 11);
   if (!traj.ok()) {
     // The message starts with the return code's name and the time it stopped.
     const std::string last = traj.rows > 0 ? "last output at t = " + format_number(traj.last_time)

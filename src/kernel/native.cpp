@@ -5,12 +5,22 @@
 // target options it expands to here, so a new compiler, a different flag or another CPU never
 // reuses an old object. Each object is written to a unique temporary name
 // and renamed into place, so concurrent processes compiling the same program do not collide.
+//
+// The key only names an object; anyone can recompute it. What makes an object safe to load is
+// where it is and who wrote it: the cache folder must be the modeller's own and writable by
+// no one else (else a private folder is used), the object too, and its SHA-256 (nettle), written
+// beside it when esi compiled it, must match. Anything else is compiled again, never loaded.
 #include <dlfcn.h>
+#include <nettle/sha2.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -47,12 +57,90 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+/// The folder the temporary one holds for this user alone.
+fs::path private_folder() {
+  return fs::temp_directory_path() / ("esi-native-" + std::to_string(::geteuid()));
+}
+
 fs::path cache_folder(const NativeOptions& o) {
   if (!o.cache_dir.empty()) return o.cache_dir;
   if (auto d = env("ESI_CACHE_DIR"); !d.empty()) return d;
   if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return fs::path(d) / "esi" / "native";
   if (auto d = env("HOME"); !d.empty()) return fs::path(d) / ".cache" / "esi" / "native";
-  return fs::temp_directory_path() / "esi-native";
+  return private_folder();
+}
+
+/// Why code under `path` (a folder or an object) must not be trusted, or "": it must be this
+/// user's and writable by no one else.
+std::string not_own(const fs::path& path, bool folder) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "cannot read its status: " + std::string(std::strerror(errno));
+  if (folder && S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0)
+    return "cannot read its status: " + std::string(std::strerror(errno));
+  if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+    return folder ? "it is not a folder" : "it is not a regular file";
+  if (st.st_uid != ::geteuid()) return "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return std::string("others can write to it (mode ") + mode + ")";
+  }
+  return {};
+}
+
+/// Creates `folder` (0700, the parents as the umask says) and checks it; "" when it can hold
+/// the cache.
+std::string make_own_folder(const fs::path& folder) {
+  std::error_code ec;
+  if (!fs::exists(folder, ec)) {
+    if (folder.has_parent_path()) fs::create_directories(folder.parent_path(), ec);
+    if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
+      return "cannot create it: " + std::string(std::strerror(errno));
+  }
+  return not_own(folder, true);
+}
+
+/// SHA-256 of a file's bytes in hex, or "" when it cannot be read.
+std::string sha256_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  std::array<char, 1 << 16> buf{};
+  while (in) {
+    in.read(buf.data(), buf.size());
+    sha256_update(&ctx, static_cast<std::size_t>(in.gcount()), reinterpret_cast<const std::uint8_t*>(buf.data()));
+  }
+  if (in.bad()) return {};
+  std::array<std::uint8_t, SHA256_DIGEST_SIZE> digest{};
+  sha256_digest(&ctx, digest.size(), digest.data());
+  std::string hex;
+  for (std::uint8_t b : digest) {
+    char two[3];
+    std::snprintf(two, sizeof two, "%02x", b);
+    hex += two;
+  }
+  return hex;
+}
+
+fs::path digest_path(const fs::path& so) { return fs::path(so.string() + ".sha256"); }
+
+/// Whether `so` is an object esi compiled here: the user's own, writable by no one else, its
+/// recorded digest (equally the user's own) matching its bytes.
+bool trusted_object(const fs::path& so) {
+  const fs::path digest = digest_path(so);
+  if (!not_own(so, false).empty() || !not_own(digest, false).empty()) return false;
+  std::ifstream in(digest);
+  std::string recorded;
+  in >> recorded;
+  return !recorded.empty() && recorded == sha256_of(so);
+}
+
+/// Removes an object that cannot be trusted (and its digest), so it is compiled again.
+void discard_object(const fs::path& so) {
+  std::error_code ec;
+  fs::remove(so, ec);
+  fs::remove(digest_path(so), ec);
 }
 
 std::string compiler_of(const NativeOptions& o) {
@@ -176,6 +264,22 @@ std::string compile_to(const std::string& compiler, const std::string& flags,
     fs::remove(tmp, ec);
     return "the compiler failed (" + compiler + "; messages in " + log.string() + ")";
   }
+  // Readable by this user alone, its digest beside it before it takes its name.
+  const std::string digest = sha256_of(tmp);
+  const fs::path digest_tmp = so.parent_path() / (so.stem().string() + "." + tag + ".sha256");
+  bool recorded = false;
+  if (::chmod(tmp.c_str(), 0700) == 0 && !digest.empty()) {
+    if (FILE* f = std::fopen(digest_tmp.c_str(), "w")) {
+      recorded = std::fprintf(f, "%s\n", digest.c_str()) > 0;
+      recorded = std::fclose(f) == 0 && recorded && ::chmod(digest_tmp.c_str(), 0600) == 0;
+    }
+  }
+  if (recorded) fs::rename(digest_tmp, digest_path(so), ec);
+  if (!recorded || ec) {
+    fs::remove(tmp, ec);
+    fs::remove(digest_tmp, ec);
+    return "cannot record the digest of " + so.string();
+  }
   fs::rename(tmp, so, ec);
   if (ec) return "cannot move " + tmp.string() + " into the cache: " + ec.message();
   fs::remove(log, ec);
@@ -198,10 +302,26 @@ NativeToolchain resolve_native_toolchain(const NativeOptions& options) {
   }
   tc.flags = options.flags;
   tc.target = resolve_native_flags(tc.compiler, tc.flags);
-  tc.cache_dir = cache_folder(options).string();
-  std::error_code ec;
-  fs::create_directories(tc.cache_dir, ec);
-  if (ec) tc.unavailable = "cannot create the cache folder " + tc.cache_dir + ": " + ec.message();
+  const fs::path wanted = cache_folder(options);
+  tc.cache_dir = wanted.string();
+  const std::string why = make_own_folder(wanted);
+  if (why.empty()) return tc;
+  // Not that folder: this user's own in the temporary folder, or a fresh one when someone
+  // else holds that name.
+  fs::path fallback = private_folder();
+  if (!make_own_folder(fallback).empty()) {
+    std::string pattern = (fs::temp_directory_path() / "esi-native-XXXXXX").string();
+    fallback = ::mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
+  }
+  if (fallback.empty()) {
+    tc.unavailable = "the cache folder " + wanted.string() + " cannot be used (" + why +
+                     ") and no private one could be made";
+    return tc;
+  }
+  tc.cache_dir = fallback.string();
+  tc.warning = "the native-code cache folder " + wanted.string() + " was not used: " + why +
+               ", so objects found there could be someone else's; native code is cached in " +
+               tc.cache_dir + " instead";
   return tc;
 }
 
@@ -227,14 +347,18 @@ Program with_native(const Program& program, const NativeToolchain& toolchain,
   if (!toolchain.unavailable.empty()) return keep(toolchain.unavailable);
   const std::string source = native_source(program, f64_strides);
   const fs::path so = object_path(source, toolchain);
-  if (!fs::exists(so)) {
+  if (!trusted_object(so)) {
+    discard_object(so);
     if (std::string why = compile_to(toolchain.compiler, toolchain.flags, source, so); !why.empty())
       return keep(why);
+    if (!trusted_object(so)) return keep("the object compiled as " + so.string() + " changed before it was loaded");
   }
   std::string why;
   auto code = load(so, why);
   if (!code) return keep(why);
-  return Program(program.tape_ptr(), std::move(code), "native " + so.string());
+  std::string status = "native " + so.string();
+  if (!toolchain.warning.empty()) status += "; warning: " + toolchain.warning;
+  return Program(program.tape_ptr(), std::move(code), status);
 }
 
 void make_native(std::span<Program* const> programs, const NativeToolchain& toolchain,
@@ -246,7 +370,7 @@ void make_native(std::span<Program* const> programs, const NativeToolchain& tool
     for (const Program* p : programs) {
       std::string source = native_source(*p);
       fs::path so = object_path(source, toolchain);
-      if (!fs::exists(so)) missing.emplace(std::move(so), std::move(source));
+      if (!trusted_object(so)) missing.emplace(std::move(so), std::move(source));
     }
     std::vector<const std::pair<const fs::path, std::string>*> work;
     for (const auto& m : missing) work.push_back(&m);
@@ -254,8 +378,10 @@ void make_native(std::span<Program* const> programs, const NativeToolchain& tool
     jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, work.size()));
     std::atomic<std::size_t> next{0};
     auto compile_some = [&] {
-      for (std::size_t k = next++; k < work.size(); k = next++)
+      for (std::size_t k = next++; k < work.size(); k = next++) {
+        discard_object(work[k]->first);
         compile_to(toolchain.compiler, toolchain.flags, work[k]->second, work[k]->first);
+      }
     };
     std::vector<std::thread> threads;
     for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(compile_some);

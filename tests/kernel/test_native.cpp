@@ -156,6 +156,79 @@ TEST(Native, MakeNativeCompilesEachDistinctSourceOnce) {
       << kept[0].native_status();
 }
 
+/// A shared object whose constructor, should anything load it, creates `marker`.
+fs::path planted_object(const fs::path& dir, const fs::path& marker) {
+  const fs::path src = dir / "planted.cpp", so = dir / "planted.so";
+  FILE* f = std::fopen(src.c_str(), "w");
+  std::fprintf(f, "#include <cstdio>\n__attribute__((constructor)) static void planted() {\n"
+                  "  if (FILE* m = std::fopen(\"%s\", \"w\")) std::fclose(m);\n}\n",
+               marker.c_str());
+  std::fclose(f);
+  const std::string cmd = "c++ -shared -fPIC -o '" + so.string() + "' '" + src.string() + "' 2>/dev/null";
+  return std::system(cmd.c_str()) == 0 ? so : fs::path();
+}
+
+unsigned mode_of(const fs::path& p) {
+  return static_cast<unsigned>(fs::status(p).permissions() & fs::perms::mask);
+}
+
+// The cache is the modeller's own: created 0700, every object checked against the SHA-256
+// recorded when esi compiled it. An object planted under an object's name, or one cut short,
+// is compiled again and never loaded; a folder others can write to is not used at all.
+TEST(Native, ObjectsEsiDidNotCompileAreNeverLoaded) {
+  const auto s = esi::testing::system_from(esi::testing::all_ops_model());
+  const Program tape = compile(s);
+  NativeOptions o = test_options();
+  const fs::path dir = fs::path(o.cache_dir) / ("trust-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  o.cache_dir = (dir / "cache").string();
+  const fs::path marker = dir / "planted-code-ran";
+  const fs::path evil = planted_object(dir, marker);
+  if (evil.empty()) GTEST_SKIP() << "no C++ compiler to build the planted object";
+
+  // (Each program is dropped before its object is touched: writing over a loaded object would
+  // change this process's own code.)
+  std::string status;
+  {
+    const Program first = with_native(tape, o);
+    ASSERT_TRUE(first.is_native()) << first.native_status();
+    status = first.native_status();
+  }
+  EXPECT_EQ(mode_of(o.cache_dir), 0700u);
+  const fs::path object = status.substr(7);
+  ASSERT_TRUE(fs::exists(object.string() + ".sha256"));
+  EXPECT_EQ(mode_of(object) & 022u, 0u);
+
+  // Planted under the object's name; then the object cut to half its size.
+  for (int kind = 0; kind < 2; ++kind) {
+    SCOPED_TRACE(kind == 0 ? "planted" : "truncated");
+    if (kind == 0) fs::copy_file(evil, object, fs::copy_options::overwrite_existing);
+    else fs::resize_file(object, fs::file_size(object) / 2);
+    const Program again = with_native(tape, o);
+    ASSERT_TRUE(again.is_native()) << again.native_status();
+    EXPECT_EQ(again.native_status(), status);
+    EXPECT_FALSE(fs::exists(marker));
+    EXPECT_EQ(compare_whole<double>(tape, again, s, 5, 4, 7), "");
+  }
+
+  // A folder group members can write to: not used, even with a digest beside the object.
+  fs::permissions(o.cache_dir, fs::perms::owner_all | fs::perms::group_all);
+  fs::copy_file(evil, object, fs::copy_options::overwrite_existing);
+  const std::string digest_cmd = "sha256sum '" + object.string() + "' | cut -d' ' -f1 > '" + object.string() + ".sha256'";
+  ASSERT_EQ(std::system(digest_cmd.c_str()), 0);
+  const NativeToolchain tc = resolve_native_toolchain(o);
+  EXPECT_NE(tc.warning.find("others can write to it (mode 770)"), std::string::npos) << tc.warning;
+  EXPECT_NE(tc.cache_dir, o.cache_dir);
+  const Program elsewhere = with_native(tape, tc);
+  ASSERT_TRUE(elsewhere.is_native()) << elsewhere.native_status();
+  EXPECT_NE(elsewhere.native_status().find("; warning: the native-code cache folder"), std::string::npos)
+      << elsewhere.native_status();
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_EQ(compare_whole<double>(tape, elsewhere, s, 5, 4, 9), "");
+  fs::remove_all(dir);
+}
+
 TEST(Native, LanesTargetGathersTheSameCells) {
   const auto s = esi::testing::system_from(esi::testing::all_ops_model());
   CompileOptions co;

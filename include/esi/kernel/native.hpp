@@ -22,7 +22,11 @@ struct NativeOptions {
   /// The C++ compiler; "" = $CXX, else "c++".
   std::string compiler;
   /// Where shared objects are cached; "" = $ESI_CACHE_DIR, else $XDG_CACHE_HOME/esi/native,
-  /// else $HOME/.cache/esi/native, else <tmp>/esi-native.
+  /// else $HOME/.cache/esi/native, else <tmp>/esi-native-<uid>. Created 0700. A folder owned
+  /// by another user or writable by group or others is refused for a private one (0700, in
+  /// the temporary folder); every object's SHA-256 is recorded beside it when it is compiled
+  /// and checked before it is loaded: an object that is not the modeller's own, is writable by
+  /// others, or whose digest differs is compiled again, never loaded.
   std::string cache_dir;
   /// Optimisation flags; -ffp-contract=off, -fPIC and -shared are always added. The object is
   /// built on the machine that runs it, so -march=native is legitimate: it lets the lane vectors
@@ -42,6 +46,10 @@ struct NativeOptions {
 struct NativeToolchain {
   std::string compiler, version, flags, target, cache_dir;
   std::string unavailable;  ///< why no program can be made native ("" = usable)
+  /// Why the cache folder asked for was not used ("" = it was): a folder another user owns or
+  /// can write to could hold objects planted there, which esi would run as the modeller.
+  /// cache_dir is then a private folder instead; Program::native_status() carries the warning.
+  std::string warning;
 };
 NativeToolchain resolve_native_toolchain(const NativeOptions& options = {});
 
