@@ -125,7 +125,7 @@ int run_import_kpp(Args args) {
   for (const Diagnostic& d : result.notes)
     std::fprintf(stderr, "%s\n", format_diagnostic(d, "note").c_str());
 
-  const std::string text = result.document.dump(2) + "\n";
+  const std::string text = result.document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (output == "-") {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
       std::fprintf(stderr, "esi import-kpp: cannot write to standard output\n");

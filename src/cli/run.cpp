@@ -123,7 +123,7 @@ io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document, const 
   o.provenance["esi_command_line"] = command_line;
   o.provenance["esi_model_file"] = model_file;
   o.provenance["esi_run_config_file"] = config.file;
-  o.provenance["esi_run_config"] = config.source.dump();
+  o.provenance["esi_run_config"] = config.source.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   o.provenance["esi_tspan"] = format_number(config.start) + " " + format_number(config.stop);
   return o;
 }

@@ -308,7 +308,7 @@ int run_simulate(Args args) {
       netcdf->set_attribute("esi_method", report["method"].get<std::string>());
       netcdf->set_attribute("esi_return_code", report["return_code"].get<std::string>());
       if (!traj.ok()) netcdf->set_attribute("esi_failure", traj.message);
-      netcdf->set_attribute("esi_run", report.dump());
+      netcdf->set_attribute("esi_run", report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       netcdf->close();
     } else if (s.output != "-") {
       write_run_sidecar(s, system, column_names, report, traj, started_at);

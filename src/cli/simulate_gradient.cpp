@@ -44,7 +44,7 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
   const std::string partial = path + ".partial";
   {
     std::ofstream out(partial);
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // paths may not be UTF-8
     if (!out) throw Error("output_write_failed", path, "", "could not write the gradient to " + partial);
   }
   std::error_code ec;

@@ -18,7 +18,9 @@ void write_json_output(const std::string& path, const nlohmann::json& value, con
   if (f == nullptr)
     throw Error("output_not_writable", path, "",
                 std::string("cannot open the ") + what + " for writing: " + std::strerror(errno));
-  const std::string text = value.dump(1) + "\n";
+  // Paths and the command line are bytes, not always UTF-8 (a Linux file name may hold any):
+  // invalid sequences are written as U+FFFD rather than failing the run.
+  const std::string text = value.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !wrote)
     throw Error("output_write_failed", path, "", std::string("writing the ") + what + " failed: " + std::strerror(errno));

@@ -293,14 +293,82 @@ void define_coordinates(int ncid, const esm::System& system, const nlohmann::jso
 
 }  // namespace
 
+namespace {
+
+/// The next code point of UTF-8 `s` at `i` (advancing i), or -1 for a malformed byte (skipped).
+long next_code_point(const std::string& s, std::size_t& i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xe ? 2 : (b >> 3) == 0x1e ? 3 : -1;
+  if (extra < 0 || i + static_cast<std::size_t>(extra) >= s.size() + (extra == 0 ? 1 : 0)) {
+    ++i;
+    return -1;
+  }
+  long cp = extra == 0 ? b : b & (0x3f >> extra);
+  for (int k = 1; k <= extra; ++k) {
+    if ((byte(i + static_cast<std::size_t>(k)) & 0xc0) != 0x80) {
+      ++i;
+      return -1;
+    }
+    cp = (cp << 6) | (byte(i + static_cast<std::size_t>(k)) & 0x3f);
+  }
+  i += static_cast<std::size_t>(extra) + 1;
+  return cp;
+}
+
+/// An ASCII spelling of a code point outside ASCII.
+std::string ascii_for(long cp) {
+  static const char* const greek[] = {"Alpha", "Beta", "Gamma", "Delta", "Epsilon", "Zeta", "Eta",
+                                      "Theta", "Iota", "Kappa", "Lambda", "Mu", "Nu", "Xi", "Omicron",
+                                      "Pi", "Rho", "Sigma", "Sigma", "Tau", "Upsilon", "Phi", "Chi",
+                                      "Psi", "Omega"};
+  if (cp >= 0x391 && cp <= 0x3a9) return greek[cp - 0x391];  // 0x3a2 is unassigned: "Sigma"
+  if (cp >= 0x3b1 && cp <= 0x3c9) {
+    std::string name = greek[cp - 0x3b1];
+    name[0] = static_cast<char>(name[0] - 'A' + 'a');
+    return name;
+  }
+  if (cp == 0xb5) return "mu";  // the micro sign
+  if (cp >= 0x2080 && cp <= 0x2089) return std::string(1, static_cast<char>('0' + (cp - 0x2080)));
+  if (cp >= 0x2074 && cp <= 0x2079) return std::string(1, static_cast<char>('0' + (cp - 0x2070)));
+  if (cp == 0x2070) return "0";
+  if (cp == 0xb9) return "1";
+  if (cp == 0xb2 || cp == 0xb3) return std::string(1, static_cast<char>('0' + (cp - 0xb0)));
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "_u%04lx", static_cast<unsigned long>(cp) & 0x1fffffUL);
+  return hex;
+}
+
+}  // namespace
+
 std::string netcdf_name(const std::string& flat_name) {
   std::string out;
-  for (char c : flat_name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    out += ok ? c : '_';
+  for (std::size_t i = 0; i < flat_name.size();) {
+    const long cp = next_code_point(flat_name, i);
+    const bool ok = (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') || cp == '_';
+    if (ok) out += static_cast<char>(cp);
+    else if (cp >= 0x80) out += ascii_for(cp);
+    else out += '_';
   }
   if (out.empty() || !((out[0] >= 'a' && out[0] <= 'z') || (out[0] >= 'A' && out[0] <= 'Z'))) out = "v_" + out;
   return out;
+}
+
+std::string netcdf_long_name(const std::string& description, const std::string& flat_name) {
+  constexpr std::size_t kMost = 80;
+  std::string text;
+  for (char c : description) text += (c == '\n' || c == '\t' || c == '\r') ? ' ' : c;
+  const auto first = text.find_first_not_of(' ');
+  if (first == std::string::npos) return flat_name;
+  text.erase(0, first);
+  // The first sentence: up to ". " (or the end).
+  if (const auto end = text.find(". "); end != std::string::npos) text.erase(end);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '.')) text.pop_back();
+  if (text.size() <= kMost) return text;
+  std::size_t cut = text.rfind(' ', kMost - 3);
+  if (cut == std::string::npos || cut < kMost / 2) cut = kMost - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+  return text.substr(0, cut) + "...";
 }
 
 NetcdfOutput::NetcdfOutput(std::string path, const esm::System& system, NetcdfOutputOptions options)
@@ -401,7 +469,9 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
     const std::string description =
         q.array != nullptr ? q.array->description : q.scalar != nullptr ? q.scalar->description : "";
     if (!units.empty()) text_attribute(var.varid, "units", units);
-    text_attribute(var.varid, "long_name", description.empty() ? q.flat : description);
+    const std::string long_name = netcdf_long_name(description, q.flat);
+    text_attribute(var.varid, "long_name", long_name);
+    if (!description.empty() && description != long_name) text_attribute(var.varid, "description", description);
     text_attribute(var.varid, "esm_name", q.flat);
     text_attribute(var.varid, "esm_kind", q.kind);
     if (std::find(q.gather.begin(), q.gather.end(), -1) != q.gather.end()) {

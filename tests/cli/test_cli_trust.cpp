@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -265,6 +266,25 @@ TEST(CliTrust, CommandLineSlipsAreNamedForWhatWasTyped) {
   EXPECT_TRUE(contains(r.err, "--set")) << r.err;
   r = run(dir, {"simulate", no_initial, "--tspan", "0", "1", "--set", "x=2", "--output", out});
   EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// A Linux file name is bytes: one that is not UTF-8 is still a valid output path, and the
+// JSON written beside it (the sidecar, the gradient) stays valid JSON (U+FFFD for the bytes).
+TEST(CliTrust, OutputPathsThatAreNotUtf8AreWritten) {
+  TempDir dir;
+  const std::string file = dir.write("m.esm", kDecay).string();
+  const std::string out = (dir.path() / "o\x90ut.csv").string(), gradient = (dir.path() / "g\x90.json").string();
+  CliResult r = run(dir, {"simulate", file, "--tspan", "0", "1", "--output", out});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::ifstream sidecar(out + ".json");
+  ASSERT_TRUE(sidecar.good());
+  const nlohmann::json j = nlohmann::json::parse(sidecar);
+  EXPECT_NE(j.at("csv").get<std::string>().find("o\xef\xbf\xbdut.csv"), std::string::npos);
+  r = run(dir, {"simulate", file, "--tspan", "0", "1", "--loss", "M.x", "--gradient", gradient});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::ifstream g(gradient);
+  ASSERT_TRUE(g.good());
+  EXPECT_TRUE(nlohmann::json::parse(g).contains("gradient"));
 }
 
 TEST(CliTrust, SetOfAParameterReplacedByAVariableMapSaysSo) {

@@ -201,6 +201,25 @@ TEST(NetcdfOutput, NamesAreCfFriendly) {
   EXPECT_EQ(esi::io::netcdf_name("A.B.c-d"), "A_B_c_d");
   EXPECT_EQ(esi::io::netcdf_name("1x"), "v_1x");
   EXPECT_EQ(esi::io::netcdf_name("_x"), "v__x");
+  // UTF-8 names read as their letters, not as a row of underscores.
+  EXPECT_EQ(esi::io::netcdf_name("Scav.\u039b_gas"), "Scav_Lambda_gas");
+  EXPECT_EQ(esi::io::netcdf_name("M.\u03b1\u2082"), "M_alpha2");
+  EXPECT_EQ(esi::io::netcdf_name("M.x\u00b0"), "M_x_u00b0");
+  EXPECT_EQ(esi::io::netcdf_name("M.\xff"), "M__");  // a byte that is not UTF-8
+}
+
+// CF's long_name is a title: a paragraph of description goes to `description`.
+TEST(NetcdfOutput, LongNamesAreTitlesAndTheDescriptionStaysWhole) {
+  EXPECT_EQ(esi::io::netcdf_long_name("tracer concentration", "M.u"), "tracer concentration");
+  EXPECT_EQ(esi::io::netcdf_long_name("", "M.u"), "M.u");
+  EXPECT_EQ(esi::io::netcdf_long_name("Gas-phase scavenging rate. Computed from the rain rate\nand the\n"
+                                      "Henry constant, see Seinfeld and Pandis (2016).", "M.k"),
+            "Gas-phase scavenging rate");
+  const std::string one_long_sentence(30, 'a');
+  const std::string text = one_long_sentence + " " + one_long_sentence + " " + one_long_sentence + " end";
+  const std::string title = esi::io::netcdf_long_name(text, "M.k");
+  EXPECT_LE(title.size(), 80u);
+  EXPECT_EQ(title, one_long_sentence + " " + one_long_sentence + "...");
 }
 
 TEST(NetcdfOutput, TheTargetAppearsOnlyAtCloseAndThePreviousFileStaysUntilThen) {

@@ -81,7 +81,15 @@ struct NetcdfOutputOptions {
 };
 
 /// The sanitised NetCDF name of a flat name (see "Names" above): "SuperFast.O3" -> "SuperFast_O3".
+/// Names are UTF-8; a Greek letter becomes its Latin name ("Scav.Λ_gas" -> "Scav_Lambda_gas"),
+/// a sub- or superscript digit the digit, any other character outside ASCII "_u" and its code
+/// point in hex; the original stays in the variable's `esm_name`.
 std::string netcdf_name(const std::string& flat_name);
+
+/// CF's `long_name` for a variable: a short title, the description's first sentence when it
+/// fits 80 characters (else cut at a word, "..."), the flat name when there is no description.
+/// The writer keeps the whole description in a `description` attribute when it is longer.
+std::string netcdf_long_name(const std::string& description, const std::string& flat_name);
 
 class NetcdfOutput {
  public:
