@@ -278,10 +278,18 @@ int run_run(Args args) {
                   traj.ok() ? std::nullopt : std::optional<std::string>(traj.message));
     if (!r.quiet) {
       const double total = wall();
-      std::fprintf(stderr, "esi run: %s -> %s: %zu records, %llu macro steps, %.2f s (writing records %.3f s, %.1f%%)\n",
-                   r.model.c_str(), r.output.c_str(), traj.rows, static_cast<unsigned long long>(result.macro_steps),
-                   total, writing, total > 0 ? 100 * writing / total : 0.0);
+      // A resumed run's counters include the steps before its restart point: say so, and what
+      // this run did itself.
+      const std::uint64_t before = resume ? resume->macro_steps : 0;
+      const std::string steps =
+          resume ? std::to_string(result.macro_steps - before) + " macro steps from the restart at t = " +
+                       format_number(resume->t) + " s (" + std::to_string(result.macro_steps) + " since t0)"
+                 : std::to_string(result.macro_steps) + " macro steps";
+      std::fprintf(stderr, "esi run: %s -> %s: %zu records, %s, %.2f s (writing records %.3f s, %.1f%%)\n",
+                   r.model.c_str(), r.output.c_str(), traj.rows, steps.c_str(), total, writing,
+                   total > 0 ? 100 * writing / total : 0.0);
       std::fprintf(stderr, "esi run: operators: %s\n", result.operators.c_str());
+      if (resume) std::fprintf(stderr, "esi run: the leaves' steps below count from t0, the restarted run's included\n");
       for (const auto& l : result.leaves) {
         std::fprintf(stderr, "esi run:   %s\n", leaf_line(l, cells).c_str());
         if (!l.why.empty()) std::fprintf(stderr, "esi run:     (\"auto\": %s)\n", l.why.c_str());

@@ -184,6 +184,26 @@ TEST(CliRun, AKilledRunResumesFromItsLastRestartFileBitForBit) {
       << "killed after " << delay << " s, resumed from " << files.back();
 }
 
+// A resumed run's summary counts its own macro steps from the restart point and says that the
+// totals include the steps before it.
+TEST(CliRun, AResumedRunCountsItsOwnStepsFromTheRestart) {
+  Fixture f;
+  const auto cfg = f.write_config(config(100, 0.5, 50));  // 200 macro steps, restart at 60 s
+  const auto restarts = f.dir.path() / "restarts";
+  auto r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", (f.dir.path() / "a.csv").string(),
+                                "--restart-every", "60", "--restart-dir", restarts.string(), "--quiet"},
+                   f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path at60 = restarts / "restart-000000000000060.esr";
+  ASSERT_TRUE(fs::exists(at60));
+  r = run_esi(ESI_BINARY, {"run", f.model.string(), "-c", cfg.string(), "-o", (f.dir.path() / "b.csv").string(),
+                           "--restart", at60.string()},
+              f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("80 macro steps from the restart at t = 60 s (200 since t0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("count from t0, the restarted run's included"), std::string::npos) << r.err;
+}
+
 }  // namespace
 
 namespace {
