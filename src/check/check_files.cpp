@@ -161,14 +161,27 @@ nlohmann::json to_json(const std::vector<FileResult>& results) {
     nlohmann::json tests = nlohmann::json::array();
     for (const TestResult& t : f.tests) {
       nlohmann::json assertions = nlohmann::json::array();
-      for (const AssertionResult& a : t.assertions)
-        assertions.push_back({{"variable", a.variable},
-                              {"time", a.time},
-                              {"expected", number_or_null(a.expected)},
-                              {"actual", number_or_null(a.actual)},
-                              {"pass", a.pass}});
-      tests.push_back({{"component", t.component}, {"id", t.id}, {"error", error_json(t.error)},
-                       {"assertions", std::move(assertions)}});
+      bool failed = false;
+      for (const AssertionResult& a : t.assertions) {
+        nlohmann::json entry = {{"variable", a.variable},
+                                {"time", a.time},
+                                {"expected", number_or_null(a.expected)},
+                                {"actual", number_or_null(a.actual)},
+                                {"pass", a.pass}};
+        if (!a.pass) {  // what was achieved against what was allowed
+          const double error = std::abs(a.actual - a.expected);
+          entry["abs_error"] = number_or_null(error);
+          entry["rel_error"] = number_or_null(error / std::max(std::abs(a.expected), 1e-300));
+          entry["abs_tolerance"] = a.abs_tolerance > 0 ? nlohmann::json(a.abs_tolerance) : nlohmann::json();
+          entry["rel_tolerance"] = a.rel_tolerance > 0 ? nlohmann::json(a.rel_tolerance) : nlohmann::json();
+          failed = true;
+        }
+        assertions.push_back(std::move(entry));
+      }
+      nlohmann::json test = {{"component", t.component}, {"id", t.id}, {"error", error_json(t.error)},
+                             {"assertions", std::move(assertions)}};
+      if (failed) test["solver"] = t.solver;
+      tests.push_back(std::move(test));
     }
     nlohmann::json file = {{"file", f.file}, {"error", error_json(f.error)}, {"tests", std::move(tests)}};
     if (f.assertions_not_run > 0) file["assertions_not_run"] = f.assertions_not_run;

@@ -5,6 +5,7 @@
 // Human output: one line per failing assertion and per error, then a summary line. --json
 // prints check::to_json (files in the order given, whatever --jobs is).
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <cstdio>
 #include <string>
@@ -83,11 +84,16 @@ void print_human(const std::vector<check::FileResult>& results) {
       if (t.error) print_error(where, *t.error);
       for (const check::AssertionResult& a : t.assertions) {
         if (a.pass) continue;
-        std::printf("%s: FAIL %s at t=%s: value %s, expected %s (abs %s, rel %s)\n", where.c_str(),
-                    a.variable.c_str(), format_number(a.time).c_str(), format_number(a.actual).c_str(),
-                    format_number(a.expected).c_str(),
-                    a.abs_tolerance > 0 ? format_number(a.abs_tolerance).c_str() : "-",
-                    a.rel_tolerance > 0 ? format_number(a.rel_tolerance).c_str() : "-");
+        // What was achieved against what was allowed, and what ran the test.
+        const double error = std::abs(a.actual - a.expected);
+        std::string allowed;
+        if (a.abs_tolerance > 0) allowed = "abs " + format_number(a.abs_tolerance);
+        if (a.rel_tolerance > 0) allowed += (allowed.empty() ? "rel " : " or rel ") + format_number(a.rel_tolerance);
+        std::printf("%s: FAIL %s at t=%s: value %s, expected %s: error %.3g (relative %.3g), allowed %s; ran %s\n",
+                    where.c_str(), a.variable.c_str(), format_number(a.time).c_str(),
+                    format_number(a.actual).c_str(), format_number(a.expected).c_str(), error,
+                    error / std::max(std::abs(a.expected), 1e-300), allowed.empty() ? "nothing" : allowed.c_str(),
+                    t.solver.c_str());
       }
     }
   }

@@ -48,6 +48,14 @@ TEST(CliMethods, CheckRunsEveryTestWithTheMethodGiven) {
   r = run(dir, {"check", "--method", "CVODE_BDF", bad});
   EXPECT_EQ(r.status, 1) << "an assertion 1e-5 off must fail: " << r.out;
   EXPECT_NE(r.out.find("FAIL x at t=2"), std::string::npos) << r.out;
+  // The line says what was achieved, what was allowed and what ran.
+  EXPECT_NE(r.out.find("(relative 1e-05), allowed rel "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; ran CVODE_BDF, rtol 1e-10, atol 1e-14"), std::string::npos) << r.out;
+  r = run(dir, {"check", "--method", "CVODE_BDF", "--json", bad});
+  const auto failed = nlohmann::json::parse(r.out)["files"][0]["tests"][0];
+  EXPECT_EQ(failed["solver"], "CVODE_BDF, rtol 1e-10, atol 1e-14");
+  EXPECT_NEAR(failed["assertions"][0]["rel_error"].get<double>(), 1e-5, 1e-7);
+  EXPECT_GT(failed["assertions"][0]["rel_tolerance"].get<double>(), 0.0);
   // Methods check cannot use, and names it does not know, are usage errors.
   EXPECT_EQ(run(dir, {"check", "--method", "Euler", good}).status, 2);
   EXPECT_EQ(run(dir, {"check", "--method", "Rodas9", good}).status, 2);

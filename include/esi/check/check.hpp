@@ -49,6 +49,7 @@ struct TestResult {
   std::string id;
   std::optional<Diagnostic> error;  ///< the test could not run; `assertions` is then empty
   std::size_t assertion_count = 0;  ///< authored assertions (also when the test errored)
+  std::string solver;  ///< what ran it: "Rodas5P, rtol 1e-10, atol 1e-14" ("" when it did not run)
   std::vector<AssertionResult> assertions;
 };
 
