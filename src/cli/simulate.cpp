@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,6 +48,7 @@
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
 #include "esi/io/csv.hpp"
+#include "esi/kernel/program.hpp"
 #include "esi/io/netcdf_output.hpp"
 #include "esi/plan/pointwise_split.hpp"
 
@@ -77,10 +80,15 @@ std::vector<double> preset_event_times(const esm::System& sys, double t0, double
 }
 
 /// The lowest value each state reached over the output rows, and when: a state that goes
-/// negative beyond the absolute tolerance usually means the tolerances are too loose for it.
+/// negative beyond the absolute tolerance usually means the tolerances are too loose for it,
+/// unless the equations themselves drive it there (see rate_at_zero). For the first few such
+/// states it keeps the states' values at that minimum.
 struct NegativeWatch {
+  static constexpr std::size_t kKeptStates = 5;
   std::size_t states = 0;
+  double limit = 0;  ///< below -limit counts as negative (--atol)
   std::vector<double> min_value, min_time;
+  std::map<std::size_t, std::vector<double>> at_min;
   void see(double t, std::span<const double> row) {
     if (min_value.empty()) {
       min_value.assign(states, 0.0);
@@ -90,9 +98,37 @@ struct NegativeWatch {
       if (row[j] < min_value[j]) {
         min_value[j] = row[j];
         min_time[j] = t;
+        if (row[j] < -limit && row.size() >= states && (at_min.count(j) > 0 || at_min.size() < kKeptStates))
+          at_min[j].assign(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(states));
       }
   }
 };
+
+/// d(state j)/dt at time t and states u with state j itself set to 0, or NaN when it cannot be
+/// told (a per-region model, a parameter without a number). Below zero, the equations remove
+/// the quantity even when there is none left: no tolerance keeps it from going negative.
+double rate_at_zero(const esm::System& system, std::size_t j, double t, std::vector<double> u) {
+  try {
+    kernel::CompileOptions o;
+    o.dofs = {static_cast<int>(j)};
+    const kernel::Program program = kernel::compile(system, o);
+    std::vector<double> p;
+    for (const esm::FlatVariable& v : system.parameters)
+      p.push_back(v.default_value.value_or(std::numeric_limits<double>::quiet_NaN()));
+    u[j] = 0.0;
+    kernel::Workspace ws = program.make_workspace(1);
+    program.prepare(ws, p);
+    double rate = std::numeric_limits<double>::quiet_NaN();
+    kernel::RunArgs<double> args;
+    args.u = {u.data(), u.size(), 1, 1};
+    args.t = std::span<const double>(&t, 1);
+    args.du = {&rate, 1, 1, 1};
+    kernel::run(program, ws, args);
+    return rate;
+  } catch (const Error&) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
 
 /// The system the run integrates: flattened in the form the method needs (per-region programs,
 /// a lane-pool split, or one equation per cell), with the --inputs and the overrides applied.
@@ -175,14 +211,31 @@ int report_outcome(const SimulateArgs& s, const esm::System& system, const exec:
   }
   // One line per state up to a few, then a count: a gridded run has thousands of cells.
   std::size_t negative = 0;
-  for (std::size_t j = 0; j < negatives.min_value.size(); ++j)
-    if (negatives.min_value[j] < -s.options.integrator.atol && ++negative <= 5)
+  for (std::size_t j = 0; j < negatives.min_value.size(); ++j) {
+    if (!(negatives.min_value[j] < -s.options.integrator.atol) || ++negative > 5) continue;
+    const auto kept = negatives.at_min.find(j);
+    const double rate = kept == negatives.at_min.end()
+                            ? std::numeric_limits<double>::quiet_NaN()
+                            : rate_at_zero(system, j, negatives.min_time[j], kept->second);
+    if (rate < 0) {
+      const std::string& units = system.states[j].units;
       std::fprintf(stderr,
-                   "esi simulate: warning: %s went negative (%s at t = %s), beyond --atol %s; "
-                   "if it is a concentration, tighten --rtol / --atol\n",
+                   "esi simulate: warning: %s went negative (%s at t = %s), driven there by the "
+                   "equations: at that time its rate with %s = 0 is still %s%s, a loss that does "
+                   "not stop when nothing is left, so tighter tolerances will not help; check the "
+                   "terms that remove it\n",
                    system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
-                   format_number(negatives.min_time[j]).c_str(),
-                   format_number(s.options.integrator.atol).c_str());
+                   format_number(negatives.min_time[j]).c_str(), system.states[j].name.c_str(),
+                   format_number(rate).c_str(), units.empty() ? "" : (" [" + units + "/s]").c_str());
+      continue;
+    }
+    std::fprintf(stderr,
+                 "esi simulate: warning: %s went negative (%s at t = %s), beyond --atol %s; "
+                 "if it is a concentration, tighten --rtol / --atol\n",
+                 system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
+                 format_number(negatives.min_time[j]).c_str(),
+                 format_number(s.options.integrator.atol).c_str());
+  }
   if (!traj.held_data.empty()) {
     std::string list;
     for (std::size_t k = 0; k < traj.held_data.size() && k < 6; ++k) list += (k ? ", " : "") + traj.held_data[k];
@@ -259,7 +312,9 @@ int run_simulate(Args args) {
     std::optional<io::NetcdfOutput> netcdf;
     if (is_netcdf_output(s.output)) netcdf.emplace(s.output, system, netcdf_options(s, doc, started_at));
     else csv.emplace(s.output);
-    NegativeWatch negatives{system.states.size(), {}, {}};
+    NegativeWatch negatives;
+    negatives.states = system.states.size();
+    negatives.limit = s.options.integrator.atol;
     std::vector<std::string> column_names;
     s.options.on_columns = [&](const std::vector<std::string>& names) {
       if (netcdf) netcdf->define(names);

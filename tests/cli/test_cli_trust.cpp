@@ -268,6 +268,31 @@ TEST(CliTrust, CommandLineSlipsAreNamedForWhatWasTyped) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// A state the equations drive below zero (a loss that does not vanish with the state) is not
+// a tolerance problem, and the warning says so; a numerical undershoot still gets the advice.
+TEST(CliTrust, NegativeStatesAreBlamedOnWhatDroveThemThere) {
+  TempDir dir;
+  const std::string sink = dir.write("sink.esm", model(
+      R"({"x": {"type": "unknown", "default": 1.0, "units": "mol/m^3"}, "k": {"type": "parameter", "default": 1.0}})",
+      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "-", "args": ["k"]}}])")).string();
+  const std::string out = (dir.path() / "o.csv").string();
+  CliResult r = run(dir, {"simulate", sink, "--tspan", "0", "2", "--output", out, "--quiet"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "M.x went negative")) << r.err;
+  EXPECT_TRUE(contains(r.err, "driven there by the equations: at that time its rate with M.x = 0 is still -1 [mol/m^3/s]"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "tighten")) << r.err;
+  // x' = -10 x by Euler at h = 0.5: x(1 - 5) each step, negative by the method alone.
+  const std::string decay = dir.write("decay.esm", model(
+      R"({"x": {"type": "unknown", "default": 1.0}, "k": {"type": "parameter", "default": 10.0}})",
+      R"([{"lhs": {"op": "D", "args": ["x"], "wrt": "t"}, "rhs": {"op": "*", "args": [{"op": "-", "args": ["k"]}, "x"]}}])")).string();
+  r = run(dir, {"simulate", decay, "--tspan", "0", "2", "--method", "Euler", "--dt", "0.5", "--output", out, "--quiet"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "M.x went negative")) << r.err;
+  EXPECT_TRUE(contains(r.err, "tighten --rtol / --atol")) << r.err;
+  EXPECT_FALSE(contains(r.err, "driven there")) << r.err;
+}
+
 // A Linux file name is bytes: one that is not UTF-8 is still a valid output path, and the
 // JSON written beside it (the sidecar, the gradient) stays valid JSON (U+FFFD for the bytes).
 TEST(CliTrust, OutputPathsThatAreNotUtf8AreWritten) {
