@@ -348,7 +348,9 @@ void run_test(const TestContext& ctx, const json& test, const std::string& point
                                     pointer_join(ptr, "variable")));
   }
   const exec::Trajectory traj = exec::simulate(sys, so);
-  out.solver = std::string(method::method_info(traj.method).name) + ", rtol " + json(so.integrator.rtol).dump() +
+  // (A run that never stepped, or one in lane pools, leaves the method unresolved.)
+  out.solver = std::string(traj.method == method::MethodId::Auto ? "auto" : method::method_info(traj.method).name) +
+               ", rtol " + json(so.integrator.rtol).dump() +
                ", atol " + json(so.integrator.atol).dump();
   if (!traj.ok())
     throw Error("solve_failed", ctx.file, pointer, traj.message);  // starts with the code

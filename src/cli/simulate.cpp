@@ -48,7 +48,6 @@
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
 #include "esi/io/csv.hpp"
-#include "esi/kernel/program.hpp"
 #include "esi/io/netcdf_output.hpp"
 #include "esi/plan/pointwise_split.hpp"
 
@@ -104,30 +103,12 @@ struct NegativeWatch {
   }
 };
 
-/// d(state j)/dt at time t and states u with state j itself set to 0, or NaN when it cannot be
-/// told (a per-region model, a parameter without a number). Below zero, the equations remove
-/// the quantity even when there is none left: no tolerance keeps it from going negative.
+/// d(state j)/dt at the states `u` with state j itself at 0 (exec::state_rate). Below zero, the
+/// equations remove the quantity even when there is none left: no tolerance keeps it from
+/// going negative.
 double rate_at_zero(const esm::System& system, std::size_t j, double t, std::vector<double> u) {
-  try {
-    kernel::CompileOptions o;
-    o.dofs = {static_cast<int>(j)};
-    const kernel::Program program = kernel::compile(system, o);
-    std::vector<double> p;
-    for (const esm::FlatVariable& v : system.parameters)
-      p.push_back(v.default_value.value_or(std::numeric_limits<double>::quiet_NaN()));
-    u[j] = 0.0;
-    kernel::Workspace ws = program.make_workspace(1);
-    program.prepare(ws, p);
-    double rate = std::numeric_limits<double>::quiet_NaN();
-    kernel::RunArgs<double> args;
-    args.u = {u.data(), u.size(), 1, 1};
-    args.t = std::span<const double>(&t, 1);
-    args.du = {&rate, 1, 1, 1};
-    kernel::run(program, ws, args);
-    return rate;
-  } catch (const Error&) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
+  u[j] = 0.0;
+  return exec::state_rate(system, j, t, u);
 }
 
 /// The system the run integrates: flattened in the form the method needs (per-region programs,

@@ -321,4 +321,26 @@ Trajectory detail::simulate_model(Model& model, const SimulateOptions& options) 
   return out;
 }
 
+double state_rate(const esm::System& system, std::size_t state, double t, std::span<const double> u) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (state >= system.states.size() || u.size() != system.states.size()) return nan;
+  try {
+    kernel::CompileOptions o;
+    o.dofs = {static_cast<int>(state)};
+    const kernel::Program program = kernel::compile(system, o);
+    const std::vector<double> p = detail::default_parameter_values(system);
+    kernel::Workspace ws = program.make_workspace(1);
+    program.prepare(ws, p);
+    double rate = nan;
+    kernel::RunArgs<double> args;
+    args.u = {u.data(), u.size(), 1, 1};
+    args.t = std::span<const double>(&t, 1);
+    args.du = {&rate, 1, 1, 1};
+    kernel::run(program, ws, args);
+    return rate;
+  } catch (const Error&) {
+    return nan;
+  }
+}
+
 }  // namespace esi::exec

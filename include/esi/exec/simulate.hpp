@@ -133,4 +133,10 @@ struct Trajectory {
 /// `unsupported_algebraic`, `unsupported_event`, `missing_initial_value`, compile codes).
 Trajectory simulate(const esm::System& system, const SimulateOptions& options);
 
+/// d(state)/dt at time t and the states `u` (System::states order) from that state's own
+/// equation, parameters at their values; NaN when it cannot be evaluated (a per-region model,
+/// a parameter without a value). What `esi simulate` asks, with the state set to 0, to tell a
+/// loss the equations keep up at zero from a numerical undershoot.
+double state_rate(const esm::System& system, std::size_t state, double t, std::span<const double> u);
+
 }  // namespace esi::exec
