@@ -297,6 +297,13 @@ int run_run(Args args) {
       if (!traj.cell_summary.empty()) std::fprintf(stderr, "esi run: cells: %s\n", traj.cell_summary.c_str());
       if (!last_restart.empty()) std::fprintf(stderr, "esi run: last restart file: %s\n", last_restart.c_str());
     }
+    // Said even under --quiet, as esi simulate does: the run was slower than asked, or its
+    // cache folder was not the one named.
+    if (r.native && traj.native_status.rfind("native", 0) != 0)
+      std::fprintf(stderr, "esi run: warning: --native was requested, but the run used the interpreter: %s\n",
+                   traj.native_status.empty() ? "nothing to compile" : traj.native_status.c_str());
+    else if (const auto w = traj.native_status.find("; warning: "); r.native && w != std::string::npos)
+      std::fprintf(stderr, "esi run: warning: %s\n", traj.native_status.c_str() + w + 11);
     if (traj.code == method::ReturnCode::Interrupted) {
       std::fprintf(stderr, "esi run: interrupted at t = %s; resume with --restart %s\n",
                    format_number(traj.last_time).c_str(), last_restart.c_str());

@@ -184,6 +184,19 @@ TEST(CliRun, AKilledRunResumesFromItsLastRestartFileBitForBit) {
       << "killed after " << delay << " s, resumed from " << files.back();
 }
 
+// --native without a compiler runs the interpreter and says so, as esi simulate does.
+TEST(CliRun, NativeWithoutACompilerSaysItUsedTheInterpreter) {
+  Fixture f;
+  const auto cfg = f.write_config(config(10, 0.5, 5));
+  const auto r = run_esi("env", {"CXX=/nonexistent/c++", ESI_BINARY, "run", f.model.string(), "-c", cfg.string(), "-o",
+                                 (f.dir.path() / "n.csv").string(), "--native", "--quiet"},
+                         f.err);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("esi run: warning: --native was requested, but the run used the interpreter"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("no working C++ compiler '/nonexistent/c++'"), std::string::npos) << r.err;
+}
+
 // A resumed run's summary counts its own macro steps from the restart point and says that the
 // totals include the steps before it.
 TEST(CliRun, AResumedRunCountsItsOwnStepsFromTheRestart) {
