@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <random>
@@ -651,6 +652,20 @@ Tally check_vector_jacobian_product(const System& s, const Derivatives& d, const
   return tally;
 }
 
+/// Every check at the points of `seeds`: second derivatives entry by entry and contracted,
+/// and the reverse-accumulated products, each to 1e-12 of its terms.
+void expect_every_check(const System& s, const Derivatives& d, std::initializer_list<std::uint64_t> seeds,
+                        const std::string& label) {
+  for (std::uint64_t seed : seeds) {
+    const Point x = point_for(s, seed);
+    for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x), check_vector_jacobian_product(s, d, x)}) {
+      EXPECT_EQ(t.failure, "") << label << ", seed " << seed;
+      EXPECT_EQ(t.nonfinite, 0) << label << ", seed " << seed;
+      EXPECT_LT(t.max_rel, 1e-12) << label << ", seed " << seed;
+    }
+  }
+}
+
 /// Entry by entry when the system is small, through w^T J v otherwise.
 Tally check_system(const System& s, const Derivatives& d, std::uint64_t seed) {
   const Point x = point_for(s, seed);
@@ -765,15 +780,7 @@ TEST(Derivatives, EveryOperatorMatchesHyperDualNumbers) {
   EXPECT_EQ(d.dfdp.parameters.size(), 3u);
   EXPECT_GT(d.second.u_entry.size(), 0u);
   EXPECT_GT(d.second.p_entry.size(), 0u);
-  for (std::uint64_t seed : {1u, 2u, 3u}) {
-    const Point x = point_for(s, seed);
-    for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x),
-                           check_vector_jacobian_product(s, d, x)}) {
-      EXPECT_EQ(t.failure, "") << "seed " << seed;
-      EXPECT_EQ(t.nonfinite, 0);
-      EXPECT_LT(t.max_rel, 1e-12);
-    }
-  }
+  expect_every_check(s, d, {1u, 2u, 3u}, "every operator");
 }
 
 TEST(Derivatives, PatternsAreSortedAndEntryMajor) {
@@ -866,15 +873,7 @@ TEST(Derivatives, BilinearLookupsHaveSecondDerivatives) {
   for (const System& s : {bilinear_system(), esi::testing::system_from(esi::testing::all_ops_model())}) {
     const Derivatives d = compile_derivatives(s);
     EXPECT_GT(d.second.u_entry.size() + d.second.p_entry.size(), 0u);
-    for (std::uint64_t seed : {1u, 2u, 3u, 4u}) {
-      const Point x = point_for(s, seed);
-      for (const Tally& t : {check_entries(s, d, x), check_contracted(s, d, x),
-                             check_vector_jacobian_product(s, d, x)}) {
-        EXPECT_EQ(t.failure, "") << "seed " << seed;
-        EXPECT_EQ(t.nonfinite, 0);
-        EXPECT_LT(t.max_rel, 1e-12);
-      }
-    }
+    expect_every_check(s, d, {1u, 2u, 3u, 4u}, "bilinear");
   }
   // The cross slope itself: a cell of f = 1 + 2x + 3y + 5xy has e = 5; clamped axes give 0.
   const std::vector<double> ax{0, 1, 3}, ay{0, 2}, table{1, 1 + 3 * 2, 1 + 2 * 1, 1 + 2 + 6 + 10,
@@ -908,15 +907,7 @@ TEST(Derivatives, TestSetProblemsMatchHyperDualNumbers) {
     EXPECT_EQ(dfdp, val.dfdp) << key;
     EXPECT_EQ(hu, val.hu) << key;
     EXPECT_EQ(hp, val.hp) << key;
-    for (std::uint64_t seed : {31u, 32u}) {
-      const Point y = point_for(s, seed);
-      for (const Tally& t : {check_entries(s, d, y), check_contracted(s, d, y),
-                             check_vector_jacobian_product(s, d, y)}) {
-        EXPECT_EQ(t.failure, "") << key;
-        EXPECT_EQ(t.nonfinite, 0) << key;
-        EXPECT_LT(t.max_rel, 1e-12) << key;
-      }
-    }
+    expect_every_check(s, d, {31u, 32u}, key);
     std::cout << "[derivatives] " << key << ": " << s.states.size() << " states, "
               << d.dfdp.parameters.size() << " parameters, " << d.dfdp.col.size()
               << " df/dp nonzeros, " << d.second.u_entry.size() << " + " << d.second.p_entry.size()
@@ -973,7 +964,10 @@ TEST(Derivatives, CorpusReactionSystemsMatchHyperDualNumbers) {
                   << " s (Jacobian) + " << d.derivative_seconds << " s (both derivative "
                   << "programs); tapes: Jacobian " << tape_size(d.jac.values) << ", df/dp "
                   << tape_size(d.dfdp.values) << ", second derivatives "
-                  << tape_size(d.second.values) << "; " << t.compared << " values compared\n";
+                  << tape_size(d.second.values) << ", J + df/dp "
+                  << tape_size(compile_first_derivatives(d.jac, d.dfdp)) << ", w'J and w'df/dp "
+                  << tape_size(compile_vector_jacobian_product(d.jac, d.dfdp.parameters).values) << "; "
+                  << t.compared << " values compared\n";
       }
     } catch (const esi::Error& e) {
       // A closed function without a second derivative: refused, and located.
