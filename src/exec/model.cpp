@@ -536,7 +536,7 @@ void Model::ensure_vector_jacobian_product(bool parameters) {
   problem.vjp_parameters = parameters;
   // A step's points on lanes cost about one point's J (+ df/dp): cheaper than a product per
   // point unless reverse accumulation makes the products much smaller than J. Measured
-  // (bench/HISTORY.md, 2026-12-07 15:25): lanes win on POLLU, the ozone box and SuperFast,
+  // (bench/HISTORY.md, 2026-12-07 15:30): lanes win on POLLU, the ozone box and SuperFast,
   // whose J + df/dp programs are 0.9-1.1 times their products' size; fullchem's is 1.5 times,
   // and its products win.
   const std::size_t batch = (parameters ? first_derivatives->stats() : jacobian->values.stats()).lane_instructions;

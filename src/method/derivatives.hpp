@@ -79,7 +79,7 @@ class Derivatives {
   std::vector<Point> batch_;      // the last at_points
   Point* current_ = &points_[0];
   int next_ = 0;
-  std::vector<double> batch_t_, batch_u_, batch_jac_, batch_pjac_;
+  std::vector<double> batch_u_, batch_jac_, batch_pjac_;
   bool parameters_wanted_ = true;
   std::vector<double> vjp_u_, vjp_p_;
 };

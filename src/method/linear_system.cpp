@@ -373,16 +373,15 @@ bool LinearSystem::sensitivity_solve(double* x, bool transposed) {
   using Segment = Eigen::Map<Eigen::VectorXd>;
   using ConstSegment = Eigen::Map<const Eigen::VectorXd>;
   const double* rows = m.lu_rows.data();
-  double* z = y;
-  std::copy(x, x + n, z);
+  std::copy(x, x + n, y);
   for (std::size_t c = 0; c < n; ++c) {  // U^T (lower)
-    const double zc = z[c] / rows[c * n + c];
-    z[c] = zc;
+    const double yc = y[c] / rows[c * n + c];
+    y[c] = yc;
     const auto tail = Eigen::Index(n - c - 1);
-    Segment(z + c + 1, tail) -= zc * ConstSegment(rows + c * n + c + 1, tail);
+    Segment(y + c + 1, tail) -= yc * ConstSegment(rows + c * n + c + 1, tail);
   }
   for (std::size_t c = n; c-- > 0;)  // L^T (unit upper)
-    Segment(z, Eigen::Index(c)) -= z[c] * ConstSegment(rows + c * n, Eigen::Index(c));
+    Segment(y, Eigen::Index(c)) -= y[c] * ConstSegment(rows + c * n, Eigen::Index(c));
   for (std::size_t i = 0; i < n; ++i) x[i] = y[perm[i]];  // x = P^T (P x)
   return true;
 }
