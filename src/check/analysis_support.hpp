@@ -36,7 +36,17 @@ std::string number_text(double x);
 std::string axis_label(const nlohmann::json& axis, const Source& s);
 
 /// "k=0.1, T=300" for the swept values of a run, leaving out dimension `skip`.
-std::string point_label(const AnalysisPlan& plan, const std::vector<double>& point, int skip = -1);
+/// "k=2, T=300" for a run's swept values; a value in seconds is written in the unit that reads
+/// naturally ("max_age=70 yr", see natural_time_unit).
+std::string point_label(const AnalysisResult& r, const std::vector<double>& point, int skip = -1);
+
+/// The unit a span of `seconds` reads naturally in: s, min, h, d or yr (365.25 d), the largest
+/// of them that the span covers at least twice; `per_second` is how many of them make a second.
+struct TimeUnit {
+  std::string name = "s";
+  double per_second = 1;
+};
+TimeUnit natural_time_unit(double seconds);
 
 /// The data of a field_slice or field_snapshot plot (field_plot.cpp).
 nlohmann::json field_plot(const AnalysisResult& r, const nlohmann::json& plot, const std::string& ptr);

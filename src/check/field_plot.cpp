@@ -203,10 +203,10 @@ json field_plot(const AnalysisResult& r, const json& plot, const std::string& pt
       const std::ptrdiff_t row = row_at(run.trajectory);
       std::vector<double> ys;
       if (row < 0 || !cells_along(run.trajectory, row, cell, xd, ys)) {
-        missing += (missing.empty() ? "" : "; ") + (run.point.empty() ? std::string("the run") : point_label(plan, run.point));
+        missing += (missing.empty() ? "" : "; ") + (run.point.empty() ? std::string("the run") : point_label(r, run.point));
         continue;
       }
-      out["lines"].push_back({{"label", r.runs.size() > 1 ? point_label(plan, run.point) : name + at_text},
+      out["lines"].push_back({{"label", r.runs.size() > 1 ? point_label(r, run.point) : name + at_text},
                               {"x", coords[static_cast<std::size_t>(xd)].values}, {"y", ys}});
     }
     if (out["lines"].empty())
@@ -234,7 +234,7 @@ json field_plot(const AnalysisResult& r, const json& plot, const std::string& pt
   out["xlabel"] = field_axis_label(plot["x"], xname, coords[static_cast<std::size_t>(xd)]);
   out["ylabel"] = field_axis_label(yaxis, yaxis.value("variable", std::string()), coords[static_cast<std::size_t>(yd)]);
   out["zlabel"] = axis_label(from_value ? plot["value"] : json::object(), units_source) + at_text +
-                  (r.runs.size() > 1 ? " (" + point_label(plan, shown->point) + ")" : "");
+                  (r.runs.size() > 1 ? " (" + point_label(r, shown->point) + ")" : "");
   out["x"] = coords[static_cast<std::size_t>(xd)].values;
   out["y"] = coords[static_cast<std::size_t>(yd)].values;
   out["z"] = std::move(z);

@@ -2,6 +2,7 @@
 // over two swept parameters, and what every plot's data carries (id, type, title).
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -132,11 +133,33 @@ std::string axis_label(const json& axis, const Source& s) {
   return s.units.empty() ? s.name : s.name + " [" + s.units + "]";
 }
 
-std::string point_label(const AnalysisPlan& plan, const std::vector<double>& point, int skip) {
+TimeUnit natural_time_unit(double seconds) {
+  static const TimeUnit units[] = {{"yr", 1 / (365.25 * 86400)}, {"d", 1.0 / 86400}, {"h", 1.0 / 3600}, {"min", 1.0 / 60}};
+  for (const TimeUnit& u : units)
+    if (std::abs(seconds) * u.per_second >= 2) return u;
+  return {};
+}
+
+std::string point_label(const AnalysisResult& r, const std::vector<double>& point, int skip) {
   std::string out;
-  for (std::size_t d = 0; d < point.size(); ++d)
-    if (static_cast<int>(d) != skip)
-      out += (out.empty() ? "" : ", ") + plan.sweep[d].parameter + "=" + number_text(point[d]);
+  for (std::size_t d = 0; d < point.size(); ++d) {
+    if (static_cast<int>(d) == skip) continue;
+    const std::string& name = r.plan.sweep[d].parameter;
+    std::string value = number_text(point[d]);
+    try {
+      if (units_of(r, esm::resolve_local(r.system, r.scope, name, r.plan.ref.file, "")) == "s") {
+        const TimeUnit u = natural_time_unit(point[d]);
+        if (u.name != "s") {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.4g %s", point[d] * u.per_second, u.name.c_str());
+          value = buf;
+        }
+      }
+    } catch (const Error&) {
+      // a swept name the system does not hold keeps its plain number
+    }
+    out += (out.empty() ? "" : ", ") + name + "=" + value;
+  }
   return out;
 }
 
@@ -180,13 +203,44 @@ json line_plot(const AnalysisResult& r, const json& plot, const std::string& ptr
   if (series.size() > 1 && !first_y.contains("label")) out["ylabel"] = series[0].second.units;
   const bool per_run = x.kind == Source::Time || x.kind == Source::Column;
   if (per_run) {  // a trajectory per run and series
-    for (const AnalysisRun& run : r.runs)
+    // Time on the x axis in the unit that reads naturally (a 200-year run in yr, not 10^9 s),
+    // unless the document names the axis itself.
+    TimeUnit time_unit;
+    if (x.kind == Source::Time && !(plot["x"].is_object() && plot["x"].contains("label"))) {
+      double last = 0;
+      for (const AnalysisRun& run : r.runs)
+        for (double t : run.trajectory.times) last = std::max(last, std::abs(t));
+      time_unit = natural_time_unit(last);
+      out["xlabel"] = x.name + " [" + time_unit.name + "]";
+    }
+    for (const AnalysisRun& run : r.runs) {
+      const Trajectory& traj = run.trajectory;
+      // A run that stopped early ends where it stopped: its legend says so and the plot marks
+      // the last point (plot::Series::ended_early), rather than a line that just ends.
+      std::string stopped;
+      if (!traj.ok()) {
+        const double at = traj.times.empty() ? NAN : traj.times.back();
+        const TimeUnit u = natural_time_unit(at);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "stopped at t = %.4g %s: %s", at * u.per_second, u.name.c_str(),
+                      std::string(method::return_code_name(traj.code)).c_str());
+        stopped = buf;
+      }
       for (const auto& [name, src] : series) {
         std::string label = name;
-        if (r.runs.size() > 1) label = series.size() > 1 ? name + " (" + point_label(plan, run.point) + ")"
-                                                         : point_label(plan, run.point);
-        out["lines"].push_back({{"label", label}, {"x", series_of(x, run)}, {"y", series_of(src, run)}});
+        if (r.runs.size() > 1) label = series.size() > 1 ? name + " (" + point_label(r, run.point) + ")"
+                                                         : point_label(r, run.point);
+        std::vector<double> xs = series_of(x, run);
+        if (time_unit.per_second != 1)
+          for (double& v : xs) v *= time_unit.per_second;
+        json line = {{"label", label}, {"x", xs}, {"y", series_of(src, run)}};
+        if (!stopped.empty()) {
+          line["label"] = label + " [" + stopped + "]";
+          line["ended_early"] = traj.message.empty() ? stopped : traj.message;
+        }
+        out["lines"].push_back(std::move(line));
       }
+    }
     return out;
   }
   // Against a swept parameter (or a constant): one point per run, each series' final value;
@@ -195,7 +249,7 @@ json line_plot(const AnalysisResult& r, const json& plot, const std::string& ptr
   std::map<std::string, std::vector<const AnalysisRun*>> groups;
   std::vector<std::string> order;
   for (const AnalysisRun& run : r.runs) {
-    const std::string key = point_label(plan, run.point, x.dim);
+    const std::string key = point_label(r, run.point, x.dim);
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&run);
   }

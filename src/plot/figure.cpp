@@ -104,6 +104,7 @@ Figure figure_from_json(const json& plot, const std::string& file, const std::st
     s.x = r.numbers(lines[i]["x"], at + "/x");
     s.y = r.numbers(lines[i]["y"], at + "/y");
     if (s.x.size() != s.y.size()) r.fail(at, "'x' and 'y' must be as long as each other");
+    s.ended_early = lines[i].contains("ended_early");
     f.series.push_back(std::move(s));
   }
   return f;

@@ -118,7 +118,7 @@ Prepared prepare(const Figure& f) {
   }
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   for (const Series& s : f.series) {
-    Series t{s.label, {}, {}};
+    Series t{s.label, {}, {}, s.ended_early};
     for (std::size_t k = 0; k < s.x.size(); ++k) {
       double x = scaled(s.x[k], f.log_x), y = scaled(s.y[k], f.log_y);
       if (!std::isfinite(x) || !std::isfinite(y))
@@ -209,6 +209,13 @@ void draw_series(const Prepared& p) {
         plpoin(1, s.x.data() + start, s.y.data() + start, 17);
       }
     });
+    if (s.ended_early)  // a large cross where the run stopped
+      for (std::size_t k = s.x.size(); k-- > 0;)
+        if (std::isfinite(s.x[k]) && std::isfinite(s.y[k])) {
+          plssym(0, 2.2);
+          plpoin(1, s.x.data() + k, s.y.data() + k, 5);
+          break;
+        }
   }
   plwidth(1);
 }

@@ -120,6 +120,59 @@ TEST_F(Analyze, SweepWritesOneCsvPerRunWithTheExactDecay) {
   EXPECT_NE(esi::testing::read_all(out / "index.html").find("Exponential decay for three rates."), std::string::npos);
 }
 
+// A sweep over a time-like parameter of a run centuries long, one member of which blows up:
+// time is plotted in years and the swept values in the legend too (not 10^9 s), and the member
+// that stopped says where and why in its legend and carries `ended_early` (the plot marks its
+// last point) instead of a line that just ends.
+TEST_F(Analyze, LongRunsReadInYearsAndAStoppedMemberIsMarked) {
+  const std::string doc = write("blowup.esm", R"({
+  "esm": "0.1.0",
+  "metadata": {"name": "Blowup"},
+  "models": {
+    "Box": {
+      "variables": {
+        "x": {"type": "unknown", "units": "1", "default": 1.0},
+        "tau": {"type": "parameter", "units": "s", "default": 1e9}
+      },
+      "equations": [
+        {"lhs": {"op": "D", "args": ["x"], "wrt": "t"},
+         "rhs": {"op": "/", "args": [{"op": "*", "args": ["x", "x"]}, "tau"]}}
+      ],
+      "analyses": [{
+        "id": "centuries",
+        "time_span": {"start": 0, "end": 6.31152e9},
+        "parameter_sweep": {"type": "cartesian",
+          "dimensions": [{"parameter": "tau", "values": [-1e9, 1e9]}]},
+        "plots": [{"id": "x_vs_t", "type": "line", "x": {"variable": "t"}, "y": {"variable": "x"}}]
+      }]
+    }
+  }
+})");
+  const fs::path out = dir_ / "out";
+  const Result r = run({"analyze", doc, "--out", out.string(), "-q"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const json plots = json::parse(esi::testing::read_all(out / "centuries" / "plots.json"));
+  const json* plot = nullptr;
+  for (const json& p : plots["plots"].is_array() ? plots["plots"] : plots)
+    if (p.value("id", "") == "x_vs_t") plot = &p;
+  ASSERT_NE(plot, nullptr) << plots.dump();
+  EXPECT_EQ((*plot)["xlabel"], "t [yr]");
+  const json& lines = (*plot)["lines"];
+  ASSERT_EQ(lines.size(), 2u);
+  // x = 1 / (1 + t / 1e9 s): decays over the 200 years (200 yr = 6.31152e9 s).
+  EXPECT_EQ(lines[0]["label"], "tau=-31.69 yr");
+  EXPECT_NEAR(lines[0]["x"].back().get<double>(), 200.0, 1e-9);
+  EXPECT_FALSE(lines[0].contains("ended_early"));
+  // x = 1 / (1 - t / 1e9 s) blows up at 31.69 years: stopped there, and says so.
+  const std::string label = lines[1]["label"];
+  EXPECT_EQ(label.rfind("tau=31.69 yr [stopped at t = ", 0), 0u) << label;
+  EXPECT_NE(label.find(" yr: "), std::string::npos) << label;
+  ASSERT_TRUE(lines[1].contains("ended_early"));
+  const double stopped = lines[1]["x"].back().get<double>();
+  EXPECT_GT(stopped, 20.0);
+  EXPECT_LE(stopped, 31.69);
+}
+
 TEST_F(Analyze, JobsDoNotChangeTheOutput) {
   const std::string doc = write("decay.esm", decay_document(kSweep));
   ASSERT_EQ(run({"analyze", doc, "--out", (dir_ / "j1").string(), "--jobs", "1", "-q"}).status, 0);

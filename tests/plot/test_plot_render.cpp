@@ -309,7 +309,9 @@ TEST(PlotRender, TicksOfANarrowRangeAboutALargerValueAreDistinct) {
     EXPECT_LE(ticks[k].first, 39.9899 + 1e-9);
     EXPECT_NEAR(ticks[k].second, pixel_of(images.frame, 0, ticks[k].first).second, 1.0)
         << "the label " << ticks[k].first << " is not at its tick";
-    if (k > 0) EXPECT_GT(ticks[k].first, ticks[k - 1].first) << "two ticks with one label";
+    if (k > 0) {
+      EXPECT_GT(ticks[k].first, ticks[k - 1].first) << "two ticks with one label";
+    }
   }
 }
 

@@ -22,6 +22,7 @@ enum class Kind { Line, Scatter, Map };
 struct Series {
   std::string label;
   std::vector<double> x, y;  ///< NaN: no point (a line breaks there)
+  bool ended_early = false;  ///< a run that stopped before its end: its last point is marked
 };
 
 struct Figure {
