@@ -135,7 +135,11 @@ std::string leaf_line(const exec::LeafReport& l, std::size_t cells) {
                   double(l.accepted + l.rejected) / double(cells), l.rejected);
   else
     std::snprintf(buf, sizeof buf, "%s: %ld steps, %ld rejected", l.what.c_str(), l.accepted, l.rejected);
-  return buf;
+  std::string line = buf;
+  if (l.method_switches > 0)
+    line += " (auto: switched " + std::to_string(l.method_switches) + (l.method_switches == 1 ? " time" : " times") +
+            ", now " + l.method_now + ")";
+  return line;
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ int report_outcome(const SimulateArgs& s, const esm::System& system, const exec:
   // One line per state up to a few, then a count: a gridded run has thousands of cells.
   std::size_t negative = 0;
   for (std::size_t j = 0; j < negatives.min_value.size(); ++j) {
-    if (!(negatives.min_value[j] < -s.options.integrator.atol) || ++negative > 5) continue;
+    const double atol = j < traj.atol_each.size() ? traj.atol_each[j] : s.options.integrator.atol;
+    if (!(negatives.min_value[j] < -atol) || ++negative > 5) continue;
     const auto kept = negatives.at_min.find(j);
     const double rate = kept == negatives.at_min.end()
                             ? std::numeric_limits<double>::quiet_NaN()
@@ -214,9 +215,16 @@ int report_outcome(const SimulateArgs& s, const esm::System& system, const exec:
                  "esi simulate: warning: %s went negative (%s at t = %s), beyond --atol %s; "
                  "if it is a concentration, tighten --rtol / --atol\n",
                  system.states[j].name.c_str(), format_number(negatives.min_value[j]).c_str(),
-                 format_number(negatives.min_time[j]).c_str(),
-                 format_number(s.options.integrator.atol).c_str());
+                 format_number(negatives.min_time[j]).c_str(), format_number(atol).c_str());
   }
+  for (std::size_t k = 0; k < traj.below_atol.size() && k < 5; ++k)
+    std::fprintf(stderr,
+                 "esi simulate: warning: %s stayed below its absolute tolerance (%s) the whole run, so "
+                 "its error was not controlled; give --atol below its values\n",
+                 traj.names[traj.below_atol[k]].c_str(), format_number(traj.atol_each[traj.below_atol[k]]).c_str());
+  if (traj.below_atol.size() > 5)
+    std::fprintf(stderr, "esi simulate: warning: %zu more states stayed below their absolute tolerance\n",
+                 traj.below_atol.size() - 5);
   if (!traj.held_data.empty()) {
     std::string list;
     for (std::size_t k = 0; k < traj.held_data.size() && k < 6; ++k) list += (k ? ", " : "") + traj.held_data[k];
@@ -266,6 +274,7 @@ int report_outcome(const SimulateArgs& s, const esm::System& system, const exec:
 int run_simulate(Args args) {
   using namespace sim;  // the parts of esi simulate (simulate.hpp)
   SimulateArgs s;
+  s.options.atol_from_scales = true;  // until --atol is given
   if (const int rc = parse_args(args, s); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   s.command_line = "esi simulate";
   for (const std::string& a : args) s.command_line += " " + a;

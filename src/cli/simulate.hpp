@@ -31,7 +31,7 @@ struct SimulateArgs {
   bool quiet = false;
   bool cells = false;  ///< --cells: arrays as one equation per cell even for explicit methods
   bool default_saveat = false;  ///< no --saveat: (T1 - T0) / 100
-  bool have_tspan = false, have_component = false, have_dt = false;
+  bool have_tspan = false, have_component = false, have_dt = false, have_atol = false;
   exec::SimulateOptions options;
   /// --set and --params entries in command-line order (a later one for the same name wins).
   std::vector<Override> sets;

@@ -137,7 +137,11 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   }
   if (a == "--saveat") return parse_number_option(args, i, s.options.saveat);
   if (a == "--rtol") return parse_number_option(args, i, io.rtol);
-  if (a == "--atol") return parse_number_option(args, i, io.atol);
+  if (a == "--atol") {
+    s.have_atol = true;
+    s.options.atol_from_scales = false;  // a given atol holds for every state
+    return parse_number_option(args, i, io.atol);
+  }
   if (a == "--dt") {
     s.have_dt = true;
     return parse_number_option(args, i, io.dt_initial);
@@ -384,7 +388,8 @@ void print_simulate_help(std::FILE* out) {
       "               preset_times) inside the span, showing the value after the event\n"
       "  --method M   a method name (Tsit5, Rodas5P, CVODE_BDF, ...) or auto (default);\n"
       "               CVODE_BDF is SUNDIALS' CVODE (BDF), in builds that found it\n"
-      "  --rtol R     relative tolerance (default 1e-6); --atol A absolute (default 1e-8);\n"
+      "  --rtol R     relative tolerance (default 1e-6); --atol A absolute for every state (default:\n"
+      "               1e-8, capped per state at 1e-6 of the largest initial value in its units);\n"
       "               finite, >= 0, not both 0\n"
       "  --dt DT      the step (> 0) of fixed-step methods (Euler, RK4, ...); the first step of\n"
       "               others\n"

@@ -52,6 +52,26 @@ nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, d
           {"output_rows", traj.rows},
           {"wall_seconds", wall_seconds},
           {"version", ESI_VERSION}};
+  if (!traj.atol_each.empty()) {
+    std::size_t smallest = 0;
+    for (std::size_t i = 1; i < traj.atol_each.size(); ++i)
+      if (traj.atol_each[i] < traj.atol_each[smallest]) smallest = i;
+    report["atol_from_scales"] = true;
+    report["atol_smallest"] = {{"state", traj.names[smallest]}, {"atol", traj.atol_each[smallest]}};
+    nlohmann::json below = nlohmann::json::array();
+    for (std::size_t i : traj.below_atol) below.push_back(traj.names[i]);
+    report["states_below_atol"] = std::move(below);
+  }
+  if (s.options.integrator.method == method::MethodId::Auto && traj.cell_summary.empty()) {
+    nlohmann::json switches = nlohmann::json::array();
+    for (const method::MethodSwitch& w : traj.switches)
+      switches.push_back({{"t", w.t},
+                          {"from", std::string(method::method_info(w.from).name)},
+                          {"to", std::string(method::method_info(w.to).name)},
+                          {"stiffness", w.stiffness},
+                          {"successive_tests", w.tests}});
+    report["method_switches"] = std::move(switches);
+  }
   if (!traj.cell_summary.empty())
     report["cells"] = {{"summary", traj.cell_summary},
                        {"cells", cs.cells},
@@ -71,11 +91,33 @@ void print_summary(const nlohmann::json& r) {
                "esi simulate: %s%s, %ld steps (%ld rejected), %ld RHS, %ld Jacobians, %ld LU, "
                "%zu rows, %.3g s\n",
                r["method"].get<std::string>().c_str(),
-               r["method_chosen_automatically"].get<bool>() ? " (chosen by the stiffness test)" : "",
+               r["method_chosen_automatically"].get<bool>()
+                   ? (r.contains("method_switches") && !r["method_switches"].empty() ? " (auto: first choice; it switched)"
+                                                                                       : " (chosen by the stiffness test)")
+                   : "",
                r["steps_accepted"].get<long>(), r["steps_rejected"].get<long>(),
                r["rhs_evaluations"].get<long>(), r["jacobian_evaluations"].get<long>(),
                r["lu_factorizations"].get<long>(), r["output_rows"].get<std::size_t>(),
                r["wall_seconds"].get<double>());
+  if (r.contains("atol_smallest") && r["atol_smallest"]["atol"].get<double>() < r["atol"].get<double>())
+    std::fprintf(stderr, "  atol per state: %.3g, at most 1e-6 of the largest initial value in each state's units (smallest %.3g for %s)\n",
+                 r["atol"].get<double>(), r["atol_smallest"]["atol"].get<double>(),
+                 r["atol_smallest"]["state"].get<std::string>().c_str());
+  // Auto's switches: when and why (the stiffness test |lambda| h / 3.5068 against 0.9).
+  if (const auto it = r.find("method_switches"); it != r.end() && !it->empty()) {
+    std::size_t shown = 0;
+    for (const auto& w : *it) {
+      if (++shown > 5) {
+        std::fprintf(stderr, "  ... %zu switches in all (--stats FILE lists every one)\n", it->size());
+        break;
+      }
+      const bool to_stiff = w["to"].get<std::string>() == "Rodas5P";
+      std::fprintf(stderr, "  switched %s -> %s at t = %s: stiffness |lambda| h / 3.51 %s (last %.3g) on %d tests\n",
+                   w["from"].get<std::string>().c_str(), w["to"].get<std::string>().c_str(),
+                   format_number(w["t"].get<double>()).c_str(), to_stiff ? "above 0.7" : "at most 0.9",
+                   w["stiffness"].get<double>(), w["successive_tests"].get<int>());
+    }
+  }
 }
 
 void write_stats(const std::string& path, const nlohmann::json& report) {

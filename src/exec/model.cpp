@@ -241,6 +241,8 @@ void grid_rhs_callback(void* context, double t, const double* u, double* du) {
   for (std::size_t k = 0; k < m.scalar_dofs.size(); ++k) du[m.scalar_dofs[k]] = m.scalar_du[k];
 }
 
+void prepare_jacobian_callback(void* context) { static_cast<Model*>(context)->ensure_jacobian(); }
+
 void jacobian_callback(void* context, double t, const double* u, double* values) {
   Model& m = *static_cast<Model*>(context);
   kernel::RunArgs<double> args;
@@ -638,6 +640,7 @@ std::unique_ptr<Model> build_model(const esm::System& system, const esm::Resolve
     if (with_jacobian && shared_jacobian) {
       m->deferred_jacobian = std::move(shared_jacobian);
       m->native = native;
+      m->problem.prepare_jacobian = &prepare_jacobian_callback;
     } else if (with_jacobian) {
       attach_jacobian(*m, try_compile_jacobian(m->system));
     }

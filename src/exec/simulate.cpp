@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "esi/core/error.hpp"
@@ -72,15 +73,22 @@ class Driver {
   void run_steps(std::vector<double> u0) {
     if (u0.empty()) return record_without_states();
     method::IntegratorOptions io = o_.integrator;
+    if (o_.atol_from_scales && io.atol_each.empty()) {
+      io.atol_each = atol_from_scales(m_.system, u0, io.atol);
+      out_.atol_each = io.atol_each;
+      largest_.assign(u0.size(), 0.0);
+    }
     if (io.method == method::MethodId::Auto)
-      io.method = method::choose_method(m_.problem, o_.t0, o_.t1, u0);
-    if (method::method_info(io.method).needs_jacobian) m_.ensure_jacobian();
+      io.auto_span = o_.t1 - o_.t0;  // the Jacobian is compiled when Rodas5P first runs
+    else if (method::method_info(io.method).needs_jacobian)
+      m_.ensure_jacobian();
     integrator_.emplace(m_.problem, io, o_.t0, u0);
     out_.method = integrator_->method();
     fire_presets_at_start();
     if (derivative_not_finite(o_.t0, integrator_->u())) return;
     update_signs(o_.t0, integrator_->u());
     record_current();
+    track_largest();
     while (!rows_.stopped && integrator_->t() < o_.t1) {
       const method::ReturnCode rc = integrator_->step(next_stop());
       if (rc != method::ReturnCode::Success) {
@@ -93,6 +101,7 @@ class Driver {
         break;
       }
       if (!handle_crossing()) handle_step_end();
+      track_largest();
       if (o_.on_step) o_.on_step(integrator_->t());
       if (!rows_.stopped && o_.stop && o_.stop->load(std::memory_order_relaxed) && integrator_->t() < o_.t1) {
         if (out_.rows == 0 || out_.last_time != integrator_->t()) rows_.record(integrator_->t(), integrator_->u());
@@ -102,6 +111,14 @@ class Driver {
       }
     }
     out_.stats = integrator_->stats();
+    out_.switches.assign(integrator_->switches().begin(), integrator_->switches().end());
+    for (std::size_t i = 0; i < largest_.size(); ++i)
+      if (largest_[i] < out_.atol_each[i]) out_.below_atol.push_back(i);
+  }
+
+  void track_largest() {
+    const auto u = integrator_->u();
+    for (std::size_t i = 0; i < largest_.size(); ++i) largest_[i] = std::max(largest_[i], std::abs(u[i]));
   }
 
   /// Preset times equal to t0 fire before the first output (the output at t0 is post-event).
@@ -269,6 +286,7 @@ class Driver {
   DiscreteEvents events_;
   std::vector<int> last_sign_;  // per condition row: last nonzero sign seen, 0 = none yet
   std::vector<double> scratch_;
+  std::vector<double> largest_;  // atol_from_scales: each state's largest |value| so far
   std::optional<method::Integrator> integrator_;
 };
 
@@ -341,6 +359,25 @@ double state_rate(const esm::System& system, std::size_t state, double t, std::s
   } catch (const Error&) {
     return nan;
   }
+}
+
+}  // namespace esi::exec
+
+namespace esi::exec {
+
+std::vector<double> atol_from_scales(const esm::System& system, std::span<const double> u0, double atol) {
+  const std::size_t n = std::min(u0.size(), system.states.size());
+  std::map<std::string, double> unit_scale;
+  for (std::size_t i = 0; i < n; ++i) {
+    double& s = unit_scale[system.states[i].units];
+    if (std::isfinite(u0[i])) s = std::max(s, std::abs(u0[i]));
+  }
+  std::vector<double> out(u0.size(), atol);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double scale = unit_scale[system.states[i].units];
+    if (scale > 0) out[i] = std::min(atol, kAtolScaleFraction * scale);
+  }
+  return out;
 }
 
 }  // namespace esi::exec

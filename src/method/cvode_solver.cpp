@@ -189,7 +189,14 @@ class CvodeSolver final : public SelfSteppingSolver {
     std::copy(u0.begin(), u0.end(), data(y_));
     int flag = CVodeInit(mem_, &CvodeSolver::rhs, t0, y_);
     if (flag >= 0) flag = CVodeSetUserData(mem_, this);
-    if (flag >= 0) flag = CVodeSStolerances(mem_, o.rtol, o.atol);
+    if (flag >= 0 && o.atol_each.empty()) flag = CVodeSStolerances(mem_, o.rtol, o.atol);
+    if (flag >= 0 && !o.atol_each.empty()) {
+      N_Vector atol = N_VNew_Serial(sunindextype(n_), ctx_);
+      if (!atol) return "CVODE could not allocate its memory";
+      std::copy(o.atol_each.begin(), o.atol_each.end(), data(atol));
+      flag = CVodeSVtolerances(mem_, o.rtol, atol);  // CVODE keeps its own copy
+      N_VDestroy(atol);
+    }
     if (flag >= 0 && o.dt_initial > 0) flag = CVodeSetInitStep(mem_, o.dt_initial);
     if (flag >= 0 && o.dt_min > 0) flag = CVodeSetMinStep(mem_, o.dt_min);
     if (flag >= 0 && o.dt_max > 0) flag = CVodeSetMaxStep(mem_, o.dt_max);

@@ -1,6 +1,7 @@
 // Explicit Runge-Kutta stepper, generic over ErkTableau. Sums run in stage order so results
 // are bitwise reproducible.
 #include <algorithm>
+#include <cmath>
 
 #include "method/derivatives.hpp"
 #include "method/stepper.hpp"
@@ -112,6 +113,29 @@ class ErkStepper final : public Stepper {
             dk_[std::size_t(j) * n_ + m] += r.h * tab_.a[i][j] * adj_stage[m];
     }
     std::copy(dk_.begin(), dk_.begin() + long(n_), lambda_f0);
+  }
+
+  // Hairer's estimate (Solving ODEs II, IV.2; what OrdinaryDiffEq's Tsit5 reports to its
+  // AutoSwitch): the last two stages of a first-same-as-last pair both sit at t + h, so
+  // |k_s - k_{s-1}| / |g_s - g_{s-1}| is a difference quotient of f along u there. Both norms
+  // weigh component m by 1 / (atol + rtol |u_m|), the weights of the error test: unweighted,
+  // species of large magnitude decide the direction and a stiff species present in traces
+  // (an ozone box's O(1D), NO3) goes unseen while it holds Tsit5 at its stability limit.
+  double eigen_estimate(double rtol, double atol, const double* atol_each) const override {
+    const int s = tab_.stages;
+    if (!fsal_ || s < 3 || tab_.c[s - 2] != 1.0) return -1;
+    const double* k1 = k_.data() + std::size_t(s - 1) * n_;
+    const double* k0 = k_.data() + std::size_t(s - 2) * n_;
+    const double* g1 = stages_.data() + std::size_t(s - 1) * n_;
+    const double* g0 = stages_.data() + std::size_t(s - 2) * n_;
+    const double* u0 = stages_.data();
+    double num = 0, den = 0;
+    for (std::size_t m = 0; m < n_; ++m) {
+      const double w = 1 / ((atol_each ? atol_each[m] : atol) + rtol * std::max(std::abs(u0[m]), std::abs(g1[m])));
+      const double dk = w * (k1[m] - k0[m]), dg = w * (g1[m] - g0[m]);
+      num += dk * dk, den += dg * dg;
+    }
+    return den > 0 ? std::sqrt(num / den) : 0.0;
   }
 
   const double* f_at_end() const override {

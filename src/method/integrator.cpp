@@ -24,6 +24,30 @@ namespace {
 // Why the last attempt was rejected; decides the code when the step size runs out.
 enum class Cause { None, ErrorTest, NonFinite, LinearSolve, Newton, Domain };
 
+// MethodId::Auto: Tsit5 and Rodas5P, after OrdinaryDiffEq's AutoTsit5(Rodas5P()) with
+// Hairer's counting of stiffness tests (DOPRI5, Solving ODEs II, IV.2). After each accepted
+// step the stiffness s = |lambda| h / S is tested, S = Tsit5's stability size along the negative
+// real axis (OrdinaryDiffEq's alg_stability_size(Tsit5) = 3.5068), |lambda| from the stepper
+// (eigen_estimate: the explicit stages' difference quotient on Tsit5, ||J||_inf on Rodas5P).
+// - On Tsit5, a test with s > 0.7 counts as stiff; 6 non-stiff tests in a row clear the count
+//   (Hairer's reset); more than 10 stiff tests switch to Rodas5P with twice the step
+//   (OrdinaryDiffEq's maxstiffstep and dtfac). A stability-limited Tsit5 step bounces between
+//   s = 0.6 and 1.0 under the PI controller, so OrdinaryDiffEq's "10 in a row above 0.9" waits
+//   long on a problem that stiffens slowly: on tests/method/test_auto_switch.cpp's
+//   problems and the landis biomass model it took 1.4-1.8x Rodas5P's steps, this rule 1.0-1.3x.
+// - On Rodas5P, more than 3 successive tests with s <= 0.9 (maxnonstiffstep, stifftol) switch
+//   back with half the step. ||J||_inf >= |lambda| and Rodas5P's steps are long, so this side
+//   says "not stiff" later than the other says "stiff": the hysteresis.
+constexpr MethodId kAutoNonstiff = MethodId::Tsit5;
+constexpr MethodId kAutoStiff = MethodId::Rodas5P;
+constexpr double kTsit5StabilitySize = 3.5068;
+constexpr double kStiffTest = 0.7;
+constexpr double kNonstiffTest = 0.9;
+constexpr int kMaxStiffTests = 10;
+constexpr int kCalmTestsThatReset = 6;
+constexpr int kMaxNonstiffTests = 3;
+constexpr double kSwitchStepFactor = 2;
+
 
 bool all_finite(const std::vector<double>& v) {
   return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
@@ -88,6 +112,21 @@ struct Integrator::Impl {
   std::vector<int> clip_list;   // components the last accepted step clipped (when recording)
   double f_time = 0;            // f = f(f_time, u): t, or the previous t + h for an FSAL f
   void record_step(double h, double t_end, std::span<const int> clipped);
+
+  // MethodId::Auto (see kAutoNonstiff): the method not in use keeps its stepper and
+  // controller here once built; dense_source is the stepper that took the last accepted step.
+  bool automatic = false;
+  std::unique_ptr<Stepper> parked_stepper;
+  std::unique_ptr<StepController> parked_controller;
+  const Stepper* dense_source = nullptr;
+  int stiff_tests = 0;  // on the non-stiff method: stiff tests since the last calm run
+  int calm_tests = 0;   // successive non-stiff tests
+  long switch_count = 0;
+  std::vector<MethodSwitch> switches;
+  const double* atol_each() const { return opt.atol_each.empty() ? nullptr : opt.atol_each.data(); }
+  void use_method(MethodId id);
+  void switch_if_stiffness_changed(double eigen, double h);
+  void switch_to(MethodId to);
 };
 
 Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t0,
@@ -95,12 +134,11 @@ Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t
     : problem(&p), opt(o), t(t0), t_prev(t0), dt(o.dt_initial) {
   eval = Evaluator{problem, &stats};
   const std::size_t n = p.size;
+  automatic = opt.method == MethodId::Auto && p.rhs && u0.size() == n && opt.adaptive;
   method = opt.method == MethodId::Auto && p.rhs && u0.size() == n
-               ? choose_method(p, t0, t0 + 1, u0)
+               ? choose_method(p, t0, t0 + (opt.auto_span > 0 ? opt.auto_span : 1.0), u0)
                : (opt.method == MethodId::Auto ? MethodId::Tsit5 : opt.method);
-  info = &method_info(method);
-  adaptive = opt.adaptive && info->embedded_order > 0;
-  control_order = std::max(1, std::min(info->order, info->embedded_order + 1));
+  use_method(method);
   u.assign(u0.begin(), u0.end());
   u.resize(n);
   u_prev = u;
@@ -111,9 +149,60 @@ Integrator::Impl::Impl(const OdeProblem& p, const IntegratorOptions& o, double t
   if (invalid.empty() && family_of(method) == Family::Sundials) {
     self_stepping = make_cvode_solver(p, opt, t0, u, invalid);
   } else if (invalid.empty()) {
+    if (automatic && info->needs_jacobian && p.prepare_jacobian) p.prepare_jacobian(p.context);
     stepper = make_stepper(method, eval, opt);
     controller = make_controller(opt.controller, method);
   }
+}
+
+void Integrator::Impl::use_method(MethodId id) {
+  method = id;
+  info = &method_info(method);
+  adaptive = opt.adaptive && info->embedded_order > 0;
+  control_order = std::max(1, std::min(info->order, info->embedded_order + 1));
+}
+
+// After an accepted step of size h whose stepper estimated |lambda| = eigen (kAutoNonstiff).
+void Integrator::Impl::switch_if_stiffness_changed(double eigen, double h) {
+  const double stiffness = std::abs(eigen * h / kTsit5StabilitySize);
+  MethodId to;
+  double factor;
+  int tests;
+  if (method == kAutoNonstiff) {
+    if (stiffness > kStiffTest) ++stiff_tests, calm_tests = 0;
+    else if (++calm_tests >= kCalmTestsThatReset) stiff_tests = 0;
+    if (stiff_tests <= kMaxStiffTests) return;
+    to = kAutoStiff, factor = kSwitchStepFactor, tests = stiff_tests;
+  } else {
+    if (stiffness <= kNonstiffTest) ++calm_tests;
+    else calm_tests = 0;
+    if (calm_tests <= kMaxNonstiffTests) return;
+    to = kAutoNonstiff, factor = 1 / kSwitchStepFactor, tests = calm_tests;
+  }
+  switches.push_back({t, method, to, stiffness, tests});
+  ++switch_count;
+  stiff_tests = calm_tests = 0;
+  switch_to(to);
+  dt *= factor;
+  if (opt.dt_max > 0) dt = std::min(dt, opt.dt_max);
+  if (tape)
+    tape->unsupported = "the automatic method switched from " + std::string(method_info(switches.back().from).name) +
+                        " to " + std::string(info->name) + " at t = " + format_double(t) +
+                        " (sensitivities follow one method: give --method)";
+}
+
+void Integrator::Impl::switch_to(MethodId to) {
+  if (!parked_stepper) {
+    if (method_info(to).needs_jacobian && problem->prepare_jacobian)
+      problem->prepare_jacobian(problem->context);
+    parked_stepper = make_stepper(to, eval, opt);
+    parked_controller = make_controller(opt.controller, to);
+  }
+  std::swap(stepper, parked_stepper);  // the parked one keeps its last step's dense output
+  std::swap(controller, parked_controller);
+  use_method(to);
+  controller->reset();
+  stepper->state_changed();
 }
 
 std::string Integrator::Impl::check_options() const {
@@ -122,6 +211,14 @@ std::string Integrator::Impl::check_options() const {
     return std::string(info->name) + " needs problem.rhs_split";
   if (!(opt.rtol >= 0) || !(opt.atol >= 0) || opt.rtol + opt.atol <= 0)
     return "rtol and atol must be >= 0 and not both 0";
+  if (!opt.atol_each.empty()) {
+    if (opt.atol_each.size() != problem->size)
+      return "atol_each has " + std::to_string(opt.atol_each.size()) + " values, problem.size is " +
+             std::to_string(problem->size);
+    for (double a : opt.atol_each)
+      if (!(a >= 0) || !std::isfinite(a) || (a == 0 && opt.rtol == 0))
+        return "atol_each values must be finite, >= 0, and not 0 where rtol is 0";
+  }
   if (family_of(method) == Family::Sundials && !opt.adaptive)
     return std::string(info->name) + " chooses its own steps: it has no fixed-step mode";
   if (!adaptive && !(opt.dt_initial > 0))
@@ -144,7 +241,7 @@ void Integrator::Impl::start(double t_limit) {
   f_prev = f;
   if (!(opt.dt_initial > 0))
     dt = hairer_initial_step(eval, t, u.data(), f.data(), info->order, opt.rtol, opt.atol,
-                             u_new.data(), f_new.data());
+                             u_new.data(), f_new.data(), atol_each());
   dt = std::min(dt, t_limit - t);
   if (opt.dt_max > 0) dt = std::min(dt, opt.dt_max);
   started = true;
@@ -166,12 +263,12 @@ bool Integrator::Impl::run_attempt(double h, double& h_next) {
   const std::size_t n = u.size();
   const AttemptStatus status = stepper->attempt(t, h, u.data(), f.data(), u_new.data(), err.data());
   if (status == AttemptStatus::LinearSolveFailed || status == AttemptStatus::NewtonFailed) {
-    culprit = largest_weighted(f.data(), u.data(), u.data(), n, opt.rtol, opt.atol);
+    culprit = largest_weighted(f.data(), u.data(), u.data(), n, opt.rtol, opt.atol, atol_each());
     const Cause why = status == AttemptStatus::NewtonFailed ? Cause::Newton : Cause::LinearSolve;
     return reject(why, h * kSolverFailFactor, h_next);
   }
   if (status == AttemptStatus::NonFinite || !all_finite(u_new)) {
-    culprit = largest_weighted(u_new.data(), u.data(), u.data(), n, opt.rtol, opt.atol);
+    culprit = largest_weighted(u_new.data(), u.data(), u.data(), n, opt.rtol, opt.atol, atol_each());
     return reject(Cause::NonFinite, h * kNonFiniteFactor, h_next);
   }
   if (opt.nonnegative == DomainPolicy::Reject) {
@@ -184,8 +281,8 @@ bool Integrator::Impl::run_attempt(double h, double& h_next) {
     h_next = opt.dt_initial;
     return true;
   }
-  const double norm = weighted_rms(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol);
-  culprit = largest_weighted(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol);
+  const double norm = weighted_rms(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol, atol_each());
+  culprit = largest_weighted(err.data(), u.data(), u_new.data(), n, opt.rtol, opt.atol, atol_each());
   if (!std::isfinite(norm)) return reject(Cause::NonFinite, h * kNonFiniteFactor, h_next);
   const Proposal proposal = controller->propose(h, norm, control_order);
   if (!proposal.accept) return reject(Cause::ErrorTest, proposal.h_next, h_next);
@@ -214,6 +311,7 @@ void Integrator::Impl::record_step(double h, double t_end, std::span<const int> 
 }
 
 void Integrator::Impl::complete_step(double h, bool lands, double t_limit, double h_next) {
+  const double eigen = automatic ? stepper->eigen_estimate(opt.rtol, opt.atol, atol_each()) : -1;  // before clipping moves u1
   const double* fsal = stepper->f_at_end();
   bool clipped = false;
   clip_list.clear();
@@ -246,9 +344,11 @@ void Integrator::Impl::complete_step(double h, bool lands, double t_limit, doubl
   // An interpolant rebuilt from the slopes ends at the unclipped u1: after a clip it would
   // jump at the step end, so that step falls back to Hermite (continuous by construction).
   own_dense = stepper->has_dense() && (!clipped || stepper->dense_uses_end());
+  dense_source = stepper.get();
   ++stats.accepted;
   cause = Cause::None;
   dt = step_after_accept(h, adaptive && lands, dt, h_next, opt.dt_max);
+  if (eigen >= 0) switch_if_stiffness_changed(eigen, h);
 }
 
 ReturnCode Integrator::Impl::fail(ReturnCode code, const std::string& what) {
@@ -346,6 +446,8 @@ double Integrator::t() const { return impl_->t; }
 double Integrator::t_previous() const { return impl_->t_prev; }
 std::span<const double> Integrator::u() const { return impl_->u; }
 MethodId Integrator::method() const { return impl_->method; }
+std::span<const MethodSwitch> Integrator::switches() const { return impl_->switches; }
+long Integrator::switch_count() const { return impl_->switch_count; }
 double Integrator::dt() const { return impl_->dt; }
 const IntegratorStats& Integrator::stats() const { return impl_->stats; }
 const std::string& Integrator::message() const { return impl_->message; }
@@ -378,7 +480,7 @@ void Integrator::interpolate(double time, std::span<double> out) const {
   }
   const double s = (time - m.t_prev) / h;
   if (m.own_dense) {
-    m.stepper->dense(s, m.u_prev.data(), m.u.data(), out.data());
+    m.dense_source->dense(s, m.u_prev.data(), m.u.data(), out.data());
     return;
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -426,7 +528,8 @@ void Integrator::record(ForwardTape* tape) {
 
 Integrator::Carry Integrator::carry() const {
   const Impl& m = *impl_;
-  return {m.dt, m.started, m.attempts, m.stats};
+  return {m.dt, m.started, m.attempts, m.stats, m.automatic ? m.method : MethodId::Auto,
+          m.stiff_tests, m.calm_tests, m.switch_count};
 }
 
 void Integrator::resume(double time, std::span<const double> u, const Carry& carry) {
@@ -435,6 +538,12 @@ void Integrator::resume(double time, std::span<const double> u, const Carry& car
   m.started = carry.started;
   m.attempts = carry.attempts;
   m.stats = carry.stats;
+  if (m.automatic && carry.automatic_method != MethodId::Auto && carry.automatic_method != m.method &&
+      m.invalid.empty()) {
+    m.switch_to(carry.automatic_method);  // the run had switched before it was saved
+  }
+  if (m.automatic)
+    m.stiff_tests = carry.stiff_tests, m.calm_tests = carry.calm_tests, m.switch_count = carry.switches;
   restart(time, u);
 }
 

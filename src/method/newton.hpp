@@ -21,14 +21,14 @@ inline constexpr double kNewtonKappa = 0.01;  // OrdinaryDiffEq's default κ
 class NewtonSolver {
  public:
   NewtonSolver(const Evaluator& eval, JacobianOf of, const IntegratorOptions& options)
-      : eval_(eval), of_(of), rtol_(options.rtol), atol_(options.atol) {
+      : eval_(eval), of_(of), rtol_(options.rtol), atol_(options.atol), atol_each_(options.atol_each) {
     const std::size_t n = eval.problem->size;
     g_.resize(n), delta_.resize(n), weights_.resize(n), scratch_.resize(n);
   }
 
   void set_weights(const double* u0) {
     for (std::size_t m = 0; m < weights_.size(); ++m)
-      weights_[m] = 1.0 / (atol_ + rtol_ * std::abs(u0[m]));
+      weights_[m] = 1.0 / ((atol_each_.empty() ? atol_ : atol_each_[m]) + rtol_ * std::abs(u0[m]));
   }
 
   /// Y holds the initial guess and receives the solution; slope receives (Y - psi) / hg.
@@ -80,6 +80,7 @@ class NewtonSolver {
   Evaluator eval_;
   JacobianOf of_;
   double rtol_, atol_;
+  std::vector<double> atol_each_;
   double eta_ = 1;  // last converged rate estimate, seeds the first iteration's test
   std::vector<double> g_, delta_, weights_, scratch_;
 };

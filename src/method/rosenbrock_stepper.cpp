@@ -28,6 +28,10 @@ class RosenbrockStepper final : public Stepper {
     if (dense_) k_accepted_.assign(k_.size(), 0.0);  // only methods with their own interpolant
   }
 
+  // ||J||_inf at the step's start, an upper bound of its spectral radius (OrdinaryDiffEq's
+  // Rosenbrock methods report the same to their AutoSwitch).
+  double eigen_estimate(double, double, const double*) const override { return system_.gershgorin_bound(); }
+
   AttemptStatus attempt(double t, double h, const double* u0, const double* f0, double* u1,
                         double* err) override {
     if (!derivatives_current_) {

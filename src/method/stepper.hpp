@@ -32,6 +32,12 @@ class Stepper {
                                 double* u1, double* err) = 0;
   /// f(t + h, u1) when the last attempt computed it exactly (first-same-as-last), else null.
   virtual const double* f_at_end() const { return nullptr; }
+  /// An estimate of the largest |eigenvalue| of df/du along the last attempt, read before
+  /// commit() (what MethodId::Auto's stiffness test multiplies by h), with the error test's
+  /// tolerances; negative when the method has none.
+  virtual double eigen_estimate(double /*rtol*/, double /*atol*/, const double* /*atol_each*/) const {
+    return -1;
+  }
   /// The state moved (an accepted step or a restart): Jacobians cached for u0 are stale.
   virtual void state_changed() {}
 

@@ -10,23 +10,24 @@
 namespace esi::method::detail {
 
 double weighted_rms(const double* err, const double* u0, const double* u1, std::size_t n,
-                    double rtol, double atol) {
+                    double rtol, double atol, const double* atol_each) {
   if (n == 0) return 0;
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double scaled = err[i] / (atol + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
+    const double a = atol_each ? atol_each[i] : atol;
+    const double scaled = err[i] / (a + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
     sum += scaled * scaled;
   }
   return std::sqrt(sum / double(n));
 }
 
 std::size_t largest_weighted(const double* v, const double* u0, const double* u1, std::size_t n,
-                             double rtol, double atol) {
+                             double rtol, double atol, const double* atol_each) {
   std::size_t best = 0;
   double best_value = -1;
   for (std::size_t i = 0; i < n; ++i) {
-    const double scaled =
-        std::abs(v[i]) / (atol + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
+    const double a = atol_each ? atol_each[i] : atol;
+    const double scaled = std::abs(v[i]) / (a + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
     if (!std::isfinite(scaled)) return i;
     if (scaled > best_value) best = i, best_value = scaled;
   }
@@ -38,16 +39,16 @@ std::size_t largest_weighted(const double* v, const double* u0, const double* u1
 // h = min(100 h0, h1). Norms are weighted by atol + rtol |u0_i|.
 double hairer_initial_step(const Evaluator& eval, double t0, const double* u0, const double* f0,
                            int order, double rtol, double atol, double* scratch_u,
-                           double* scratch_f) {
+                           double* scratch_f, const double* atol_each) {
   const std::size_t n = eval.problem->size;
   const double* none = u0;  // the norm's max(|u0|, |u1|) with u1 = u0
-  const double d0 = weighted_rms(u0, u0, none, n, rtol, atol);
-  const double d1 = weighted_rms(f0, u0, none, n, rtol, atol);
+  const double d0 = weighted_rms(u0, u0, none, n, rtol, atol, atol_each);
+  const double d1 = weighted_rms(f0, u0, none, n, rtol, atol, atol_each);
   const double h0 = hairer_trial_step(d0, d1);
   for (std::size_t i = 0; i < n; ++i) scratch_u[i] = u0[i] + h0 * f0[i];
   eval.rhs(t0 + h0, scratch_u, scratch_f);
   for (std::size_t i = 0; i < n; ++i) scratch_f[i] -= f0[i];
-  const double d2 = weighted_rms(scratch_f, u0, none, n, rtol, atol) / h0;
+  const double d2 = weighted_rms(scratch_f, u0, none, n, rtol, atol, atol_each) / h0;
   return hairer_starting_step(h0, d1, d2, order);
 }
 

@@ -89,6 +89,9 @@ struct LeafReport {
   std::string what;  ///< "transport: SSPRK43 (global dt)", "chemistry: Rodas3 (cell dt)"
   std::string why;   ///< for an "auto" leaf, why the strategy rule chose its method
   long calls = 0, accepted = 0, rejected = 0;
+  /// An "auto" leaf's integrator: the method it runs now and how often it switched.
+  std::string method_now;
+  long method_switches = 0;
 };
 
 struct ScheduleOptions {

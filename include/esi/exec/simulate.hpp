@@ -52,7 +52,11 @@ struct SimulateOptions {
   std::vector<double> sample_times;  ///< extra output times in [t0, t1] (e.g. assertion times)
   /// Step exactly to each sample time (a tstop) instead of reading it from the dense output.
   bool stop_at_sample_times = false;
-  method::IntegratorOptions integrator;  ///< method Auto is resolved with method::choose_method
+  method::IntegratorOptions integrator;  ///< method Auto starts with method::choose_method's pick and switches
+  /// The integrator's atol is a default, not the user's: each state's absolute tolerance is
+  /// capped at a fraction of its scale (atol_from_scales) and the run reports the states that
+  /// stayed below theirs (Trajectory::atol_each, below_atol).
+  bool atol_from_scales = false;
   /// The document the system was flattened from: source of parameter `update` blocks. When
   /// null, a parameter with an update (Discrete cadence) is refused with `unsupported_event`.
   const esm::ResolvedDocument* document = nullptr;
@@ -104,7 +108,13 @@ struct Trajectory {
   std::vector<double> values;  ///< row-major: values[k * names.size() + j]
   method::ReturnCode code = method::ReturnCode::Success;
   std::string message;  ///< why the solve stopped early ("" on success)
-  method::MethodId method = method::MethodId::Auto;  ///< the method that ran
+  method::MethodId method = method::MethodId::Auto;  ///< the method that ran (first, with Auto)
+  /// With SimulateOptions::atol_from_scales: each state's absolute tolerance as it ran, and the
+  /// states whose |value| stayed below it the whole run (their error was not controlled).
+  std::vector<double> atol_each;
+  std::vector<std::size_t> below_atol;
+  /// Where MethodId::Auto changed method along the run, in order.
+  std::vector<method::MethodSwitch> switches;
   method::IntegratorStats stats;
   long events_fired = 0;
   std::size_t rows = 0;  ///< output rows produced (also when streamed to on_row)
@@ -132,6 +142,14 @@ struct Trajectory {
 /// Throws esi::Error for input the driver cannot run (`invalid_time_span`, `too_many_outputs`,
 /// `unsupported_algebraic`, `unsupported_event`, `missing_initial_value`, compile codes).
 Trajectory simulate(const esm::System& system, const SimulateOptions& options);
+
+/// The fraction of a state's scale its default absolute tolerance may not exceed.
+inline constexpr double kAtolScaleFraction = 1e-6;
+/// Default absolute tolerances that respect the problem: state i gets
+/// min(atol, kAtolScaleFraction * scale_i), where scale_i is the largest |initial value| among
+/// the states declared in the same units as i (a species starting at 0 takes its mechanism's
+/// scale); atol where that scale is 0.
+std::vector<double> atol_from_scales(const esm::System& system, std::span<const double> u0, double atol);
 
 /// d(state)/dt at time t and the states `u` (System::states order) from that state's own
 /// equation, parameters at their values; NaN when it cannot be evaluated (a per-region model,

@@ -36,7 +36,8 @@ enum class MethodId {
   // SUNDIALS CVODE (variable-order BDF with its own step, order and Newton control; only in a
   // build that found libsundials-dev: see method_available)
   CVODE_BDF,
-  // resolved by choose_method at construction
+  // Tsit5 and Rodas5P, switching between them along the run when stiffness appears or goes
+  // (the first by choose_method at construction; see Integrator::switches)
   Auto,
 };
 
@@ -77,6 +78,9 @@ struct IntegratorOptions {
   MethodId method = MethodId::Auto;
   double rtol = 1e-6;
   double atol = 1e-8;
+  /// Per-state absolute tolerances (size == problem.size) in place of atol; empty: atol for
+  /// every state. exec fills it from each state's scale when no atol was given (atol_for_scales).
+  std::vector<double> atol_each;
   double dt_initial = 0;  ///< 0 = automatic (Hairer's estimate); the step of fixed-step methods
   double dt_min = 0;      ///< 0 = 16 ulp of |t|; a needed step below it ends the solve
   double dt_max = 0;      ///< 0 = unbounded
@@ -85,6 +89,9 @@ struct IntegratorOptions {
   DomainPolicy nonnegative = DomainPolicy::None;
   std::vector<int> nonnegative_components;  ///< empty = all components (when policy != None)
   bool check_stages = false;                ///< Reject also when a stage value leaves the domain
+  /// Auto only: the span the stiffness test at t0 weighs the spectral radius by (the first
+  /// method's choice, choose_method); 0 = one time unit. exec passes t1 - t0.
+  double auto_span = 0;
   /// false: take every step at dt_initial (required > 0) without error control, e.g. for
   /// convergence-order studies; rtol/atol then only set the Newton tolerance of SDIRK/IMEX.
   bool adaptive = true;
@@ -100,6 +107,14 @@ enum class ReturnCode {
   Interrupted,       ///< the caller asked the run to stop (Ctrl-C); what it reached is kept
 };
 std::string_view return_code_name(ReturnCode code);
+
+/// A change of method made by MethodId::Auto after an accepted step.
+struct MethodSwitch {
+  double t = 0;          ///< where the new method takes over
+  MethodId from = MethodId::Tsit5, to = MethodId::Rodas5P;
+  double stiffness = 0;  ///< |lambda| h / Tsit5's stability size at the deciding step
+  int tests = 0;         ///< how many successive steps agreed
+};
 
 struct IntegratorStats {
   long accepted = 0, rejected = 0, rhs_evaluations = 0, jacobian_evaluations = 0,
@@ -138,12 +153,21 @@ class Integrator {
     bool started = false;
     long attempts = 0;
     IntegratorStats stats;
+    /// MethodId::Auto: the method in use, its stiffness tests' counts and the number of
+    /// switches so far (Auto itself for a fixed method).
+    MethodId automatic_method = MethodId::Auto;
+    int stiff_tests = 0, calm_tests = 0;
+    long switches = 0;
   };
   Carry carry() const;
   /// restart(time, u) with the history `carry` (see Carry).
   void resume(double time, std::span<const double> u, const Carry& carry);
 
-  MethodId method() const;  ///< the resolved method (never Auto)
+  MethodId method() const;  ///< the method in use now (never Auto; Auto may switch it)
+  /// The switches MethodId::Auto made since construction (or since resume()), in order.
+  std::span<const MethodSwitch> switches() const;
+  /// Switches made in the whole run, those before a resume() included.
+  long switch_count() const;
   double dt() const;        ///< the proposed next step
   const IntegratorStats& stats() const;
   const std::string& message() const;  ///< why the last step failed ("" after success)
@@ -162,9 +186,9 @@ class Integrator {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The automatic choice behind MethodId::Auto: a stiffness test at (t0, u0) (the spectral
+/// The first choice behind MethodId::Auto: a stiffness test at (t0, u0) (the spectral
 /// radius estimate of the Jacobian times the span) picks Tsit5 for non-stiff and Rodas5P for
-/// stiff problems.
+/// stiff problems. Along the run the Integrator switches between the two (Integrator::switches).
 MethodId choose_method(const OdeProblem& problem, double t0, double t1,
                        std::span<const double> u0);
 

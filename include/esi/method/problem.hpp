@@ -45,6 +45,9 @@ struct OdeProblem {
   std::vector<int> jac_row_ptr;
   std::vector<int> jac_col;
   void (*jacobian)(void* context, double t, const double* u, double* values) = nullptr;
+  /// Optional: makes `jacobian` (and its pattern) available when MethodId::Auto first needs
+  /// it mid-run; a caller that compiles the Jacobian only on demand sets it (exec does).
+  void (*prepare_jacobian)(void* context) = nullptr;
   /// Optional: where linear systems over this pattern share their LU plan (a plan made for
   /// another pattern is not used). Null: each plans its own.
   std::shared_ptr<SparseLuPlanCache> lu_plans;

@@ -22,7 +22,10 @@ namespace esi::exec {
 namespace {
 
 // 02: the model's parameter values follow the state (events may change them).
-constexpr char kMagic[8] = {'E', 'S', 'I', 'R', 'S', 'T', '0', '2'};
+// 03: each leaf's automatic-method state follows its statistics (Integrator::Carry); 02 files
+// are still read (their leaves had not switched: switching came with 03).
+constexpr char kMagic[8] = {'E', 'S', 'I', 'R', 'S', 'T', '0', '3'};
+constexpr char kMagic02[8] = {'E', 'S', 'I', 'R', 'S', 'T', '0', '2'};
 constexpr char kEnd[8] = {'E', 'S', 'I', 'E', 'N', 'D', '0', '1'};
 
 class Writer {
@@ -62,6 +65,12 @@ class Reader {
     at_ += n * sizeof(double);
     return v;
   }
+  /// Consumes the 8-byte marker m when it comes next.
+  bool matches(const char (&m)[8]) {
+    if (bytes_.size() - at_ < 8 || std::memcmp(bytes_.data() + at_, m, 8) != 0) return false;
+    at_ += 8;
+    return true;
+  }
   void expect(const char (&m)[8], const char* what) {
     need(8);
     if (std::memcmp(bytes_.data() + at_, m, 8) != 0) fail(what);
@@ -98,6 +107,10 @@ void write_restart(const std::string& path, const RestartState& s) {
     for (long v : {l.carry.attempts, st.accepted, st.rejected, st.rhs_evaluations, st.jacobian_evaluations,
                    st.factorizations, st.linear_solves})
       w.put<std::int64_t>(v);
+    w.put<std::int32_t>(static_cast<std::int32_t>(l.carry.automatic_method));
+    w.put<std::int32_t>(l.carry.stiff_tests);
+    w.put<std::int32_t>(l.carry.calm_tests);
+    w.put<std::int64_t>(l.carry.switches);
     w.put_doubles(l.step_size);
     const auto& c = l.cells;
     w.put<std::uint64_t>(c.cells);
@@ -130,7 +143,8 @@ RestartState read_restart(const std::string& path) {
   if (!f) throw Error("restart_unreadable", path, "", "the restart file cannot be opened (does it exist?)");
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   Reader r(std::move(bytes), path);
-  r.expect(kMagic, "it does not start with esi's restart header");
+  const bool format02 = r.matches(kMagic02);
+  if (!format02) r.expect(kMagic, "it does not start with esi's restart header");
   RestartState s;
   s.fingerprint = r.get<std::uint64_t>();
   s.t = r.get<double>();
@@ -148,6 +162,14 @@ RestartState read_restart(const std::string& path) {
     for (long* v : {&l.carry.attempts, &st.accepted, &st.rejected, &st.rhs_evaluations, &st.jacobian_evaluations,
                     &st.factorizations, &st.linear_solves})
       *v = static_cast<long>(r.get<std::int64_t>());
+    if (!format02) {
+      const auto method = r.get<std::int32_t>();
+      if (method < 0 || method > static_cast<std::int32_t>(method::MethodId::Auto)) r.fail("a leaf names an unknown method");
+      l.carry.automatic_method = static_cast<method::MethodId>(method);
+      l.carry.stiff_tests = r.get<std::int32_t>();
+      l.carry.calm_tests = r.get<std::int32_t>();
+      l.carry.switches = static_cast<long>(r.get<std::int64_t>());
+    }
     l.step_size = r.get_doubles();
     auto& c = l.cells;
     c.cells = static_cast<std::size_t>(r.get<std::uint64_t>());

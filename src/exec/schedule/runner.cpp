@@ -115,6 +115,7 @@ void Runner::sum_statistics() {
         traj_.method = l.lanes.method;  // no grid leaf ran
     } else if (l.integrator) {
       traj_.method = l.integrator->method();
+      traj_.switches.insert(traj_.switches.end(), l.integrator->switches().begin(), l.integrator->switches().end());
       const auto& st = l.integrator->stats();
       method::IntegratorStats& sum = traj_.stats;
       sum.accepted += st.accepted, sum.rejected += st.rejected;
@@ -211,6 +212,10 @@ bool Runner::run_leaf(Leaf& l, double a, double b, std::vector<double>& u) {
   u.assign(l.integrator->u().begin(), l.integrator->u().end());
   l.report.accepted = l.integrator->stats().accepted;
   l.report.rejected = l.integrator->stats().rejected;
+  if (l.io.method == method::MethodId::Auto) {
+    l.report.method_now = method::method_info(l.integrator->method()).name;
+    l.report.method_switches = l.integrator->switch_count();
+  }
   return true;
 }
 
