@@ -305,15 +305,24 @@ int run_simulate(Args args) {
     NegativeWatch negatives;
     negatives.states = system.states.size();
     negatives.limit = s.options.integrator.atol;
-    std::vector<std::string> column_names;
+    std::vector<std::string> column_names;  // as the CSV has them
+    std::vector<std::size_t> csv_order;      // CSV column k holds trajectory column csv_order[k]
+    std::vector<double> csv_row;
     s.options.on_columns = [&](const std::vector<std::string>& names) {
-      if (netcdf) netcdf->define(names);
-      else csv->header(names);
       column_names = names;
+      if (netcdf) return netcdf->define(names);
+      csv_order = inspect_column_order(names, system.states.size());
+      for (std::size_t k = 0; k < names.size(); ++k) column_names[k] = names[csv_order[k]];
+      csv_row.resize(names.size());
+      csv->header(column_names);
     };
     s.options.on_row = [&](double t, std::span<const double> row) {
-      if (netcdf) netcdf->write(t, row);
-      else csv->row(t, row);
+      if (netcdf) {
+        netcdf->write(t, row);
+      } else {
+        for (std::size_t k = 0; k < csv_order.size(); ++k) csv_row[k] = row[csv_order[k]];
+        csv->row(t, csv_row);
+      }
       negatives.see(t, row);
     };
     exec::Trajectory traj;

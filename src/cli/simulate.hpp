@@ -86,6 +86,10 @@ nlohmann::json run_metadata(const SimulateArgs& s, const std::string& started_at
 /// Writes OUT.csv.json next to OUT.csv (never for --output -: there is no file to sit next to).
 void write_sidecar(const SimulateArgs& s, nlohmann::json columns, nlohmann::json run);
 /// The sidecar of a deterministic run's CSV: its columns and the run with its outcome.
+/// The CSV's column order: `esi inspect`'s, states then observeds, each in natural order
+/// (j_2 before j_10); order[k] is the trajectory column written k-th.
+std::vector<std::size_t> inspect_column_order(const std::vector<std::string>& names, std::size_t state_count);
+
 void write_run_sidecar(const SimulateArgs& s, const esm::System& system,
                        const std::vector<std::string>& column_names, const nlohmann::json& report,
                        const exec::Trajectory& traj, const std::string& started_at);

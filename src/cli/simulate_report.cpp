@@ -1,5 +1,6 @@
 // What `esi simulate` says about a run (simulate.hpp): the report (summary line, --stats), the
 // sidecar OUT.csv.json beside a CSV, and the global attributes of a NetCDF output.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "cli/simulate.hpp"
 #include "esi/core/error.hpp"
+#include "esi/core/text.hpp"
 
 namespace esi::cli::sim {
 namespace {
@@ -27,6 +29,16 @@ void write_json_output(const std::string& path, const nlohmann::json& value, con
 }
 
 }  // namespace
+
+std::vector<std::size_t> inspect_column_order(const std::vector<std::string>& names, std::size_t state_count) {
+  std::vector<std::size_t> order(names.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  const auto by_name = [&](std::size_t a, std::size_t b) { return natural_less(names[a], names[b]); };
+  const auto states_end = order.begin() + static_cast<std::ptrdiff_t>(std::min(state_count, order.size()));
+  std::stable_sort(order.begin(), states_end, by_name);
+  std::stable_sort(states_end, order.end(), by_name);
+  return order;
+}
 
 nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, double wall_seconds) {
   method::IntegratorStats st = traj.stats;

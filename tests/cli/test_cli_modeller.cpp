@@ -269,6 +269,37 @@ TEST_F(Modeller, ParamsMalformedFilesAreClearErrors) {
 
 // ---- the sidecar and the default output grid --------------------------------------------------
 
+// The CSV's columns come in `esi inspect`'s order: states, then observeds, each in natural
+// order (j_2 before j_10), whatever order the document declares them in; each value stays
+// under its own name (x_i(t) = i, from dx_i/dt = 0 and its default), and the sidecar lists
+// the columns in the same order.
+TEST_F(Modeller, CsvColumnsFollowInspectsOrder) {
+  const std::string doc = write("order.esm", R"({"esm": "0.1.0", "metadata": {"name": "Order"},
+    "models": {"M": {"variables": {
+      "x_10": {"type": "unknown", "units": "1", "default": 10.0},
+      "x_2": {"type": "unknown", "units": "1", "default": 2.0},
+      "b": {"type": "unknown", "units": "1", "default": 1.0},
+      "z_obs": {"type": "unknown", "units": "1"},
+      "a_obs": {"type": "unknown", "units": "1"}},
+     "equations": [
+      {"lhs": "z_obs", "rhs": {"op": "+", "args": ["x_2", "x_10"]}},
+      {"lhs": "a_obs", "rhs": {"op": "*", "args": [2, "b"]}},
+      {"lhs": {"op": "D", "args": ["x_10"], "wrt": "t"}, "rhs": 0},
+      {"lhs": {"op": "D", "args": ["x_2"], "wrt": "t"}, "rhs": 0},
+      {"lhs": {"op": "D", "args": ["b"], "wrt": "t"}, "rhs": 0}]}}})");
+  const fs::path out = dir_ / "o.csv";
+  const Result r = run({"simulate", doc, "--tspan", "0", "1", "--output", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = lines_of(esi::testing::read_all(out));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "t,M.b,M.x_2,M.x_10,M.a_obs,M.z_obs");
+  EXPECT_EQ(lines.back(), "1,1,2,10,2,12");
+  const json sidecar = json::parse(esi::testing::read_all(out.string() + ".json"));
+  std::vector<std::string> names;
+  for (const json& c : sidecar["columns"]) names.push_back(c["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"t", "M.b", "M.x_2", "M.x_10", "M.a_obs", "M.z_obs"}));
+}
+
 TEST_F(Modeller, SidecarNamesEveryColumnsUnitsAndTheRun) {
   const std::string model = write("decay.esm", kDecay);
   const std::string params = write("p.json", R"({"k": 0.2})");
