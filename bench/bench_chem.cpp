@@ -667,6 +667,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path gaschem = s.corpus / "EarthSciModels/components/gaschem";
+  std::printf("build: %s\n", ESI_BUILD_DESCRIPTION);  // the tables below hold for this build
   try {
     if (wanted(s, "superfast_identical") || wanted(s, "superfast_hetero")) {
       const Mechanism sf = load_mechanism("SuperFast", gaschem / "superfast.esm", kSuperFastCellParameters);

@@ -138,4 +138,13 @@ BENCHMARK_CAPTURE(BM_LoadFlatten, fullchem_checked, kFullchem, Front::Checked)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN with the build the figures hold for in the context block (--benchmark_format
+// json carries it too): build type, compiler and flags.
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("esi_build", ESI_BUILD_DESCRIPTION);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
