@@ -10,7 +10,7 @@ everyday test command at a fraction of a clang build's cost: no code generation,
 Exits 0 when every file parses (or clang++ is absent: says so), 1 with clang's messages when
 one does not. A first pass takes about a minute on two cores (nlohmann/json is parsed once, as
 a clang precompiled header); later passes recheck only the files whose own text or project
-headers changed (BUILD_DIR/clang_syntax/stamps.json).
+headers or flags changed (BUILD_DIR/clang_syntax/stamps.json).
 """
 import hashlib, json, os, shlex, shutil, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
@@ -87,8 +87,9 @@ def main():
     def check(entry):
         source = entry["file"]
         key = source
+        command = " ".join(clang_command(entry, clang, pch, "-"))
         old = stamps.get(key)
-        if old and digest(old["deps"]) == old["digest"]:
+        if old and old.get("command") == command and digest(old["deps"]) == old["digest"]:
             return source, 0, "", old, True
         depfile = os.path.join(work, hashlib.sha1(source.encode()).hexdigest() + ".d")
         r = subprocess.run(clang_command(entry, clang, pch, depfile), cwd=entry["directory"],
@@ -97,7 +98,7 @@ def main():
             r = subprocess.run(clang_command(entry, clang, None, depfile), cwd=entry["directory"],
                                capture_output=True, text=True)
         deps = project_deps(depfile, source)
-        return source, r.returncode, r.stderr, {"deps": deps, "digest": digest(deps)}, False
+        return source, r.returncode, r.stderr, {"command": command, "deps": deps, "digest": digest(deps)}, False
 
     failed = checked = 0
     fresh = {}
