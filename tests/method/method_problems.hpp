@@ -112,9 +112,25 @@ struct SplitNonlinear {
   }
 };
 
-/// Van der Pol, x' = y, y' = mu ((1 - x^2) y - x), mu = 10 (mildly stiff).
-struct VanDerPol {
-  static constexpr double kMu = 10;
+/// An OdeProblem of `names.size()` states; with `jac`, an analytic Jacobian on the CSR pattern
+/// (row_ptr, col).
+inline OdeProblem make_problem(decltype(OdeProblem::rhs) rhs, std::vector<std::string> names,
+                               decltype(OdeProblem::jacobian) jac = nullptr, std::vector<int> row_ptr = {},
+                               std::vector<int> col = {}) {
+  OdeProblem p;
+  p.size = names.size();
+  p.rhs = rhs;
+  p.names = std::move(names);
+  if (jac) p.jacobian = jac, p.jac_row_ptr = std::move(row_ptr), p.jac_col = std::move(col);
+  return p;
+}
+
+/// Van der Pol, x' = y, y' = mu ((1 - x^2) y - x): mildly stiff at mu = 10 (VanDerPol), stiff
+/// at mu = 1000 (Hairer & Wanner's VDPOL with eps = 1 / mu: slow stiff branches joined by fast
+/// jumps, period about 1.6).
+template <int Mu>
+struct VanDerPolOf {
+  static constexpr double kMu = Mu;
   static void rhs(void*, double, const double* u, double* du) {
     du[0] = u[1];
     du[1] = kMu * ((1 - u[0] * u[0]) * u[1] - u[0]);
@@ -122,17 +138,9 @@ struct VanDerPol {
   static void jac(void*, double, const double* u, double* v) {
     v[0] = 0, v[1] = 1, v[2] = kMu * (-2 * u[0] * u[1] - 1), v[3] = kMu * (1 - u[0] * u[0]);
   }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 2;
-    p.rhs = rhs;
-    p.jac_row_ptr = {0, 2, 4};
-    p.jac_col = {0, 1, 0, 1};
-    p.jacobian = jac;
-    p.names = {"x", "y"};
-    return p;
-  }
+  static OdeProblem problem() { return make_problem(rhs, {"x", "y"}, jac, {0, 2, 4}, {0, 1, 0, 1}); }
 };
+using VanDerPol = VanDerPolOf<10>;
 
 /// Linear decay u' = -k u with k from context (default 1).
 struct Decay {

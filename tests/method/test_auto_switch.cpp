@@ -26,16 +26,7 @@ struct StiffLate {
     du[0] = -k(t) * (u[0] - std::sin(t)) + std::cos(t);
   }
   static void jac(void*, double t, const double*, double* v) { v[0] = -k(t); }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 1;
-    p.rhs = rhs;
-    p.jac_row_ptr = {0, 1};
-    p.jac_col = {0};
-    p.jacobian = jac;
-    p.names = {"u"};
-    return p;
-  }
+  static OdeProblem problem() { return testing::make_problem(rhs, {"u"}, jac, {0, 1}, {0}); }
 };
 
 /// A <-> B with an Arrhenius forward rate under a warming temperature T = 250 + 7 t K:
@@ -54,41 +45,10 @@ struct WarmingEquilibrium {
     const double f = kf(t);
     v[0] = -f, v[1] = 1, v[2] = f, v[3] = -1;
   }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 2;
-    p.rhs = rhs;
-    p.jac_row_ptr = {0, 2, 4};
-    p.jac_col = {0, 1, 0, 1};
-    p.jacobian = jac;
-    p.names = {"A", "B"};
-    return p;
-  }
+  static OdeProblem problem() { return testing::make_problem(rhs, {"A", "B"}, jac, {0, 2, 4}, {0, 1, 0, 1}); }
 };
 
-/// Van der Pol in Hairer's scaled form, x' = y, y' = ((1 - x^2) y - x) / eps with
-/// eps = 1e-3 (Hairer & Wanner, VDPOL): slow stiff branches joined by fast jumps, period
-/// about 1.6.
-struct StiffVanDerPol {
-  static constexpr double kEps = 1e-3;
-  static void rhs(void*, double, const double* u, double* du) {
-    du[0] = u[1];
-    du[1] = ((1 - u[0] * u[0]) * u[1] - u[0]) / kEps;
-  }
-  static void jac(void*, double, const double* u, double* v) {
-    v[0] = 0, v[1] = 1, v[2] = (-2 * u[0] * u[1] - 1) / kEps, v[3] = (1 - u[0] * u[0]) / kEps;
-  }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 2;
-    p.rhs = rhs;
-    p.jac_row_ptr = {0, 2, 4};
-    p.jac_col = {0, 1, 0, 1};
-    p.jacobian = jac;
-    p.names = {"x", "y"};
-    return p;
-  }
-};
+using StiffVanDerPol = testing::VanDerPolOf<1000>;  // Hairer's VDPOL, eps = 1e-3
 
 /// Non-stiff: Lotka-Volterra and a Kepler orbit of eccentricity 0.6.
 struct LotkaVolterra {
@@ -96,26 +56,14 @@ struct LotkaVolterra {
     du[0] = 1.5 * u[0] - u[0] * u[1];
     du[1] = -3 * u[1] + u[0] * u[1];
   }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 2;
-    p.rhs = rhs;
-    p.names = {"prey", "predator"};
-    return p;
-  }
+  static OdeProblem problem() { return testing::make_problem(rhs, {"prey", "predator"}); }
 };
 struct Kepler {
   static void rhs(void*, double, const double* u, double* du) {
     const double r2 = u[0] * u[0] + u[1] * u[1], r3 = r2 * std::sqrt(r2);
     du[0] = u[2], du[1] = u[3], du[2] = -u[0] / r3, du[3] = -u[1] / r3;
   }
-  static OdeProblem problem() {
-    OdeProblem p;
-    p.size = 4;
-    p.rhs = rhs;
-    p.names = {"x", "y", "vx", "vy"};
-    return p;
-  }
+  static OdeProblem problem() { return testing::make_problem(rhs, {"x", "y", "vx", "vy"}); }
 };
 
 struct Outcome {
