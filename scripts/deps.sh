@@ -12,6 +12,8 @@ packages=(
   libsundials-dev         # --method CVODE_BDF (src/method/cvode_solver.cpp; KLU for large
                           # systems) and the SUNDIALS peer in bench/bench_stiff.cpp
   clang libclang-rt-dev   # the libFuzzer build (scripts/fuzz.sh, the replay in scripts/test.sh)
+                          # and the main stage's clang syntax pass (scripts/clang_syntax.py)
+  python3                 # scripts/clang_syntax.py, scripts/check_module_table.py
   libplplot-dev plplot-driver-cairo  # `esi analyze` draws its plots with PLplot (src/plot/): the
                           # C API and, at run time, the memcairo device (PNG) and svg device
   libpng-dev              # src/plot/ encodes the PNG files; tests/plot/ decodes them again

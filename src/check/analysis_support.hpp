@@ -35,9 +35,8 @@ std::string number_text(double x);
 /// The axis' authored label, else the source's name and units.
 std::string axis_label(const nlohmann::json& axis, const Source& s);
 
-/// "k=0.1, T=300" for the swept values of a run, leaving out dimension `skip`.
-/// "k=2, T=300" for a run's swept values; a value in seconds is written in the unit that reads
-/// naturally ("max_age=70 yr", see natural_time_unit).
+/// "k=0.1, T=300" for the swept values of a run, leaving out dimension `skip`; a value in
+/// seconds is written in the unit that reads naturally ("max_age=70 yr", natural_time_unit).
 std::string point_label(const AnalysisResult& r, const std::vector<double>& point, int skip = -1);
 
 /// The unit a span of `seconds` reads naturally in: s, min, h, d or yr (365.25 d), the largest

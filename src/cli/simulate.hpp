@@ -31,7 +31,7 @@ struct SimulateArgs {
   bool quiet = false;
   bool cells = false;  ///< --cells: arrays as one equation per cell even for explicit methods
   bool default_saveat = false;  ///< no --saveat: (T1 - T0) / 100
-  bool have_tspan = false, have_component = false, have_dt = false, have_atol = false;
+  bool have_tspan = false, have_component = false, have_dt = false;
   exec::SimulateOptions options;
   /// --set and --params entries in command-line order (a later one for the same name wins).
   std::vector<Override> sets;
@@ -85,11 +85,10 @@ io::NetcdfOutputOptions netcdf_options(const SimulateArgs& s, const esm::Resolve
 nlohmann::json run_metadata(const SimulateArgs& s, const std::string& started_at);
 /// Writes OUT.csv.json next to OUT.csv (never for --output -: there is no file to sit next to).
 void write_sidecar(const SimulateArgs& s, nlohmann::json columns, nlohmann::json run);
-/// The sidecar of a deterministic run's CSV: its columns and the run with its outcome.
 /// The CSV's column order: `esi inspect`'s, states then observeds, each in natural order
 /// (j_2 before j_10); order[k] is the trajectory column written k-th.
 std::vector<std::size_t> inspect_column_order(const std::vector<std::string>& names, std::size_t state_count);
-
+/// The sidecar of a deterministic run's CSV: its columns and the run with its outcome.
 void write_run_sidecar(const SimulateArgs& s, const esm::System& system,
                        const std::vector<std::string>& column_names, const nlohmann::json& report,
                        const exec::Trajectory& traj, const std::string& started_at);

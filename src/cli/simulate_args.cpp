@@ -138,7 +138,6 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   if (a == "--saveat") return parse_number_option(args, i, s.options.saveat);
   if (a == "--rtol") return parse_number_option(args, i, io.rtol);
   if (a == "--atol") {
-    s.have_atol = true;
     s.options.atol_from_scales = false;  // a given atol holds for every state
     return parse_number_option(args, i, io.atol);
   }

@@ -361,10 +361,6 @@ double state_rate(const esm::System& system, std::size_t state, double t, std::s
   }
 }
 
-}  // namespace esi::exec
-
-namespace esi::exec {
-
 std::vector<double> atol_from_scales(const esm::System& system, std::span<const double> u0, double atol) {
   const std::size_t n = std::min(u0.size(), system.states.size());
   std::map<std::string, double> unit_scale;

@@ -5,6 +5,7 @@
 
 #include "method/derivatives.hpp"
 #include "method/stepper.hpp"
+#include "method/support.hpp"
 #include "method/tableau.hpp"
 
 namespace esi::method::detail {
@@ -131,7 +132,7 @@ class ErkStepper final : public Stepper {
     const double* u0 = stages_.data();
     double num = 0, den = 0;
     for (std::size_t m = 0; m < n_; ++m) {
-      const double w = 1 / ((atol_each ? atol_each[m] : atol) + rtol * std::max(std::abs(u0[m]), std::abs(g1[m])));
+      const double w = 1 / (atol_at(atol, atol_each, m) + rtol * std::max(std::abs(u0[m]), std::abs(g1[m])));
       const double dk = w * (k1[m] - k0[m]), dg = w * (g1[m] - g0[m]);
       num += dk * dk, den += dg * dg;
     }

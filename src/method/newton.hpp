@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "method/linear_system.hpp"
+#include "method/support.hpp"
 #include "method/stepper.hpp"
 
 namespace esi::method::detail {
@@ -28,7 +29,7 @@ class NewtonSolver {
 
   void set_weights(const double* u0) {
     for (std::size_t m = 0; m < weights_.size(); ++m)
-      weights_[m] = 1.0 / ((atol_each_.empty() ? atol_ : atol_each_[m]) + rtol_ * std::abs(u0[m]));
+      weights_[m] = 1.0 / (atol_at(atol_, atol_each_.empty() ? nullptr : atol_each_.data(), m) + rtol_ * std::abs(u0[m]));
   }
 
   /// Y holds the initial guess and receives the solution; slope receives (Y - psi) / hg.

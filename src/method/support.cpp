@@ -14,7 +14,7 @@ double weighted_rms(const double* err, const double* u0, const double* u1, std::
   if (n == 0) return 0;
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double a = atol_each ? atol_each[i] : atol;
+    const double a = atol_at(atol, atol_each, i);
     const double scaled = err[i] / (a + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
     sum += scaled * scaled;
   }
@@ -26,7 +26,7 @@ std::size_t largest_weighted(const double* v, const double* u0, const double* u1
   std::size_t best = 0;
   double best_value = -1;
   for (std::size_t i = 0; i < n; ++i) {
-    const double a = atol_each ? atol_each[i] : atol;
+    const double a = atol_at(atol, atol_each, i);
     const double scaled = std::abs(v[i]) / (a + rtol * std::max(std::abs(u0[i]), std::abs(u1[i])));
     if (!std::isfinite(scaled)) return i;
     if (scaled > best_value) best = i, best_value = scaled;

@@ -11,6 +11,9 @@
 
 namespace esi::method::detail {
 
+/// State i's absolute tolerance: atol_each[i] when per-state tolerances are given, else atol.
+inline double atol_at(double atol, const double* atol_each, std::size_t i) { return atol_each ? atol_each[i] : atol; }
+
 /// Hairer's RMS norm sqrt(mean((e_i / (atol + rtol max(|u0_i|, |u1_i|)))^2)), summed in index
 /// order in double. 0 for an empty state.
 double weighted_rms(const double* err, const double* u0, const double* u1, std::size_t n,

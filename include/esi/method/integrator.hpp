@@ -79,7 +79,7 @@ struct IntegratorOptions {
   double rtol = 1e-6;
   double atol = 1e-8;
   /// Per-state absolute tolerances (size == problem.size) in place of atol; empty: atol for
-  /// every state. exec fills it from each state's scale when no atol was given (atol_for_scales).
+  /// every state. exec fills it from each state's scale when no atol was given (atol_from_scales).
   std::vector<double> atol_each;
   double dt_initial = 0;  ///< 0 = automatic (Hairer's estimate); the step of fixed-step methods
   double dt_min = 0;      ///< 0 = 16 ulp of |t|; a needed step below it ends the solve
