@@ -11,20 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "esi/exec/prepare.hpp"
+
 namespace esi::cli {
 
-/// One override and where it came from.
 /// The `file` of an Error about something typed on the command line (a --set name): reported
 /// as "esi simulate: error[...]: ..." rather than against the document.
 inline constexpr std::string_view kCommandLine = "<command line>";
 
-struct Override {
-  std::string name;
-  double value = 0;
-  std::string origin;   ///< how a message names it: "--set k", "--params line 3 ('k')"
-  std::string file;     ///< the --params file ("" for --set)
-  std::string pointer;  ///< JSON pointer of the entry in a JSON --params file
-};
+using exec::Override;  ///< one override and where it came from
 
 /// The overrides of one --params file, in file order.
 std::vector<Override> read_params_file(const std::string& path);

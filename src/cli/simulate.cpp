@@ -45,38 +45,15 @@
 #include "esi/core/json.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/exec/prepare.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
 #include "esi/io/csv.hpp"
 #include "esi/io/netcdf_output.hpp"
-#include "esi/plan/pointwise_split.hpp"
 
 namespace esi::cli {
 namespace sim {
 namespace {
-
-/// The preset times (discrete events with a `preset_times` trigger) inside [t0, t1]: without
-/// --saveat they join the output grid, so a dose or an emission pulse shows at its own time
-/// (the row holds the value after the event) instead of somewhere between two grid rows.
-/// At most kMaxPresetRows are added; a longer schedule is left to --saveat.
-constexpr std::size_t kMaxPresetRows = 100000;
-std::vector<double> preset_event_times(const esm::System& sys, double t0, double t1) {
-  std::vector<double> out;
-  for (const nlohmann::json& e : sys.events) {
-    if (!e.is_object()) continue;
-    const auto trigger = e.find("trigger");
-    if (trigger == e.end() || !trigger->is_object() || trigger->value("type", nlohmann::json()) != "preset_times")
-      continue;
-    const auto times = trigger->find("times");
-    if (times == trigger->end() || !times->is_array()) continue;
-    for (const nlohmann::json& t : *times)
-      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 && out.size() < kMaxPresetRows)
-        out.push_back(t.get<double>());
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
 
 /// The lowest value each state reached over the output rows, and when: a state that goes
 /// negative beyond the absolute tolerance usually means the tolerances are too loose for it,
@@ -111,64 +88,28 @@ double rate_at_zero(const esm::System& system, std::size_t j, double t, std::vec
   return exec::state_rate(system, j, t, u);
 }
 
-/// The system the run integrates: flattened in the form the method needs (per-region programs,
-/// a lane-pool split, or one equation per cell), with the --inputs and the overrides applied.
-/// Sets the split in `s.options` when there is one.
+/// The system the run integrates (exec::flatten_for_run), with the --inputs file read and
+/// the overrides applied; sets the split in `s.options` when there is one.
 esm::System flatten_for_run(SimulateArgs& s, const esm::ResolvedDocument& doc) {
-  esm::FlattenOptions fo;
-  fo.component = s.component;
-  // Arrays become per-region programs (whose size does not grow with the grid) when the
-  // method needs no Jacobian; an implicit method gets one equation per cell, which the
-  // symbolic Jacobian is built from.
-  const method::MethodId requested = s.options.integrator.method;
-  const bool explicit_method =
-      requested != method::MethodId::Auto && !method::method_info(requested).needs_jacobian;
-  const bool rosenbrock_or_auto =
-      requested == method::MethodId::Auto || method::is_rosenbrock(requested);
-  fo.grid = !s.cells && (explicit_method || rosenbrock_or_auto);
+  exec::RunChoices choices;
+  choices.component = s.component;
+  choices.cells = s.cells;
   if (!s.inputs.empty()) {
-    fo.inputs = read_json_file(s.inputs);
-    fo.inputs_file = s.inputs;
-    if (!fo.inputs.is_object())
-      throw Error("invalid_inputs", s.inputs, "",
-                  "an inputs file holds one JSON object: variable name -> number or nested array");
+    choices.inputs = read_json_file(s.inputs);
+    choices.inputs_file = s.inputs;
   }
-  esm::System probe = esm::flatten(doc, fo);
-  // A stiff or automatic method on a gridded model: the pointwise part (lifted chemistry)
-  // runs on lane pools with one controller per cell, the rest with an explicit method.
-  // Without a separable pointwise part, implicit methods get one equation per cell.
+  choices.overrides = s.sets;
+  choices.typed_at = std::string(kCommandLine);
+  choices.lanes = s.lanes;
+  choices.split_step = s.split_step;
+  choices.transport_method = s.transport_method;
+  s.options.threads = s.threads;
   std::string no_split;
-  if (fo.grid && !explicit_method) {
-    const bool has_events = !probe.events.empty();
-    if (has_events) no_split = "the model has events, which split runs do not apply yet";
-    if (!probe.grid.empty() && !has_events && plan::split_pointwise(probe, no_split)) {
-      exec::SimulateOptions::CellSplit split;
-      split.cells.method = requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
-      split.cells.rtol = s.options.integrator.rtol;
-      split.cells.atol = {s.options.integrator.atol};
-      split.cells.threads = static_cast<int>(s.threads);
-      split.cells.lanes = s.lanes;
-      split.step = s.split_step;
-      s.options.cell_split = split;
-      s.options.integrator.method = s.transport_method.value_or(method::MethodId::SSPRK43);
-    } else {
-      if (!probe.grid.empty() && !s.quiet)
-        std::fprintf(stderr, "esi simulate: note: no lane pools (%s); arrays run as one equation per cell\n",
-                     no_split.c_str());
-      fo.grid = false;
-      if (!probe.arrays.empty()) probe = esm::flatten(doc, fo);
-    }
-  }
-  for (const Override& o : s.sets) {
-    if (esm::names_array(probe, o.name)) {  // every cell of an array
-      fo.inputs[o.name] = o.value;
-      continue;
-    }
-    check_set_name(probe, doc.doc, o);
-    (names_state(probe, o.name) ? fo.initial_conditions : fo.parameter_overrides)[flat_target(probe, o.name)] =
-        o.value;
-  }
-  return s.sets.empty() ? probe : esm::flatten(doc, fo);
+  esm::System system = exec::flatten_for_run(doc, choices, s.options, &no_split);
+  if (!no_split.empty() && !s.quiet)
+    std::fprintf(stderr, "esi simulate: note: no lane pools (%s); arrays run as one equation per cell\n",
+                 no_split.c_str());
+  return system;
 }
 
 /// The summary, notes and warnings after a run, and its exit status.
@@ -290,7 +231,7 @@ int run_simulate(Args args) {
     s.options.document = &doc;
     s.options.threads = s.threads;
     if (exec::is_stochastic(system)) return run_stochastic(s, system, doc);
-    if (s.default_saveat) s.options.sample_times = preset_event_times(system, s.options.t0, s.options.t1);
+    if (s.default_saveat) s.options.sample_times = exec::preset_event_times(system, s.options.t0, s.options.t1);
     if ((s.ensemble > 0 || s.members || s.sde_method) && !s.quiet)
       std::fprintf(stderr, "esi simulate: the model has no random parameters; --ensemble, --members and "
                            "SDE methods do not apply and are ignored\n");

@@ -58,16 +58,6 @@ struct SimulateArgs {
 /// Returns kExitOk with `s` filled, -1 after printing help, or the usage exit status.
 int parse_args(Args args, SimulateArgs& s);
 
-// simulate_names.cpp
-/// Refuses a --set name that names no state or parameter, with the reason and near matches.
-void check_set_name(const esm::System& sys, const nlohmann::json& doc, const Override& o);
-/// Whether --set NAME targets a state: its flat name, or a local name that ends a state's
-/// flat name and no parameter's (check_set_name reported unknown and ambiguous names).
-bool names_state(const esm::System& sys, const std::string& name);
-/// The flat name an override targets (check_set_name found exactly one), so that "k" and
-/// "Box.k" are one key and the override given last wins whichever way each was spelled.
-std::string flat_target(const esm::System& sys, const std::string& name);
-
 // simulate_report.cpp
 /// The run in numbers, for the summary line and --stats.
 nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, double wall_seconds);

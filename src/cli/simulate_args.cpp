@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/simulate.hpp"
+#include "esi/exec/prepare.hpp"
 #include "esi/core/error.hpp"
 #include "esi/exec/stochastic.hpp"
 
@@ -278,18 +279,6 @@ int check_options(const SimulateArgs& s) {
   return kExitOk;
 }
 
-/// The output interval without --saveat: a hundredth of the span, so a run writes 101 evenly
-/// spaced rows (T0, 99 inner times, T1) rather than only its ends. Rounded up to the next
-/// double where T0 + 100 * DT would fall just short of T1 (which would add a 102nd row a
-/// rounding error before T1). 0 (no grid: T0 and T1 only) for an empty or overflowing span.
-double default_saveat(double t0, double t1) {
-  if (!(t1 > t0)) return 0;
-  double dt = (t1 - t0) / 100;
-  if (!std::isfinite(dt)) return 0;  // a span beyond the double range: only T0 and T1
-  while (dt > 0 && t0 + 100 * dt < t1) dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
-  return dt;
-}
-
 }  // namespace
 
 int parse_args(Args args, SimulateArgs& s) {
@@ -328,7 +317,7 @@ int parse_args(Args args, SimulateArgs& s) {
   if (!s.sensitivities.empty() && is_netcdf_output(s.output))
     return usage_error("simulate", "--sensitivities writes CSV; give --output OUT.csv");
   if (s.output.empty()) return usage_error("simulate", "--output OUT.csv is required");
-  if (!saveat_given) s.options.saveat = default_saveat(s.options.t0, s.options.t1), s.default_saveat = true;
+  if (!saveat_given) s.options.saveat = exec::default_saveat(s.options.t0, s.options.t1), s.default_saveat = true;
   else if (s.options.saveat <= 0)
     return usage_error("simulate", "--saveat must be positive, got " + format_number(s.options.saveat));
   if (const int rc = check_options(s); rc != kExitOk) return rc;

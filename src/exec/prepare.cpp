@@ -1,22 +1,20 @@
-// `--set` and `--params` names of `esi simulate` (simulate.hpp): a flat name or a unique local
-// name of a state or parameter, refused with the reason and near matches otherwise.
-//
-// This is not esm::resolve_local (spec §6.6.2, the names of inline tests and analyses): that
-// rule resolves under one component's scope and reads observeds and algebraic variables too,
-// while --set takes states and parameters only, by any trailing segment ("B.x" for "A.B.x"),
-// and its refusals say more (an observed, a name a variable_map replaced, near matches). The
-// messages of both are pinned by tests, so each keeps its own.
+// exec::flatten_for_run and override names (prepare.hpp): the front `esi simulate` and the
+// Python module share.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cli/simulate.hpp"
+#include "esi/exec/prepare.hpp"
+
 #include "esi/core/error.hpp"
 #include "esi/core/text.hpp"
 #include "esi/esm/flatten.hpp"
+#include "esi/plan/pointwise_split.hpp"
 
-namespace esi::cli::sim {
+namespace esi::exec {
 namespace {
 
 /// The part of a flat name after its last dot ("x" of "A.B.x").
@@ -69,11 +67,12 @@ std::string replacing_variable_map(const nlohmann::json& doc, const std::string&
 
 }  // namespace
 
-void check_set_name(const esm::System& sys, const nlohmann::json& doc, const Override& o) {
+void check_override_name(const esm::System& sys, const nlohmann::json& doc, const Override& o,
+                         const std::string& typed_at) {
   const std::string& name = o.name;
   if (sys.state_index(name) >= 0 || sys.parameter_index(name) >= 0) return;
   const auto refuse = [&](const char* code, const std::string& why) {
-    throw Error(code, o.file.empty() ? std::string(kCommandLine) : o.file, o.pointer, o.origin + ": " + why);
+    throw Error(code, o.file.empty() ? typed_at : o.file, o.pointer, o.origin + ": " + why);
   };
   std::vector<std::string> hits;
   esm::for_each_variable(
@@ -117,4 +116,85 @@ std::string flat_target(const esm::System& sys, const std::string& name) {
   return name;
 }
 
-}  // namespace esi::cli::sim
+double default_saveat(double t0, double t1) {
+  if (!(t1 > t0)) return 0;
+  double dt = (t1 - t0) / 100;
+  if (!std::isfinite(dt)) return 0;  // a span beyond the double range: only T0 and T1
+  while (dt > 0 && t0 + 100 * dt < t1) dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
+  return dt;
+}
+
+std::vector<double> preset_event_times(const esm::System& sys, double t0, double t1) {
+  std::vector<double> out;
+  for (const nlohmann::json& e : sys.events) {
+    if (!e.is_object()) continue;
+    const auto trigger = e.find("trigger");
+    if (trigger == e.end() || !trigger->is_object() || trigger->value("type", nlohmann::json()) != "preset_times")
+      continue;
+    const auto times = trigger->find("times");
+    if (times == trigger->end() || !times->is_array()) continue;
+    for (const nlohmann::json& t : *times)
+      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 && out.size() < kMaxPresetRows)
+        out.push_back(t.get<double>());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+esm::System flatten_for_run(const esm::ResolvedDocument& doc, const RunChoices& choices,
+                            SimulateOptions& options, std::string* note) {
+  if (note != nullptr) note->clear();
+  esm::FlattenOptions fo;
+  fo.component = choices.component;
+  // Arrays become per-region programs (whose size does not grow with the grid) when the
+  // method needs no Jacobian; an implicit method gets one equation per cell, which the
+  // symbolic Jacobian is built from.
+  const method::MethodId requested = options.integrator.method;
+  const bool explicit_method =
+      requested != method::MethodId::Auto && !method::method_info(requested).needs_jacobian;
+  const bool rosenbrock_or_auto =
+      requested == method::MethodId::Auto || method::is_rosenbrock(requested);
+  fo.grid = !choices.cells && (explicit_method || rosenbrock_or_auto);
+  if (!choices.inputs.is_null() && !choices.inputs.is_object())
+    throw Error("invalid_inputs", choices.inputs_file, "",
+                "an inputs file holds one JSON object: variable name -> number or nested array");
+  if (choices.inputs.is_object()) fo.inputs = choices.inputs;
+  fo.inputs_file = choices.inputs_file;
+  esm::System probe = esm::flatten(doc, fo);
+  // A stiff or automatic method on a gridded model: the pointwise part (lifted chemistry)
+  // runs on lane pools with one controller per cell, the rest with an explicit method.
+  // Without a separable pointwise part, implicit methods get one equation per cell.
+  std::string no_split;
+  if (fo.grid && !explicit_method) {
+    const bool has_events = !probe.events.empty();
+    if (has_events) no_split = "the model has events, which split runs do not apply yet";
+    if (!probe.grid.empty() && !has_events && plan::split_pointwise(probe, no_split)) {
+      SimulateOptions::CellSplit split;
+      split.cells.method = requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
+      split.cells.rtol = options.integrator.rtol;
+      split.cells.atol = {options.integrator.atol};
+      split.cells.threads = static_cast<int>(options.threads);
+      split.cells.lanes = choices.lanes;
+      split.step = choices.split_step;
+      options.cell_split = split;
+      options.integrator.method = choices.transport_method.value_or(method::MethodId::SSPRK43);
+    } else {
+      if (!probe.grid.empty() && note != nullptr) *note = no_split;
+      fo.grid = false;
+      if (!probe.arrays.empty()) probe = esm::flatten(doc, fo);
+    }
+  }
+  for (const Override& o : choices.overrides) {
+    if (esm::names_array(probe, o.name)) {  // every cell of an array
+      fo.inputs[o.name] = o.value;
+      continue;
+    }
+    check_override_name(probe, doc.doc, o, choices.typed_at);
+    (names_state(probe, o.name) ? fo.initial_conditions : fo.parameter_overrides)[flat_target(probe, o.name)] =
+        o.value;
+  }
+  return choices.overrides.empty() ? probe : esm::flatten(doc, fo);
+}
+
+}  // namespace esi::exec
