@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "esi/core/error.hpp"
+#include "esi/io/output_layout.hpp"
 
 #ifndef ESI_VERSION
 #define ESI_VERSION "0.1.0"
@@ -26,274 +27,6 @@ namespace esi::io {
 namespace {
 
 constexpr std::size_t kSeriesChunk = 256;  ///< records per chunk of the time axis and scalars
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-/// Names handed out once: a sanitised name already taken gets "_2", "_3", ...
-class NameTable {
- public:
-  std::string claim(const std::string& flat) {
-    const std::string base = netcdf_name(flat);
-    std::string name = base;
-    for (int k = 2; used_.count(name) != 0; ++k) name = base + "_" + std::to_string(k);
-    used_.insert(name);
-    return name;
-  }
-
- private:
-  std::set<std::string> used_;
-};
-
-/// One coordinate variable's values, written after nc_enddef.
-struct CoordinateData {
-  int varid = -1;
-  std::vector<double> numbers;
-  std::vector<long long> indices;
-  std::vector<std::string> strings;
-};
-
-/// Values of array `a` cell by cell (first index fastest): its dense values (per-region form)
-/// or its parameter cells' defaults; empty when some cell has none.
-std::vector<double> array_values(const esm::System& sys, const esm::System::Array& a) {
-  std::size_t n = 1;
-  for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
-  std::vector<double> out;
-  if (a.values.size() == n) {
-    out = a.values;
-  } else {
-    std::vector<std::int64_t> cell(a.extents.size(), 1);
-    for (std::size_t c = 0; c < n; ++c) {
-      const int p = sys.parameter_index(esm::cell_name(a.name, cell));
-      if (p < 0 || !sys.parameters[static_cast<std::size_t>(p)].default_value) return {};
-      out.push_back(*sys.parameters[static_cast<std::size_t>(p)].default_value);
-      for (std::size_t d = 0; d < cell.size() && ++cell[d] > a.extents[d]; ++d) cell[d] = 1;
-    }
-  }
-  for (double v : out)
-    if (!std::isfinite(v)) return {};
-  return out;
-}
-
-bool monotonic(const std::vector<double>& v) {
-  bool up = true, down = true;
-  for (std::size_t i = 1; i < v.size(); ++i) {
-    up = up && v[i] > v[i - 1];
-    down = down && v[i] < v[i - 1];
-  }
-  return up || down;
-}
-
-/// An output quantity: a scalar, or an array with its cells.
-struct Quantity {
-  std::string flat;
-  const char* kind = "unknown";
-  const esm::FlatVariable* scalar = nullptr;
-  const esm::System::Array* array = nullptr;
-  std::vector<std::ptrdiff_t> gather;  // array: per cell (first index fastest), its column
-};
-
-/// The output quantities of these columns in order of first appearance: a scalar column, or an
-/// array gathering its cells' columns.
-std::vector<Quantity> output_quantities(const esm::System& system, const std::vector<std::string>& columns) {
-  struct Source {
-    const esm::FlatVariable* variable;
-    const char* kind;
-  };
-  // The cells of per-region state arrays are found by position (StateList::find), without
-  // an entry or a name per cell.
-  std::unordered_map<std::string, Source> by_name;
-  system.states.for_each_stored([&](std::size_t, const esm::FlatVariable& v) {
-    by_name.emplace(v.name, Source{&v, "state"});
-  });
-  for (const auto& v : system.observed) by_name.emplace(v.name, Source{&v, "observed"});
-  std::unordered_map<std::string, const esm::System::Array*> arrays;
-  for (const auto& a : system.arrays) arrays.emplace(a.name, &a);
-  std::vector<std::pair<std::size_t, const esm::System::Array*>> state_arrays;  // by first state
-  for (const auto& a : system.arrays)
-    if (a.first_state >= 0) state_arrays.emplace_back(static_cast<std::size_t>(a.first_state), &a);
-  std::sort(state_arrays.begin(), state_arrays.end());
-
-  std::vector<Quantity> quantities;
-  std::unordered_map<std::string, std::size_t> quantity_of;
-  const auto add_cell = [&](std::size_t j, const esm::System::Array& a, const char* kind,
-                            std::size_t offset) {
-    auto [it, fresh] = quantity_of.emplace(a.name, quantities.size());
-    if (fresh) {
-      std::size_t n = 1;
-      for (std::int64_t e : a.extents) n *= static_cast<std::size_t>(e);
-      quantities.push_back({a.name, kind, nullptr, &a, std::vector<std::ptrdiff_t>(n, -1)});
-    }
-    quantities[it->second].gather.at(offset) = static_cast<std::ptrdiff_t>(j);
-  };
-  for (std::size_t j = 0; j < columns.size(); ++j) {
-    const auto found = by_name.find(columns[j]);
-    if (found == by_name.end()) {
-      // A cell of a per-region state array: its offset in the array is its offset in the
-      // array's run of states (both first index fastest).
-      const std::int64_t s = system.states.find(columns[j]);
-      auto run =
-          std::upper_bound(state_arrays.begin(), state_arrays.end(), static_cast<std::size_t>(s),
-                           [](std::size_t x, const auto& e) { return x < e.first; });
-      std::size_t cells = 0;
-      if (s >= 0 && run != state_arrays.begin()) {
-        --run;
-        cells = 1;
-        for (std::int64_t e : run->second->extents) cells *= static_cast<std::size_t>(e);
-      }
-      if (cells > 0 && static_cast<std::size_t>(s) - run->first < cells) {
-        add_cell(j, *run->second, "state", static_cast<std::size_t>(s) - run->first);
-      } else {
-        quantities.push_back(
-            {columns[j], "unknown", nullptr, nullptr, {static_cast<std::ptrdiff_t>(j)}});
-      }
-      continue;
-    }
-    const esm::FlatVariable* v = found->second.variable;
-    const char* kind = found->second.kind;
-    const auto array = !v->array.empty() ? arrays.find(v->array) : arrays.end();
-    if (array == arrays.end() || v->cell.size() != array->second->extents.size()) {
-      quantities.push_back({columns[j], kind, v, nullptr, {static_cast<std::ptrdiff_t>(j)}});
-      continue;
-    }
-    const esm::System::Array& a = *array->second;
-    std::size_t offset = 0, stride = 1;
-    for (std::size_t d = 0; d < a.extents.size(); ++d) {
-      offset += static_cast<std::size_t>(v->cell[d] - 1) * stride;
-      stride *= static_cast<std::size_t>(a.extents[d]);
-    }
-    add_cell(j, a, kind, offset);
-  }
-  return quantities;
-}
-
-/// A NetCDF status checked: output_write_failed naming `what` unless it is NC_NOERR.
-using Check = std::function<void(int status, const std::string& what)>;
-
-/// One dimension per (index set, extent) the output arrays use.
-struct Dimension {
-  std::string axis, name;
-  std::int64_t extent = 0;
-  int dimid = -1;
-  bool has_coordinate = false;
-};
-
-/// A coordinate that is not a dimension's own: named in the `coordinates` attribute of every
-/// data variable over all its dimensions.
-struct Auxiliary {
-  std::string name;
-  std::vector<int> dimids;
-};
-
-Dimension* find_dim(std::vector<Dimension>& dims, const std::string& axis, std::int64_t extent) {
-  for (Dimension& d : dims)
-    if (d.axis == axis && d.extent == extent) return &d;
-  return nullptr;
-}
-
-/// Defines the coordinate variables of `dims`: the registry's entries first, then categorical
-/// members, then 1-based indices. Their values go into `coordinate_data` (written after
-/// nc_enddef).
-void define_coordinates(int ncid, const esm::System& system, const nlohmann::json& registry,
-                        const nlohmann::json& index_sets, NameTable& names, std::vector<Dimension>& dims,
-                        std::vector<CoordinateData>& coordinate_data, std::vector<Auxiliary>& auxiliaries,
-                        const Check& check) {
-  const auto text_attribute = [&](int varid, const std::string& name, const std::string& value) {
-    check(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.data()), "attribute " + name);
-  };
-  const auto copy_cf_attributes = [&](int varid, const std::string& key, const nlohmann::json& entry) {
-    for (const char* attr : {"standard_name", "units", "axis"})
-      if (entry.contains(attr) && entry[attr].is_string()) text_attribute(varid, attr, entry[attr].get<std::string>());
-    text_attribute(varid, "esm_coordinate", key);
-  };
-  for (const auto& [key, entry] : registry.items()) {
-    if (!entry.is_object()) continue;
-    std::vector<double> values;
-    std::vector<Dimension*> over;  // the entry's axes, first index first
-    if (entry.contains("values") && entry["values"].is_array()) {
-      for (const auto& v : entry["values"])
-        if (v.is_number()) values.push_back(v.get<double>());
-      if (values.size() != entry["values"].size()) continue;
-      const auto n = static_cast<std::int64_t>(values.size());
-      Dimension* target = nullptr;
-      for (Dimension& d : dims)
-        if (d.extent == n && (key == d.axis || ends_with(key, "_" + d.axis))) target = &d;
-      if (target == nullptr) {
-        int same_length = 0;
-        for (Dimension& d : dims)
-          if (d.extent == n) ++same_length, target = &d;
-        if (same_length != 1) target = nullptr;
-      }
-      if (target == nullptr) continue;
-      over.push_back(target);
-    } else if (entry.contains("source") && entry["source"].is_string()) {
-      const std::string source = entry["source"].get<std::string>();
-      const esm::System::Array* found = nullptr;
-      int matches = 0;
-      for (const auto& a : system.arrays)
-        if (a.name == source || ends_with(a.name, "." + source)) found = &a, ++matches;
-      if (matches != 1 || !found->parameter) continue;
-      values = array_values(system, *found);
-      if (values.empty()) continue;
-      for (std::size_t d = 0; d < found->axes.size(); ++d)
-        over.push_back(find_dim(dims, found->axes[d], found->extents[d]));
-      if (std::find(over.begin(), over.end(), nullptr) != over.end()) continue;
-    } else {
-      continue;
-    }
-    const bool dimension_coordinate = over.size() == 1 && !over[0]->has_coordinate && monotonic(values);
-    CoordinateData data;
-    data.numbers = std::move(values);
-    if (dimension_coordinate) {
-      Dimension& d = *over[0];
-      check(nc_def_var(ncid, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + key);
-      d.has_coordinate = true;
-    } else {
-      Auxiliary aux{names.claim(key), {}};
-      for (auto it = over.rbegin(); it != over.rend(); ++it) aux.dimids.push_back((*it)->dimid);
-      check(nc_def_var(ncid, aux.name.c_str(), NC_DOUBLE, static_cast<int>(aux.dimids.size()), aux.dimids.data(),
-                       &data.varid),
-            "defining coordinate " + key);
-      auxiliaries.push_back(std::move(aux));
-    }
-    copy_cf_attributes(data.varid, key, entry);
-    coordinate_data.push_back(std::move(data));
-  }
-  for (Dimension& d : dims) {
-    if (d.has_coordinate) continue;
-    CoordinateData data;
-    const nlohmann::json* set = index_sets.contains(d.axis) ? &index_sets[d.axis] : nullptr;
-    const nlohmann::json* members =
-        set != nullptr && set->is_object() && set->value("kind", "") == "categorical" && set->contains("members") &&
-                (*set)["members"].is_array() && static_cast<std::int64_t>((*set)["members"].size()) == d.extent
-            ? &(*set)["members"]
-            : nullptr;
-    bool all_numbers = members != nullptr, all_strings = members != nullptr;
-    if (members != nullptr)
-      for (const auto& m : *members) all_numbers = all_numbers && m.is_number(), all_strings = all_strings && m.is_string();
-    if (all_numbers) {
-      for (const auto& m : *members) data.numbers.push_back(m.get<double>());
-      check(nc_def_var(ncid, d.name.c_str(), NC_DOUBLE, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " members");
-    } else if (all_strings) {
-      for (const auto& m : *members) data.strings.push_back(m.get<std::string>());
-      check(nc_def_var(ncid, d.name.c_str(), NC_STRING, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " members");
-    } else {
-      for (std::int64_t i = 1; i <= d.extent; ++i) data.indices.push_back(i);
-      check(nc_def_var(ncid, d.name.c_str(), NC_INT64, 1, &d.dimid, &data.varid), "defining coordinate " + d.axis);
-      text_attribute(data.varid, "long_name", d.axis + " index (1-based)");
-    }
-    text_attribute(data.varid, "esm_index_set", d.axis);
-    d.has_coordinate = true;
-    coordinate_data.push_back(std::move(data));
-  }
-}
-
-}  // namespace
-
-namespace {
 
 /// The next code point of UTF-8 `s` at `i` (advancing i), or -1 for a malformed byte (skipped).
 long next_code_point(const std::string& s, std::size_t& i) {
@@ -399,13 +132,11 @@ void NetcdfOutput::check(int status, const std::string& what) const {
 void NetcdfOutput::define(const std::vector<std::string>& columns) {
   ESI_ASSERT(ncid_ >= 0 && time_varid_ < 0);
   columns_ = columns.size();
-  std::vector<Quantity> quantities = output_quantities(system_, columns);
+  const OutputLayout layout = output_layout(system_, columns, options_.document);
 
-  NameTable names;
-  const std::string time_name = names.claim("time");
   int time_dim = -1;
-  check(nc_def_dim(ncid_, time_name.c_str(), NC_UNLIMITED, &time_dim), "defining the time dimension");
-  check(nc_def_var(ncid_, time_name.c_str(), NC_DOUBLE, 1, &time_dim, &time_varid_), "defining time");
+  check(nc_def_dim(ncid_, layout.time.c_str(), NC_UNLIMITED, &time_dim), "defining the time dimension");
+  check(nc_def_var(ncid_, layout.time.c_str(), NC_DOUBLE, 1, &time_dim, &time_varid_), "defining time");
   const auto text_attribute = [&](int varid, const std::string& name, const std::string& value) {
     check(nc_put_att_text(ncid_, varid, name.c_str(), value.size(), value.data()), "attribute " + name);
   };
@@ -417,94 +148,82 @@ void NetcdfOutput::define(const std::vector<std::string>& columns) {
   const std::size_t series_chunk = kSeriesChunk;
   check(nc_def_var_chunking(ncid_, time_varid_, NC_CHUNKED, &series_chunk), "chunking time");
 
-  // One dimension per (index set, extent) the output arrays use.
-  const nlohmann::json* doc = options_.document;
-  const nlohmann::json empty = nlohmann::json::object();
-  const nlohmann::json& index_sets = doc != nullptr && doc->contains("index_sets") && (*doc)["index_sets"].is_object()
-                                         ? (*doc)["index_sets"] : empty;
-  const nlohmann::json& registry = doc != nullptr && doc->contains("coordinates") && (*doc)["coordinates"].is_object()
-                                       ? (*doc)["coordinates"] : empty;
-  std::vector<Dimension> dims;
-  const auto dim_of = [&](const std::string& axis, std::int64_t extent) -> Dimension& {
-    for (Dimension& d : dims)
-      if (d.axis == axis && d.extent == extent) return d;
-    Dimension d{axis, names.claim(axis), extent};
-    check(nc_def_dim(ncid_, d.name.c_str(), static_cast<std::size_t>(extent), &d.dimid), "defining dimension " + axis);
-    dims.push_back(std::move(d));
-    return dims.back();
-  };
-  for (const Quantity& q : quantities)
-    if (q.array != nullptr)
-      for (std::size_t d = 0; d < q.array->axes.size(); ++d) dim_of(q.array->axes[d], q.array->extents[d]);
-
+  std::vector<int> dimids;
+  for (const LayoutDimension& d : layout.dimensions) {
+    int id = -1;
+    check(nc_def_dim(ncid_, d.name.c_str(), static_cast<std::size_t>(d.extent), &id), "defining dimension " + d.axis);
+    dimids.push_back(id);
+  }
   // Coordinates: the registry's entries first, then categorical members, then 1-based indices.
-  std::vector<CoordinateData> coordinate_data;
-  std::vector<Auxiliary> auxiliaries;
-  define_coordinates(ncid_, system_, registry, index_sets, names, dims, coordinate_data, auxiliaries,
-                     [this](int status, const std::string& what) { check(status, what); });
+  std::vector<int> coordinate_varids;
+  for (const LayoutCoordinate& c : layout.coordinates) {
+    const nc_type type = !c.strings.empty() ? NC_STRING : !c.indices.empty() ? NC_INT64 : NC_DOUBLE;
+    std::vector<int> ids;
+    for (std::size_t d : c.dims) ids.push_back(dimids[d]);
+    int varid = -1;
+    check(nc_def_var(ncid_, c.name.c_str(), type, static_cast<int>(ids.size()), ids.data(), &varid),
+          "defining coordinate " + c.name);
+    for (const auto& [name, value] : c.attributes) text_attribute(varid, name, value);
+    coordinate_varids.push_back(varid);
+  }
 
   // Data variables.
-  for (Quantity& q : quantities) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const LayoutVariable& lv : layout.variables) {
     Variable var;
-    std::vector<int> dimids{time_dim};
+    std::vector<int> ids{time_dim};
     var.count.push_back(1);
-    std::vector<std::size_t> chunks{q.array != nullptr ? std::size_t{1} : series_chunk};
-    if (q.array != nullptr)
-      for (std::size_t d = q.array->axes.size(); d-- > 0;) {
-        const Dimension* dim = find_dim(dims, q.array->axes[d], q.array->extents[d]);
-        dimids.push_back(dim->dimid);
-        var.count.push_back(static_cast<std::size_t>(q.array->extents[d]));
-        chunks.push_back(static_cast<std::size_t>(q.array->extents[d]));
-      }
-    const std::string name = names.claim(q.flat);
-    variable_names_[q.flat] = name;
-    check(nc_def_var(ncid_, name.c_str(), NC_DOUBLE, static_cast<int>(dimids.size()), dimids.data(), &var.varid),
-          "defining " + q.flat);
-    check(nc_def_var_chunking(ncid_, var.varid, NC_CHUNKED, chunks.data()), "chunking " + q.flat);
+    std::vector<std::size_t> chunks{lv.is_array ? std::size_t{1} : series_chunk};
+    for (std::size_t d : lv.dims) {
+      ids.push_back(dimids[d]);
+      var.count.push_back(static_cast<std::size_t>(layout.dimensions[d].extent));
+      chunks.push_back(static_cast<std::size_t>(layout.dimensions[d].extent));
+    }
+    variable_names_[lv.flat] = lv.name;
+    check(nc_def_var(ncid_, lv.name.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(), &var.varid),
+          "defining " + lv.flat);
+    check(nc_def_var_chunking(ncid_, var.varid, NC_CHUNKED, chunks.data()), "chunking " + lv.flat);
     if (options_.deflate_level > 0 || options_.shuffle)
       check(nc_def_var_deflate(ncid_, var.varid, options_.shuffle ? 1 : 0, options_.deflate_level > 0 ? 1 : 0,
                                options_.deflate_level),
-            "compressing " + q.flat);
-    const std::string units = q.array != nullptr ? q.array->units : q.scalar != nullptr ? q.scalar->units : "";
-    const std::string description =
-        q.array != nullptr ? q.array->description : q.scalar != nullptr ? q.scalar->description : "";
-    if (!units.empty()) text_attribute(var.varid, "units", units);
-    const std::string long_name = netcdf_long_name(description, q.flat);
-    text_attribute(var.varid, "long_name", long_name);
-    if (!description.empty() && description != long_name) text_attribute(var.varid, "description", description);
-    text_attribute(var.varid, "esm_name", q.flat);
-    text_attribute(var.varid, "esm_kind", q.kind);
-    if (std::find(q.gather.begin(), q.gather.end(), -1) != q.gather.end()) {
-      const double nan = std::numeric_limits<double>::quiet_NaN();
-      check(nc_put_att_double(ncid_, var.varid, "_FillValue", NC_DOUBLE, 1, &nan), "fill value of " + q.flat);
+            "compressing " + lv.flat);
+    // _FillValue NaN where some value has no column: after esm_kind, before `coordinates`.
+    bool fill_written = !lv.has_missing;
+    const auto fill = [&] {
+      if (!fill_written)
+        check(nc_put_att_double(ncid_, var.varid, "_FillValue", NC_DOUBLE, 1, &nan), "fill value of " + lv.flat);
+      fill_written = true;
+    };
+    for (const auto& [name, value] : lv.attributes) {
+      if (name == "coordinates") fill();
+      text_attribute(var.varid, name, value);
     }
-    std::string coordinates;
-    for (const Auxiliary& aux : auxiliaries) {
-      const bool applies = std::all_of(aux.dimids.begin(), aux.dimids.end(), [&](int id) {
-        return std::find(dimids.begin(), dimids.end(), id) != dimids.end();
-      });
-      if (applies) coordinates += (coordinates.empty() ? "" : " ") + aux.name;
-    }
-    if (!coordinates.empty()) text_attribute(var.varid, "coordinates", coordinates);
-    var.gather = std::move(q.gather);
+    fill();
+    var.gather = lv.gather;
     variables_.push_back(std::move(var));
   }
 
   // Global attributes: the caller's provenance, CF conventions and our version.
   std::map<std::string, std::string> globals = options_.provenance;
   globals.emplace("Conventions", "CF-1.8");
-  globals.emplace("source", std::string("EarthSciIntegrator (esi) ") + ESI_VERSION);
+  std::string source = "EarthSciIntegrator (esi) ";
+  source += ESI_VERSION;  // (operator+ on the literal trips a false -Warray-bounds in g++ 12)
+  globals.emplace("source", source);
   globals.emplace("esi_version", ESI_VERSION);
   for (const auto& [name, value] : globals) text_attribute(NC_GLOBAL, name, value);
   check(nc_enddef(ncid_), "ending the definitions");
 
-  for (const CoordinateData& c : coordinate_data) {
-    if (!c.numbers.empty()) check(nc_put_var_double(ncid_, c.varid, c.numbers.data()), "writing a coordinate");
-    if (!c.indices.empty()) check(nc_put_var_longlong(ncid_, c.varid, c.indices.data()), "writing a coordinate");
+  for (std::size_t k = 0; k < layout.coordinates.size(); ++k) {
+    const LayoutCoordinate& c = layout.coordinates[k];
+    const int varid = coordinate_varids[k];
     if (!c.strings.empty()) {
       std::vector<const char*> texts;
       for (const std::string& s : c.strings) texts.push_back(s.c_str());
-      check(nc_put_var_string(ncid_, c.varid, texts.data()), "writing a coordinate");
+      check(nc_put_var_string(ncid_, varid, texts.data()), "writing a coordinate");
+    } else if (!c.indices.empty()) {
+      check(nc_put_var_longlong(ncid_, varid, c.indices.data()), "writing a coordinate");
+    } else if (!c.numbers.empty()) {
+      check(nc_put_var_double(ncid_, varid, c.numbers.data()), "writing a coordinate");
     }
   }
   std::size_t largest = 0;
