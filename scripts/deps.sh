@@ -22,6 +22,9 @@ packages=(
                           # and NetCDF forcing; the build fails without it
   netcdf-bin python3-netcdf4 python3-xarray  # tests/io/check_netcdf_output.py: ncdump -h and the
                           # output opened with netCDF4 and xarray (skipped when absent)
+  pybind11-dev python3-dev python3-numpy python3-pytest  # the Python module (python/, `import esi`:
+                          # datasets through python3-xarray) and its pytest suites (tests/python/)
+  python3-matplotlib      # examples/python/ozone_box.py (its figures), run by tests/python/test_example.py
 )
 
 # One dpkg-query for all of them; packages dpkg has never heard of are simply absent from its

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "esi/exec/prepare.hpp"
+#include "esi/exec/sweep.hpp"
 
 namespace esi::cli {
 
@@ -23,6 +24,12 @@ using exec::Override;  ///< one override and where it came from
 
 /// The overrides of one --params file, in file order.
 std::vector<Override> read_params_file(const std::string& path);
+
+/// `--params TABLE --sweep`: a CSV whose first record names the columns (parameters or states)
+/// and whose every further record is one member's values (blank lines and `#` comments
+/// skipped), or a JSON object {"name": [values...], ...} of equal lengths. Throws
+/// `invalid_params` at the line or pointer.
+exec::SweepTable read_sweep_table(const std::string& path);
 
 /// `s` without leading and trailing blanks (space, tab, CR).
 std::string trim(const std::string& s);

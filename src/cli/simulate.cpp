@@ -88,9 +88,9 @@ double rate_at_zero(const esm::System& system, std::size_t j, double t, std::vec
   return exec::state_rate(system, j, t, u);
 }
 
-/// The system the run integrates (exec::flatten_for_run), with the --inputs file read and
-/// the overrides applied; sets the split in `s.options` when there is one.
-esm::System flatten_for_run(SimulateArgs& s, const esm::ResolvedDocument& doc) {
+}  // namespace
+
+exec::RunChoices run_choices(const SimulateArgs& s) {
   exec::RunChoices choices;
   choices.component = s.component;
   choices.cells = s.cells;
@@ -103,9 +103,17 @@ esm::System flatten_for_run(SimulateArgs& s, const esm::ResolvedDocument& doc) {
   choices.lanes = s.lanes;
   choices.split_step = s.split_step;
   choices.transport_method = s.transport_method;
+  return choices;
+}
+
+namespace {
+
+/// The system the run integrates (exec::flatten_for_run), with the --inputs file read and
+/// the overrides applied; sets the split in `s.options` when there is one.
+esm::System flatten_for_run(SimulateArgs& s, const esm::ResolvedDocument& doc) {
   s.options.threads = s.threads;
   std::string no_split;
-  esm::System system = exec::flatten_for_run(doc, choices, s.options, &no_split);
+  esm::System system = exec::flatten_for_run(doc, run_choices(s), s.options, &no_split);
   if (!no_split.empty() && !s.quiet)
     std::fprintf(stderr, "esi simulate: note: no lane pools (%s); arrays run as one equation per cell\n",
                  no_split.c_str());
@@ -223,6 +231,7 @@ int run_simulate(Args args) {
     const std::optional<esm::ResolvedDocument> loaded = load_or_report(s.file);
     if (!loaded) return kExitInvalid;
     const esm::ResolvedDocument& doc = *loaded;
+    if (s.sweep) return run_sweep(s, doc);
     if (!s.gradient.empty() || !s.sensitivities.empty()) s.cells = true;  // derivatives need one equation per cell
     const esm::System system = flatten_for_run(s, doc);
     s.options.document = &doc;

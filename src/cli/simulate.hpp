@@ -19,6 +19,7 @@
 #include "esi/esm/system.hpp"
 #include "esi/exec/gradient.hpp"
 #include "esi/exec/simulate.hpp"
+#include "esi/exec/sweep.hpp"
 #include "esi/io/netcdf_output.hpp"
 #include "esi/method/integrator.hpp"
 #include "esi/method/sde.hpp"
@@ -36,6 +37,11 @@ struct SimulateArgs {
   /// --set and --params entries in command-line order (a later one for the same name wins).
   std::vector<Override> sets;
   std::vector<std::string> params_files;
+  /// Where each --params file's overrides go among `sets` (read after all options are parsed).
+  std::vector<std::size_t> params_positions;
+  // --sweep: the one --params file is a table, one member per row (cli/params.hpp).
+  bool sweep = false;
+  exec::SweepTable table;
   // Stochastic models only.
   std::optional<method::SdeMethod> sde_method;
   std::uint64_t seed = 0;
@@ -57,6 +63,10 @@ struct SimulateArgs {
 // simulate_args.cpp
 /// Returns kExitOk with `s` filled, -1 after printing help, or the usage exit status.
 int parse_args(Args args, SimulateArgs& s);
+
+// simulate.cpp
+/// What every run of the document shares (component, inputs, overrides, the lane-pool choices).
+exec::RunChoices run_choices(const SimulateArgs& s);
 
 // simulate_report.cpp
 /// The run in numbers, for the summary line and --stats.
@@ -121,6 +131,10 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
 
 /// `--sensitivities p1,p2 --output OUT.csv`: the trajectory at step ends with d(x)/d(p) columns.
 int run_sensitivities(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc);
+
+// simulate_sweep.cpp
+/// `--params TABLE --sweep`: one run per table row, every member's rows in one CSV.
+int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc);
 
 // simulate_stochastic.cpp
 /// A model with random parameters: one path, an ensemble's statistics or every member (CSV).

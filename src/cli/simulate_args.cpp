@@ -212,13 +212,13 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
   if (a == "--params") {
     const std::string* v = value_of(args, i);
     if (v == nullptr || v->empty()) return usage_error("simulate", "--params needs a FILE (.json or .csv)");
-    try {
-      for (Override& o : read_params_file(*v)) s.sets.push_back(std::move(o));
-    } catch (const Error& e) {  // a malformed file is bad input (exit 1), like a bad --inputs
-      std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
-      return kExitInvalid;
-    }
+    // Read once every option is known: with --sweep the file is a table, not overrides.
     s.params_files.push_back(*v);
+    s.params_positions.push_back(s.sets.size());
+    return kExitOk;
+  }
+  if (a == "--sweep") {
+    s.sweep = true;
     return kExitOk;
   }
   if (a == "--stats") {
@@ -298,6 +298,25 @@ int parse_args(Args args, SimulateArgs& s) {
     if (const int rc = parse_option(args, i, s); rc != kExitOk) return rc;
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
+  if (s.sweep && s.params_files.size() != 1)
+    return usage_error("simulate", "--sweep runs one member per row of one --params TABLE.csv (a header of names, "
+                                   "then rows of values)");
+  if (s.sweep && (!s.gradient.empty() || !s.sensitivities.empty() || s.ensemble > 0 || s.members))
+    return usage_error("simulate", "--sweep runs plain trajectories; --gradient, --sensitivities, --ensemble and "
+                                   "--members go without it");
+  try {  // a malformed file is bad input (exit 1), like a bad --inputs
+    if (s.sweep) {
+      s.table = read_sweep_table(s.params_files[0]);
+    } else {
+      for (std::size_t k = s.params_files.size(); k-- > 0;) {  // last first: earlier positions stay valid
+        std::vector<Override> read = read_params_file(s.params_files[k]);
+        s.sets.insert(s.sets.begin() + static_cast<std::ptrdiff_t>(s.params_positions[k]), read.begin(), read.end());
+      }
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", format_diagnostic(e.diagnostic()).c_str());
+    return kExitInvalid;
+  }
   if (!s.have_tspan) return usage_error("simulate", "--tspan T0 T1 is required");
   if (!s.gradient.empty() || !s.loss.empty() || !s.loss_file.empty() || !s.wrt.empty() || s.gradient_check ||
       s.checkpoint_every != 1 || s.checkpoint_memory > 0) {
@@ -343,7 +362,7 @@ void print_simulate_help(std::FILE* out) {
   std::fputs(
       "usage: esi simulate FILE [--component NAME] --tspan T0 T1 [--saveat DT] [--method M]\n"
       "                    [--rtol R] [--atol A] [--dt DT] [--native] [--cells] [--set name=value ...]\n"
-      "                    [--params FILE] [--inputs FILE.json] [--stats FILE.json] [--quiet]\n"
+      "                    [--params FILE [--sweep]] [--inputs FILE.json] [--stats FILE.json] [--quiet]\n"
       "                    [--seed S] [--ensemble N [--members]] [--threads T]   (stochastic)\n"
       "                    --output OUT.csv\n"
       "       esi simulate FILE --tspan T0 T1 [--method M] ... (--loss NAME | --loss-file F)\n"
@@ -408,6 +427,11 @@ void print_simulate_help(std::FILE* out) {
       "               in .json or starts with {. Repeatable; with --set, the override given\n"
       "               later on the command line wins. A malformed file is an error naming the\n"
       "               file and the JSON pointer or CSV line (exit 1)\n"
+      "  --sweep      --params F is a table instead: a CSV header of names (parameters or\n"
+      "               states' initial values) and one row of values per member (or JSON\n"
+      "               {\"name\": [v1, v2, ...]}); every member runs on its own (--threads T of\n"
+      "               them at once), bit for bit the run --set with its row's values gives, and\n"
+      "               the CSV gets a leading member column (the table row, from 0)\n"
       "  --inputs F   a JSON object of values by name: a number, or for an array a nested\n"
       "               array in its shape (first axis outermost); constant data and forcing\n"
       "               fields the document reads from files it cannot open yet\n"

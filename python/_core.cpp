@@ -1,0 +1,402 @@
+// esi._core: the C++ side of the Python module (python/esi/__init__.py builds the xarray
+// datasets and the friendly signatures on top of it).
+//
+// Everything a call computes goes through the same library functions as the `esi` command
+// (exec::flatten_for_run, exec::simulate, io::output_layout, check::check_file), so a run from
+// Python gives the CLI's numbers bit for bit. The GIL is released while esi computes; a
+// Ctrl-C (KeyboardInterrupt) stops a run after the step in progress, as it does on the
+// command line. esi::Error becomes esi.EsmError with the diagnostic's code, file, pointer and
+// message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "esi/check/check.hpp"
+#include "esi/core/error.hpp"
+#include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
+#include "esi/exec/prepare.hpp"
+#include "esi/exec/simulate.hpp"
+#include "esi/exec/stochastic.hpp"
+#include "esi/exec/sweep.hpp"
+#include "esi/io/output_layout.hpp"
+#include "esi/method/integrator.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+/// JSON to Python through the json module: the shapes `describe` and the check report have are
+/// plain dicts and lists.
+py::object to_python(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+py::dict diagnostic_dict(const esi::Diagnostic& d) {
+  py::dict out;
+  out["code"] = d.code;
+  out["file"] = d.file;
+  out["pointer"] = d.pointer;
+  out["message"] = d.message;
+  return out;
+}
+
+/// A loaded document: the resolved JSON and the system flattened whole (for its variables);
+/// runs flatten again with their own choices (overrides, the form the method needs).
+struct Document {
+  esi::esm::ResolvedDocument doc;
+  esi::esm::System system;
+};
+
+std::shared_ptr<Document> load(const std::string& path) {
+  auto d = std::make_shared<Document>();
+  {
+    py::gil_scoped_release unlocked;
+    esi::esm::CheckedDocument checked = esi::esm::load_checked(path);
+    if (!checked.doc) {
+      std::vector<esi::Diagnostic> shown = checked.report.shown();
+      esi::Diagnostic first = shown.empty() ? esi::Diagnostic{"invalid_document", path, "", "refused", {}} : shown.front();
+      if (first.file.empty()) first.file = path;
+      std::string message = first.message;
+      if (shown.size() > 1)
+        message += " (and " + std::to_string(shown.size() - 1) + " more finding" + (shown.size() > 2 ? "s" : "") +
+                   "; esi.validate lists them all)";
+      throw esi::Error(first.code, first.file, first.pointer, message);
+    }
+    d->doc = std::move(*checked.doc);
+    if (d->doc.library_only)
+      throw esi::Error("no_component", path, "",
+                       "the file is a library or catalog (templates, couplings or data sources): it "
+                       "holds no model to run");
+    d->system = esi::esm::flatten(d->doc);
+  }
+  return d;
+}
+
+py::list validate(const std::string& path) {
+  esi::esm::ValidationReport report;
+  {
+    py::gil_scoped_release unlocked;
+    report = esi::esm::validate_file(path);
+  }
+  py::list out;
+  const auto add = [&](const esi::Diagnostic& d, const char* severity) {
+    py::dict f = diagnostic_dict(d);
+    if (f["file"].cast<std::string>().empty()) f["file"] = path;
+    f["severity"] = severity;
+    out.append(f);
+  };
+  for (const esi::Diagnostic& d : report.shown()) add(d, "error");
+  for (const esi::Diagnostic& d : report.notes) add(d, "note");
+  return out;
+}
+
+py::list variables(const Document& d) {
+  const esi::esm::System& sys = d.system;
+  py::list out;
+  const auto add = [&](const esi::esm::FlatVariable& v, const char* kind) {
+    py::dict e;
+    e["name"] = v.name;
+    e["kind"] = kind;
+    e["units"] = v.units;
+    e["description"] = v.description;
+    e["default"] = v.default_value ? py::object(py::float_(*v.default_value)) : py::object(py::none());
+    e["array"] = v.array;
+    out.append(e);
+  };
+  sys.states.for_each_stored([&](std::size_t, const esi::esm::FlatVariable& v) { add(v, "state"); });
+  for (const auto& v : sys.parameters) add(v, "parameter");
+  for (const auto& v : sys.observed) add(v, "observed");
+  return out;
+}
+
+esi::method::MethodId method_named(const std::string& name) {
+  if (name.empty() || name == "auto") return esi::method::MethodId::Auto;
+  if (const auto id = esi::method::method_from_name(name)) return *id;
+  std::string known;
+  for (esi::method::MethodId id : esi::method::all_methods())
+    known += (known.empty() ? "" : ", ") + std::string(esi::method::method_info(id).name);
+  throw esi::Error("unknown_method", "", "", "method '" + name + "' is not one esi has; known: auto, " + known);
+}
+
+/// The layout of the output columns as plain Python data (python/esi/__init__.py turns it into
+/// xarray variables and coordinates).
+py::dict layout_dict(const esi::io::OutputLayout& l) {
+  py::dict out;
+  out["time"] = l.time;
+  py::list dims;
+  for (const auto& d : l.dimensions) dims.append(py::make_tuple(d.name, d.axis, d.extent));
+  out["dimensions"] = dims;
+  const auto attributes = [](const esi::io::Attributes& a) {
+    py::list items;
+    for (const auto& [k, v] : a) items.append(py::make_tuple(k, v));
+    return items;
+  };
+  py::list coords;
+  for (const auto& c : l.coordinates) {
+    py::dict e;
+    e["name"] = c.name;
+    e["dims"] = c.dims;
+    e["own_dimension"] = c.own_dimension;
+    if (!c.strings.empty()) e["values"] = c.strings;
+    else if (!c.indices.empty()) e["values"] = py::array_t<long long>(py::ssize_t(c.indices.size()), c.indices.data());
+    else e["values"] = py::array_t<double>(py::ssize_t(c.numbers.size()), c.numbers.data());
+    e["attributes"] = attributes(c.attributes);
+    coords.append(e);
+  }
+  out["coordinates"] = coords;
+  py::list vars;
+  for (const auto& v : l.variables) {
+    py::dict e;
+    e["name"] = v.name;
+    e["flat"] = v.flat;
+    e["dims"] = v.dims;
+    e["gather"] = py::array_t<std::ptrdiff_t>(py::ssize_t(v.gather.size()), v.gather.data());
+    e["attributes"] = attributes(v.attributes);
+    vars.append(e);
+  }
+  out["variables"] = vars;
+  return out;
+}
+
+struct SimulateRequest {
+  double t0 = 0, t1 = 0;
+  std::optional<double> saveat;
+  std::string method = "auto";
+  double rtol = 1e-6;
+  std::optional<double> atol;
+  std::vector<std::pair<std::string, double>> set;
+  py::object inputs = py::none();  // dict or None
+  std::string inputs_file;
+  unsigned threads = 1;
+  std::string component;
+  bool native = false;
+};
+
+/// Runs exec::simulate with the GIL released; every ~0.1 s of wall time it takes the GIL to
+/// look for a pending signal (Ctrl-C), and stops the run after the step in progress if so.
+class InterruptWatch {
+ public:
+  void arm(esi::exec::SimulateOptions& o) {
+    o.stop = &stop_;
+    o.on_step = [this](double) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_ < std::chrono::milliseconds(100)) return;
+      last_ = now;
+      py::gil_scoped_acquire locked;
+      if (PyErr_CheckSignals() != 0) {
+        error_ = std::make_unique<py::error_already_set>();
+        stop_ = true;
+      }
+    };
+  }
+  /// Raises the KeyboardInterrupt (or whatever the signal handler raised) after the run.
+  void rethrow() {
+    if (error_) {
+      py::error_already_set e = std::move(*error_);
+      error_.reset();
+      throw e;
+    }
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::unique_ptr<py::error_already_set> error_;
+};
+
+/// The options and choices of a request: the command line's defaults (esi simulate) where the
+/// caller gives none: a hundredth of the span, tolerances that respect each state's scale.
+struct Prepared {
+  esi::exec::SimulateOptions options;
+  esi::exec::RunChoices choices;
+  bool default_saveat = false;
+};
+
+Prepared prepare(const SimulateRequest& r) {
+  Prepared p;
+  esi::exec::SimulateOptions& o = p.options;
+  o.t0 = r.t0;
+  o.t1 = r.t1;
+  p.default_saveat = !r.saveat;
+  o.saveat = r.saveat ? *r.saveat : esi::exec::default_saveat(r.t0, r.t1);
+  o.integrator.method = method_named(r.method);
+  o.integrator.rtol = r.rtol;
+  o.atol_from_scales = !r.atol;
+  if (r.atol) o.integrator.atol = *r.atol;
+  o.native = r.native;
+  o.threads = std::max(1u, r.threads);
+  if (!(r.t1 > r.t0)) throw esi::Error("invalid_time_span", "", "", "tspan must be (t0, t1) with t1 > t0");
+  if (r.saveat && !(*r.saveat > 0)) throw esi::Error("invalid_saveat", "", "", "saveat must be positive");
+  if (o.integrator.rtol < 0 || o.integrator.atol < 0)
+    throw esi::Error("invalid_tolerance", "", "", "rtol and atol must not be negative");
+  esi::exec::RunChoices& c = p.choices;
+  c.component = r.component;
+  c.typed_at = "<arguments>";
+  if (!r.inputs.is_none()) {
+    c.inputs = nlohmann::json::parse(py::module_::import("json").attr("dumps")(r.inputs).cast<std::string>());
+    c.inputs_file = r.inputs_file;
+  }
+  for (const auto& [name, value] : r.set) c.overrides.push_back({name, value, "set['" + name + "']", "", ""});
+  return p;
+}
+
+py::dict stats_dict(const esi::method::IntegratorStats& s) {
+  py::dict out;
+  out["accepted"] = s.accepted;
+  out["rejected"] = s.rejected;
+  out["rhs_evaluations"] = s.rhs_evaluations;
+  out["jacobian_evaluations"] = s.jacobian_evaluations;
+  out["factorizations"] = s.factorizations;
+  out["linear_solves"] = s.linear_solves;
+  return out;
+}
+
+py::dict simulate(const Document& d, const SimulateRequest& r) {
+  Prepared p = prepare(r);
+  esi::exec::SimulateOptions& o = p.options;
+  const esi::exec::RunChoices& choices = p.choices;
+  const bool default_saveat = p.default_saveat;
+  InterruptWatch watch;
+  esi::exec::Trajectory traj;
+  esi::io::OutputLayout layout;
+  {
+    py::gil_scoped_release unlocked;
+    esi::esm::System system = esi::exec::flatten_for_run(d.doc, choices, o);
+    if (esi::exec::is_stochastic(system))
+      throw esi::Error("unsupported_python_stochastic", d.doc.file, "",
+                       "the model has random parameters; the Python module runs deterministic models only "
+                       "so far (esi simulate --seed / --ensemble runs this one)");
+    o.document = &d.doc;
+    if (default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
+    watch.arm(o);
+    traj = esi::exec::simulate(system, o);
+    layout = esi::io::output_layout(system, traj.names, &d.doc.doc);
+  }
+  watch.rethrow();
+
+  py::dict out;
+  const std::size_t rows = traj.times.size(), cols = traj.names.size();
+  out["times"] = py::array_t<double>(py::ssize_t(rows), traj.times.data());
+  py::array_t<double> values({py::ssize_t(rows), py::ssize_t(cols)});
+  std::copy(traj.values.begin(), traj.values.end(), values.mutable_data());
+  out["values"] = values;
+  out["names"] = traj.names;
+  out["layout"] = layout_dict(layout);
+  out["method"] = std::string(esi::method::method_info(traj.method).name);
+  out["return_code"] = std::string(esi::method::return_code_name(traj.code));
+  out["message"] = traj.message;
+  py::dict stats = stats_dict(traj.stats);
+  stats["events_fired"] = traj.events_fired;
+  stats["method_switches"] = traj.switches.size();
+  out["stats"] = stats;
+  out["rtol"] = o.integrator.rtol;
+  out["atol"] = o.integrator.atol;
+  return out;
+}
+
+/// Model.sweep: `names` and a (members x names) array of values, each row one member.
+py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<std::string>& names,
+               py::array_t<double, py::array::c_style | py::array::forcecast> values) {
+  if (values.ndim() != 2 || std::size_t(values.shape(1)) != names.size())
+    throw esi::Error("invalid_sweep", "", "", "the sweep's values must be a (members x names) array");
+  Prepared p = prepare(r);
+  esi::exec::SweepTable table;
+  table.names = names;
+  table.values.assign(values.data(), values.data() + values.size());
+  esi::exec::SweepResult result;
+  esi::io::OutputLayout layout;
+  {
+    py::gil_scoped_release unlocked;
+    esi::exec::SimulateOptions o = p.options;
+    esi::esm::System system = esi::exec::flatten_for_run(d.doc, p.choices, o);
+    o.document = &d.doc;
+    if (p.default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
+    result = esi::exec::sweep(d.doc, p.choices, table, o, std::max(1u, r.threads));
+    layout = esi::io::output_layout(system, result.names, &d.doc.doc);
+  }
+  py::dict out;
+  const std::size_t members = table.members(), rows = result.times.size(), cols = result.names.size();
+  out["times"] = py::array_t<double>(py::ssize_t(rows), result.times.data());
+  py::array_t<double> v({py::ssize_t(members), py::ssize_t(rows), py::ssize_t(cols)});
+  std::copy(result.values.begin(), result.values.end(), v.mutable_data());
+  out["values"] = v;
+  out["names"] = result.names;
+  out["swept"] = result.swept;
+  out["swept_state"] = result.swept_state;
+  out["layout"] = layout_dict(layout);
+  std::vector<std::string> codes, methods;
+  for (auto c : result.codes) codes.emplace_back(esi::method::return_code_name(c));
+  for (auto m : result.methods) methods.emplace_back(esi::method::method_info(m).name);
+  out["return_codes"] = codes;
+  out["messages"] = result.messages;
+  out["methods"] = methods;
+  out["stats"] = stats_dict(result.stats);
+  out["failed"] = result.failed;
+  out["rtol"] = p.options.integrator.rtol;
+  out["atol"] = p.options.integrator.atol;
+  return out;
+}
+
+py::object check(const std::string& path) {
+  std::vector<esi::check::FileResult> results;
+  {
+    py::gil_scoped_release unlocked;
+    results.push_back(esi::check::check_file(path));
+  }
+  return to_python(esi::check::to_json(results));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "EarthSciIntegrator: run ESM documents (the C++ core; use the esi package)";
+  static py::exception<esi::Error> esm_error(m, "EsmError");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const esi::Error& e) {
+      const esi::Diagnostic& d = e.diagnostic();
+      py::object error = py::reinterpret_borrow<py::object>(esm_error.ptr())(esi::format_diagnostic(d));
+      error.attr("code") = d.code;
+      error.attr("file") = d.file;
+      error.attr("pointer") = d.pointer;
+      error.attr("message") = d.message;
+      PyErr_SetObject(esm_error.ptr(), error.ptr());
+    }
+  });
+
+  m.def("validate", &validate, py::arg("path"));
+  py::class_<Document, std::shared_ptr<Document>>(m, "Document")
+      .def_property_readonly("file", [](const Document& d) { return d.doc.file; })
+      .def("variables", &variables)
+      .def("describe", [](const Document& d) { return to_python(esi::esm::describe(d.system)); });
+  m.def("load", &load, py::arg("path"));
+
+  py::class_<SimulateRequest>(m, "SimulateRequest")
+      .def(py::init<>())
+      .def_readwrite("t0", &SimulateRequest::t0)
+      .def_readwrite("t1", &SimulateRequest::t1)
+      .def_readwrite("saveat", &SimulateRequest::saveat)
+      .def_readwrite("method", &SimulateRequest::method)
+      .def_readwrite("rtol", &SimulateRequest::rtol)
+      .def_readwrite("atol", &SimulateRequest::atol)
+      .def_readwrite("set", &SimulateRequest::set)
+      .def_readwrite("inputs", &SimulateRequest::inputs)
+      .def_readwrite("inputs_file", &SimulateRequest::inputs_file)
+      .def_readwrite("threads", &SimulateRequest::threads)
+      .def_readwrite("component", &SimulateRequest::component)
+      .def_readwrite("native", &SimulateRequest::native);
+  m.def("simulate", &simulate, py::arg("document"), py::arg("request"));
+  m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"), py::arg("values"));
+  m.def("check", &check, py::arg("path"));
+}
