@@ -22,6 +22,7 @@
 
 #include "esi/check/check.hpp"
 #include "esi/core/error.hpp"
+#include "esi/drive/run.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/prepare.hpp"
@@ -186,21 +187,37 @@ struct SimulateRequest {
 /// look for a pending signal (Ctrl-C), and stops the run after the step in progress if so.
 class InterruptWatch {
  public:
-  void arm(esi::exec::SimulateOptions& o) {
-    o.stop = &stop_;
-    o.on_step = [this](double) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_ < std::chrono::milliseconds(100)) return;
-      last_ = now;
-      py::gil_scoped_acquire locked;
-      if (PyErr_CheckSignals() != 0) {
-        error_ = std::make_unique<py::error_already_set>();
-        stop_ = true;
-      }
-    };
+  /// The flag a run stops on (SimulateOptions::stop, RunCallbacks::stop).
+  const std::atomic<bool>* flag() const { return &stop_; }
+  /// Called after every step: at most every 0.1 s takes the GIL and looks for a signal.
+  void poll() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() != 0) {
+      error_ = std::make_unique<py::error_already_set>();
+      stop_ = true;
+    }
   }
-  /// Raises the KeyboardInterrupt (or whatever the signal handler raised) after the run.
+  void arm(esi::exec::SimulateOptions& o) {
+    o.stop = flag();
+    o.on_step = [this](double) { poll(); };
+  }
+  /// Stops the run and keeps `e` (an exception of a Python callback, caught with the GIL held)
+  /// to raise afterwards.
+  void fail_with(std::exception_ptr e) {
+    if (!callback_error_) callback_error_ = e;
+    stop_ = true;
+  }
+  /// Raises the KeyboardInterrupt (or whatever the signal handler or a callback raised) after
+  /// the run.
   void rethrow() {
+    if (callback_error_) {
+      std::exception_ptr e = callback_error_;
+      callback_error_ = nullptr;
+      std::rethrow_exception(e);
+    }
     if (error_) {
       py::error_already_set e = std::move(*error_);
       error_.reset();
@@ -212,6 +229,7 @@ class InterruptWatch {
   std::atomic<bool> stop_{false};
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
   std::unique_ptr<py::error_already_set> error_;
+  std::exception_ptr callback_error_;
 };
 
 /// The options and choices of a request: the command line's defaults (esi simulate) where the
@@ -347,6 +365,90 @@ py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<st
   return out;
 }
 
+/// esi.run: a run configuration (a path, or a dict with relative paths against `folder`) on a
+/// loaded model (or the configuration's when `document` is None), written to `output`.
+/// `progress(t, fraction)` is called at most every 0.1 s of wall time with the GIL held.
+py::dict run(py::object document, const std::string& config_path, py::object config_dict, const std::string& folder,
+             const std::string& output, int threads, bool native, const std::string& restart, double restart_every,
+             const std::string& restart_dir, py::object progress) {
+  esi::drive::RunRequest request;
+  request.config = config_path;
+  if (!config_dict.is_none()) {
+    request.config_document =
+        nlohmann::json::parse(py::module_::import("json").attr("dumps")(config_dict).cast<std::string>());
+    request.config_folder = folder;
+  }
+  std::shared_ptr<Document> given;
+  if (!document.is_none()) {
+    given = document.cast<std::shared_ptr<Document>>();
+    request.model = given->doc.file;
+  }
+  request.output = output;
+  request.threads = threads;
+  request.native = native;
+  request.restart = restart;
+  request.restart_every = restart_every;
+  request.restart_dir = restart_dir;
+  request.command_line = "esi.run (Python)";
+  InterruptWatch watch;
+  esi::drive::RunOutcome outcome;
+  esi::drive::RunPlan plan;
+  {
+    py::gil_scoped_release unlocked;
+    plan = esi::drive::plan_run(request);
+    if (plan.request.model.empty())
+      throw esi::Error("run_no_model", request.config, "", "no model: pass one or set \"model\" in the run configuration");
+    if (plan.request.output.empty())
+      throw esi::Error("run_no_output", request.config, "", "no output: pass output= or set output.file in the configuration");
+    std::shared_ptr<Document> loaded = given;
+    if (!loaded) {
+      py::gil_scoped_acquire locked;
+      loaded = load(plan.request.model);
+    }
+    esi::drive::RunCallbacks callbacks;
+    callbacks.stop = watch.flag();
+    const double start = plan.config.start, span = plan.config.stop - plan.config.start;
+    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    callbacks.on_step = [&](double t, const std::vector<esi::exec::LeafReport>&) {
+      watch.poll();
+      if (progress.is_none()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(100) && t < plan.config.stop) return;
+      last = now;
+      py::gil_scoped_acquire locked;
+      try {
+        progress(t, span > 0 ? (t - start) / span : 1.0);
+      } catch (py::error_already_set&) {
+        // An exception in the callback ends the run as Ctrl-C does; it is raised afterwards.
+        watch.fail_with(std::current_exception());
+      }
+    };
+    outcome = esi::drive::run(plan, loaded->doc, callbacks);
+  }
+  watch.rethrow();
+  const esi::exec::Trajectory& traj = outcome.result.trajectory;
+  py::dict out;
+  out["output"] = plan.request.output;
+  out["model"] = plan.request.model;
+  out["records"] = outcome.records;
+  out["macro_steps"] = outcome.result.macro_steps;
+  out["operators"] = outcome.result.operators;
+  out["return_code"] = std::string(esi::method::return_code_name(traj.code));
+  out["message"] = traj.message;
+  out["last_restart"] = outcome.last_restart;
+  py::list leaves;
+  for (const auto& l : outcome.result.leaves) {
+    py::dict e;
+    e["what"] = l.what;
+    e["why"] = l.why;
+    e["accepted"] = l.accepted;
+    e["rejected"] = l.rejected;
+    leaves.append(e);
+  }
+  out["leaves"] = leaves;
+  return out;
+}
+
 py::object check(const std::string& path) {
   std::vector<esi::check::FileResult> results;
   {
@@ -399,4 +501,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("simulate", &simulate, py::arg("document"), py::arg("request"));
   m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"), py::arg("values"));
   m.def("check", &check, py::arg("path"));
+  m.def("run", &run, py::arg("document"), py::arg("config_path"), py::arg("config_dict"), py::arg("folder"),
+        py::arg("output"), py::arg("threads"), py::arg("native"), py::arg("restart"), py::arg("restart_every"),
+        py::arg("restart_dir"), py::arg("progress"));
 }

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from . import _core
 
-__all__ = ["EsmError", "SolveError", "Finding", "Variable", "Model", "load", "validate"]
+__all__ = ["EsmError", "SolveError", "Finding", "Variable", "Model", "load", "validate", "run"]
 
 EsmError = _core.EsmError
 
@@ -180,6 +180,44 @@ class Model:
     def check(self) -> dict:
         """Runs the document's inline tests (``esi check --json``'s report for this file)."""
         return _core.check(self.path)
+
+
+def run(model, config, output=None, threads: int = 0, native: bool = False, restart=None,
+        restart_every: float = 0, restart_dir=None, progress=None):
+    """Runs a model by a run configuration, as ``esi run`` does (the same file, bit for bit).
+
+    ``model``: a :class:`Model`, a path, or None for the configuration's ``model``. ``config``: a
+    path or a dict (relative paths in a dict resolve against the current folder). ``output``: a
+    path (.nc or .csv) to write, returned as a str; None runs into a temporary NetCDF file and
+    returns its contents as an ``xarray.Dataset`` (for runs that fit in memory). ``restart``
+    resumes from a restart file; ``restart_every`` seconds of model time write restart files
+    into ``restart_dir``. ``progress(t, fraction)`` is called as the run goes (at most ten times
+    a second); an exception it raises stops the run and is raised here. Ctrl-C stops the run
+    after the macro step in progress, keeps the records reached in the output and raises
+    KeyboardInterrupt. A run that stops early raises :class:`SolveError`."""
+    import tempfile
+
+    if isinstance(model, (str, os.PathLike)):
+        model = load(model)
+    document = None if model is None else model._document
+    if isinstance(config, Mapping):
+        config_path, config_dict, folder = "<config dict>", _plain(dict(config)), os.getcwd()
+    else:
+        config_path, config_dict, folder = os.fspath(config), None, "."
+    with tempfile.TemporaryDirectory() as tmp:
+        target = os.fspath(output) if output is not None else os.path.join(tmp, "run.nc")
+        result = _core.run(document, config_path, config_dict, folder, target, int(threads), bool(native),
+                           os.fspath(restart) if restart else "", float(restart_every),
+                           os.fspath(restart_dir) if restart_dir else "", progress)
+        value = target
+        if output is None:
+            import xarray as xr
+            with xr.open_dataset(target, decode_times=False) as f:
+                value = f.load()
+    if result["return_code"] != "Success":
+        raise SolveError(f"{result['model']}: the run stopped ({result['return_code']}): {result['message']}",
+                         result["return_code"], value)
+    return value
 
 
 def _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native):

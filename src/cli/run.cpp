@@ -17,15 +17,10 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "esi/core/error.hpp"
-#include "esi/core/json.hpp"
-#include "esi/esm/flatten.hpp"
+#include "esi/drive/run.hpp"
 #include "esi/esm/load.hpp"
-#include "esi/exec/forcing.hpp"
 #include "esi/exec/run_config.hpp"
 #include "esi/exec/schedule.hpp"
-#include "esi/io/netcdf_forcing.hpp"
-#include "esi/io/netcdf_output.hpp"
-#include "esi/io/run_output.hpp"
 
 namespace esi::cli {
 namespace {
@@ -89,45 +84,6 @@ int parse_args(Args args, RunArgs& r) {
 }
 
 /// "restart-000003600.esr": zero-padded whole seconds sort by name; other times spelled out.
-std::string restart_name(double t) {
-  char buf[64];
-  if (t >= 0 && t < 1e15 && t == std::floor(t))
-    std::snprintf(buf, sizeof buf, "restart-%015.0f.esr", t);
-  else
-    std::snprintf(buf, sizeof buf, "restart-%s.esr", format_number(t).c_str());
-  return buf;
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return fs::equivalent(a, b, ec) || fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
-}
-
-/// NetCDF forcing entries read by io, handed to exec's assembly of the forcing set.
-exec::ForcingRecords open_netcdf_forcing(const exec::RunConfig& config, const exec::ForcingSpec& spec,
-                                         const esm::System& system) {
-  io::OpenForcing opened =
-      io::open_forcing(spec.file, {config.file, spec.pointer}, spec.variable, system, spec.target, spec.bracket);
-  return {std::move(opened.field.times), opened.field.values, std::move(opened.read)};
-}
-
-/// The NetCDF output's global attributes known before the run (the outcome is added at the end).
-io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document, const exec::RunConfig& config,
-                                          const std::string& model_file, const std::string& command_line) {
-  io::NetcdfOutputOptions o;
-  o.document = &document;
-  const nlohmann::json metadata = document.value("metadata", nlohmann::json::object());
-  if (metadata.is_object() && metadata.contains("name") && metadata["name"].is_string())
-    o.provenance["title"] = metadata["name"].get<std::string>();
-  o.provenance["history"] = command_line;
-  o.provenance["esi_command_line"] = command_line;
-  o.provenance["esi_model_file"] = model_file;
-  o.provenance["esi_run_config_file"] = config.file;
-  o.provenance["esi_run_config"] = config.source.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  o.provenance["esi_tspan"] = format_number(config.start) + " " + format_number(config.stop);
-  return o;
-}
-
 std::string leaf_line(const exec::LeafReport& l, std::size_t cells) {
   char buf[256];
   if (cells > 0 && l.what.find("per cell") != std::string::npos)
@@ -182,77 +138,43 @@ int run_run(Args args) {
   if (const int rc = parse_args(args, r); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   std::string shown = r.config;
   try {
-    exec::RunConfig config = exec::read_run_config(r.config);
-    if (r.model.empty()) r.model = config.model;
-    if (r.model.empty())
+    drive::RunRequest request;
+    request.model = r.model;
+    request.config = r.config;
+    request.output = r.output;
+    request.threads = r.threads;
+    request.native = r.native;
+    request.restart = r.restart;
+    request.restart_every = r.restart_every;
+    request.restart_dir = r.restart_dir;
+    request.command_line = "esi run";
+    for (const std::string& a : args) request.command_line += " " + a;
+    const drive::RunPlan plan = drive::plan_run(request);
+    const exec::RunConfig& config = plan.config;
+    const std::string& model = plan.request.model;
+    const std::string& output = plan.request.output;
+    if (model.empty())
       return usage_error("run", "no model: give MODEL.esm or set \"model\" in the run configuration");
-    if (!config.model.empty() && !same_file(config.model, r.model))
-      throw Error("run_config_model_mismatch", r.config, "/model",
-                  "the configuration is for '" + config.model + "', but the command names '" + r.model + "'");
-    if (r.threads > 0) config.threads = r.threads;
-    if (r.output.empty()) r.output = config.output_file;
-    if (r.output.empty())
+    if (output.empty())
       return usage_error("run", "no output: give --output OUT.nc (or OUT.csv) or set output.file in the configuration");
-    shown = r.model;
-    const std::optional<esm::ResolvedDocument> doc = load_or_report(r.model);
+    shown = model;
+    const std::optional<esm::ResolvedDocument> doc = load_or_report(model);
     if (!doc) return kExitInvalid;
-    esm::FlattenOptions fo;
-    fo.component = config.component;
-    // Per-region programs, whose size does not grow with the grid; a schedule that runs the
-    // whole right-hand side with an implicit method gets one equation per cell instead, which
-    // the symbolic Jacobian is built from (a monolithic reference run of a gridded model).
-    fo.grid = !exec::whole_implicit(config);
-    fo.inputs = config.inputs;
-    fo.inputs_file = config.inputs_file.empty() ? r.config : config.inputs_file;
-    const esm::System system = esm::flatten(*doc, fo);
     shown = r.config;
-    // NetCDF forcing is bound (file, variable, shape, units) here; operators, leaves and forcing
-    // targets when the run binds them, before the output file is created.
-    std::vector<exec::ForcingProvider> forcing = exec::forcing_providers(config, system, open_netcdf_forcing);
-    std::optional<exec::RestartState> resume;
-    if (!r.restart.empty()) resume = exec::read_restart(r.restart);
-    if (!r.restart_dir.empty()) {
-      std::error_code ec;
-      fs::create_directories(r.restart_dir, ec);
-      if (ec) throw Error("restart_write_failed", r.restart_dir, "", "cannot create the restart folder: " + ec.message());
-    }
 
-    // The output is created (under a temporary name) once the run has checked everything.
-    std::string command_line = "esi run";
-    for (const std::string& a : args) command_line += " " + a;
-    io::RunOutput output(r.output, system, netcdf_provenance(doc->doc, config, r.model, command_line));
-    exec::ScheduleOptions so;
-    so.document = &*doc;
-    so.native = r.native;
-    so.forcing = std::move(forcing);
-    so.resume = resume ? &*resume : nullptr;
-    so.restart_every = r.restart_every;
-    std::string last_restart;
-    so.on_restart = [&](const exec::RestartState& state) {
-      const std::string path = r.restart_dir.empty() ? r.output + ".restart.esr"
-                                                     : (fs::path(r.restart_dir) / restart_name(state.t)).string();
-      exec::write_restart(path, state);
-      last_restart = path;
-    };
     const bool terminal = !r.quiet && ::isatty(STDERR_FILENO) != 0;
     const auto started = std::chrono::steady_clock::now();
     auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-    std::size_t records = 0, cells = 0;
-    so.on_columns = [&](const std::vector<std::string>& names) { output.columns(names); };
-    double writing = 0;  // seconds spent writing records (the "under 5% of the run")
-    so.on_row = [&](double t, std::span<const double> row) {
-      const auto before = std::chrono::steady_clock::now();
-      output.row(t, row);
-      writing += std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
-      ++records;
-      if (!r.quiet && !terminal)
-        std::fprintf(stderr, "esi run: t = %s s, record %zu written, %.1f s wall\n", format_number(t).c_str(),
-                     records, wall());
-    };
+    drive::RunCallbacks callbacks;
+    if (!r.quiet && !terminal)
+      callbacks.on_record = [&](double t, std::size_t records) {
+        std::fprintf(stderr, "esi run: t = %s s, record %zu written, %.1f s wall\n", format_number(t).c_str(), records,
+                     wall());
+      };
     bool progress_shown = false;
     auto last_draw = started;
     if (terminal)
-      so.on_step = [&](double t, const std::vector<exec::LeafReport>& leaves) {
+      callbacks.on_step = [&](double t, const std::vector<exec::LeafReport>& leaves) {
         const auto now = std::chrono::steady_clock::now();
         if (std::chrono::duration<double>(now - last_draw).count() < 0.2) return;
         last_draw = now;
@@ -268,38 +190,37 @@ int run_run(Args args) {
         std::fflush(stderr);
         progress_shown = true;
       };
-    exec::ScheduleResult result;
+    drive::RunOutcome outcome;
     {
       InterruptScope interrupt;
-      so.stop = &g_interrupted;
-      result = exec::run_schedule(system, config, so);
+      callbacks.stop = &g_interrupted;
+      outcome = drive::run(plan, *doc, callbacks);
     }
     if (progress_shown) std::fprintf(stderr, "\r\033[K");
+    const exec::ScheduleResult& result = outcome.result;
     const exec::Trajectory& traj = result.trajectory;
-    cells = traj.cell_stats.cells;
-    // Renamed into place also after a failed solve (the records reached).
-    output.finish(std::string(method::return_code_name(traj.code)),
-                  traj.ok() ? std::nullopt : std::optional<std::string>(traj.message));
+    const std::size_t cells = traj.cell_stats.cells;
     if (!r.quiet) {
       const double total = wall();
       // A resumed run's counters include the steps before its restart point: say so, and what
       // this run did itself.
-      const std::uint64_t before = resume ? resume->macro_steps : 0;
       const std::string steps =
-          resume ? std::to_string(result.macro_steps - before) + " macro steps from the restart at t = " +
-                       format_number(resume->t) + " s (" + std::to_string(result.macro_steps) + " since t0)"
-                 : std::to_string(result.macro_steps) + " macro steps";
+          outcome.resumed ? std::to_string(result.macro_steps - outcome.resumed_macro_steps) +
+                                " macro steps from the restart at t = " + format_number(outcome.resumed_t) + " s (" +
+                                std::to_string(result.macro_steps) + " since t0)"
+                          : std::to_string(result.macro_steps) + " macro steps";
       std::fprintf(stderr, "esi run: %s -> %s: %zu records, %s, %.2f s (writing records %.3f s, %.1f%%)\n",
-                   r.model.c_str(), r.output.c_str(), traj.rows, steps.c_str(), total, writing,
-                   total > 0 ? 100 * writing / total : 0.0);
+                   model.c_str(), output.c_str(), traj.rows, steps.c_str(), total, outcome.writing_seconds,
+                   total > 0 ? 100 * outcome.writing_seconds / total : 0.0);
       std::fprintf(stderr, "esi run: operators: %s\n", result.operators.c_str());
-      if (resume) std::fprintf(stderr, "esi run: the leaves' steps below count from t0, the restarted run's included\n");
+      if (outcome.resumed) std::fprintf(stderr, "esi run: the leaves' steps below count from t0, the restarted run's included\n");
       for (const auto& l : result.leaves) {
         std::fprintf(stderr, "esi run:   %s\n", leaf_line(l, cells).c_str());
         if (!l.why.empty()) std::fprintf(stderr, "esi run:     (\"auto\": %s)\n", l.why.c_str());
       }
       if (!traj.cell_summary.empty()) std::fprintf(stderr, "esi run: cells: %s\n", traj.cell_summary.c_str());
-      if (!last_restart.empty()) std::fprintf(stderr, "esi run: last restart file: %s\n", last_restart.c_str());
+      if (!outcome.last_restart.empty())
+        std::fprintf(stderr, "esi run: last restart file: %s\n", outcome.last_restart.c_str());
     }
     // Said even under --quiet, as esi simulate does: the run was slower than asked, or its
     // cache folder was not the one named.
@@ -310,11 +231,11 @@ int run_run(Args args) {
       std::fprintf(stderr, "esi run: warning: %s\n", traj.native_status.c_str() + w + 11);
     if (traj.code == method::ReturnCode::Interrupted) {
       std::fprintf(stderr, "esi run: interrupted at t = %s; resume with --restart %s\n",
-                   format_number(traj.last_time).c_str(), last_restart.c_str());
+                   format_number(traj.last_time).c_str(), outcome.last_restart.c_str());
       return kExitInterrupted;
     }
     if (!traj.ok()) {
-      std::fprintf(stderr, "%s: error[solve_failed]: the run stopped: %s\n", r.model.c_str(), traj.message.c_str());
+      std::fprintf(stderr, "%s: error[solve_failed]: the run stopped: %s\n", model.c_str(), traj.message.c_str());
       return kExitInvalid;
     }
     return kExitOk;
