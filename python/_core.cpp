@@ -324,7 +324,10 @@ py::dict simulate(const Document& d, const SimulateRequest& r) {
 
 /// Model.sweep: `names` and a (members x names) array of values, each row one member.
 py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<std::string>& names,
-               py::array_t<double, py::array::c_style | py::array::forcecast> values) {
+               py::array_t<double, py::array::c_style | py::array::forcecast> values, const std::string& engine,
+               int lanes) {
+  if (engine != "scalar" && engine != "lanes")
+    throw esi::Error("invalid_sweep", "", "", "engine must be 'scalar' or 'lanes', not '" + engine + "'");
   if (values.ndim() != 2 || std::size_t(values.shape(1)) != names.size())
     throw esi::Error("invalid_sweep", "", "", "the sweep's values must be a (members x names) array");
   Prepared p = prepare(r);
@@ -339,7 +342,8 @@ py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<st
     esi::esm::System system = esi::exec::flatten_for_run(d.doc, p.choices, o);
     o.document = &d.doc;
     if (p.default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
-    result = esi::exec::sweep(d.doc, p.choices, table, o, std::max(1u, r.threads));
+    result = esi::exec::sweep(d.doc, p.choices, table, o, std::max(1u, r.threads),
+                              engine == "lanes" ? esi::exec::SweepEngine::Lanes : esi::exec::SweepEngine::Scalar, lanes);
     layout = esi::io::output_layout(system, result.names, &d.doc.doc);
   }
   py::dict out;
@@ -499,7 +503,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("component", &SimulateRequest::component)
       .def_readwrite("native", &SimulateRequest::native);
   m.def("simulate", &simulate, py::arg("document"), py::arg("request"));
-  m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"), py::arg("values"));
+  m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"), py::arg("values"),
+        py::arg("engine") = "scalar", py::arg("lanes") = 16);
   m.def("check", &check, py::arg("path"));
   m.def("run", &run, py::arg("document"), py::arg("config_path"), py::arg("config_dict"), py::arg("folder"),
         py::arg("output"), py::arg("threads"), py::arg("native"), py::arg("restart"), py::arg("restart_every"),

@@ -41,6 +41,7 @@ struct SimulateArgs {
   std::vector<std::size_t> params_positions;
   // --sweep: the one --params file is a table, one member per row (cli/params.hpp).
   bool sweep = false;
+  bool sweep_lanes = false;  ///< --sweep-engine lanes: members as cells of lane pools
   exec::SweepTable table;
   // Stochastic models only.
   std::optional<method::SdeMethod> sde_method;

@@ -221,6 +221,13 @@ int parse_option(Args args, std::size_t& i, SimulateArgs& s) {
     s.sweep = true;
     return kExitOk;
   }
+  if (a == "--sweep-engine") {
+    const std::string* v = value_of(args, i);
+    if (v == nullptr || (*v != "scalar" && *v != "lanes"))
+      return usage_error("simulate", "--sweep-engine needs scalar or lanes" + (v ? ", got '" + *v + "'" : std::string()));
+    s.sweep_lanes = *v == "lanes";
+    return kExitOk;
+  }
   if (a == "--stats") {
     const std::string* v = value_of(args, i);
     if (v == nullptr || v->empty()) return usage_error("simulate", "--stats needs a FILE.json");
@@ -298,6 +305,7 @@ int parse_args(Args args, SimulateArgs& s) {
     if (const int rc = parse_option(args, i, s); rc != kExitOk) return rc;
   }
   if (files.size() != 1) return usage_error("simulate", files.empty() ? "no FILE given" : "expects exactly one FILE");
+  if (s.sweep_lanes && !s.sweep) return usage_error("simulate", "--sweep-engine goes with --sweep");
   if (s.sweep && s.params_files.size() != 1)
     return usage_error("simulate", "--sweep runs one member per row of one --params TABLE.csv (a header of names, "
                                    "then rows of values)");
@@ -432,6 +440,9 @@ void print_simulate_help(std::FILE* out) {
       "               {\"name\": [v1, v2, ...]}); every member runs on its own (--threads T of\n"
       "               them at once), bit for bit the run --set with its row's values gives, and\n"
       "               the CSV gets a leading member column (the table row, from 0)\n"
+      "  --sweep-engine lanes  the members as cells of lane pools (--lanes per block; Rosenbrock\n"
+      "               methods, auto runs Rodas3): faster for many members, the same bits on any\n"
+      "               --threads, equal to separate runs within the tolerances (default: scalar)\n"
       "  --inputs F   a JSON object of values by name: a number, or for an array a nested\n"
       "               array in its shape (first axis outermost); constant data and forcing\n"
       "               fields the document reads from files it cannot open yet\n"

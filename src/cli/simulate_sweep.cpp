@@ -32,7 +32,8 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
   exec::SweepResult r;
   std::vector<std::string> column_names;
   try {
-    r = exec::sweep(doc, run_choices(s), s.table, o, s.threads);
+    r = exec::sweep(doc, run_choices(s), s.table, o, s.threads,
+                    s.sweep_lanes ? exec::SweepEngine::Lanes : exec::SweepEngine::Scalar, s.lanes);
     const std::vector<std::size_t> order = inspect_column_order(r.names, r.state_count);
     std::vector<std::string> names{"t"};
     for (std::size_t j : order) names.push_back(r.names[j]), column_names.push_back(r.names[j]);
@@ -60,6 +61,7 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
       {"file", s.file},
       {"component", s.component},
       {"kind", "sweep"},
+      {"engine", s.sweep_lanes ? "lanes" : "scalar"},
       {"members", members},
       {"failed_members", r.failed},
       {"swept", r.swept},
@@ -77,16 +79,16 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
     columns.push_back({{"name", "t"}, {"kind", "time"}, {"units", "s"}});
     for (const std::string& n : column_names) columns.push_back(catalog.column(n));
     nlohmann::json run = run_metadata(s, started_at);
-    for (const char* key : {"kind", "members", "failed_members", "swept", "output_rows", "failure"}) run[key] = report[key];
+    for (const char* key : {"kind", "engine", "members", "failed_members", "swept", "output_rows", "failure"}) run[key] = report[key];
     run["table"] = s.table.file;
     run["wall_seconds"] = wall;
     write_sidecar(s, std::move(columns), std::move(run));
   }
   if (!s.stats.empty()) write_stats(s.stats, report);
   if (!s.quiet)
-    std::fprintf(stderr, "esi simulate: sweep of %zu member%s over %zu column%s, %ld steps in all, %u thread%s, %.3g s\n",
+    std::fprintf(stderr, "esi simulate: sweep of %zu member%s over %zu column%s%s, %ld steps in all, %u thread%s, %.3g s\n",
                  members, members == 1 ? "" : "s", r.swept.size(), r.swept.size() == 1 ? "" : "s",
-                 r.stats.accepted, s.threads, s.threads == 1 ? "" : "s", wall);
+                 s.sweep_lanes ? " on lane pools" : "", r.stats.accepted, s.threads, s.threads == 1 ? "" : "s", wall);
   if (first_failed != members) {
     std::fprintf(stderr, "%s: error[solve_failed]: %zu of %zu members stopped early; the first, %s\n", s.file.c_str(),
                  r.failed, members, report["failure"].get<std::string>().c_str());

@@ -405,6 +405,7 @@ ShardResult Block::run(CellData& data, double t0, double t1, std::size_t begin, 
       for (std::size_t s = 0; s < n_; ++s) staged[s] = u0[s * L + l];
       const long attempts = step_.attempts(l), rejected = step_.rejected(l);
       if (!data.step_size.empty()) data.step_size[c] = step_.h(l);
+      if (!data.codes.empty()) data.codes[c] = code;
       if (!cell_steps.empty()) cell_steps[c] = static_cast<std::int32_t>(attempts);
       r.accepted += attempts - rejected;
       r.rejected += rejected;
@@ -478,6 +479,7 @@ LanePoolStats integrate_cells(const CellModel& model, CellData& data, double t0,
   if (data.states.size() != m.n * C ||
       data.cell_parameters.size() != m.cell_parameter_index.size() * C ||
       (!data.step_size.empty() && data.step_size.size() != C) ||
+      (!data.codes.empty() && data.codes.size() != C) ||
       (!cell_steps.empty() && cell_steps.size() != C) ||
       (!data.parameters.empty() && data.parameters.size() != m.system.parameters.size()))
     invalid("cell data sizes do not match the model and the cell count");

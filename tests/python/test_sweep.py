@@ -97,3 +97,44 @@ def test_sweep_errors_raise_with_codes(esi):
     with pytest.raises(esi.EsmError) as caught:
         esi.load(COLUMN).sweep({"SuperFast.T": [280.0, 290.0]}, (0, 60), method="Rodas3")
     assert caught.value.code == "sweep_unsupported_model"
+
+
+def test_the_lane_engine_is_composition_independent_and_agrees_within_tolerance(esi):
+    """Members as cells of lane pools: the same bits for any thread count, lane width and place
+    in the table; against the scalar engine (separate runs) within what the tolerances allow."""
+    m = esi.load(OZONE)
+    tab = table(9)
+    kw = dict(saveat=1800, method="Rodas3", rtol=1e-6)
+    lanes = m.sweep(tab, (0, 21600), engine="lanes", threads=2, lanes=4, **kw)
+    alone = m.sweep({k: v[5:6] for k, v in tab.items()}, (0, 21600), engine="lanes", threads=1, lanes=16, **kw)
+    scalar = m.sweep(tab, (0, 21600), **kw)
+    assert list(lanes["return_code"].values) == ["Success"] * 9
+    for name in scalar.data_vars:
+        if name == "return_code":
+            continue
+        assert np.array_equal(lanes[name].values[5], alone[name].values[0]), name
+        ref = scalar[name].values
+        scale = np.max(np.abs(ref), axis=1, keepdims=True) + 1e-300
+        assert np.max(np.abs(lanes[name].values - ref) / scale) < 1e-3, name
+    # observeds come from each member's own states and parameters
+    ppb = lanes["Diagnostics_O3_ppb"].values
+    assert np.allclose(ppb / lanes["OzoneNOx_O3"].values, ppb[0, 0] / lanes["OzoneNOx_O3"].values[0, 0], rtol=1e-12)
+
+
+def test_the_lane_engine_refuses_what_it_cannot_run(esi, tmp_path):
+    m = esi.load(OZONE)
+    with pytest.raises(esi.EsmError) as caught:
+        m.sweep(table(2), (0, 60), engine="lanes", method="Tsit5")
+    assert caught.value.code == "sweep_unsupported_method"
+    with pytest.raises(esi.EsmError) as caught:
+        m.sweep(table(2), (0, 60), engine="warp")
+    assert caught.value.code == "invalid_sweep"
+    path = tmp_path / "t.csv"
+    path.write_text("jNO2\n0.004\n0.008\n")
+    r = run_cli("simulate", OZONE, "--tspan", 0, 600, "--params", path, "--sweep", "--sweep-engine", "lanes",
+                "--method", "Rodas5P", "--threads", 2, "--output", tmp_path / "o.csv", "--quiet")
+    assert r.returncode == 0
+    csv = read_csv(tmp_path / "o.csv")
+    ds = m.sweep({"jNO2": [0.004, 0.008]}, (0, 600), engine="lanes", method="Rodas5P")
+    member = np.array(csv["member"])
+    assert np.array_equal(np.array(csv["OzoneNOx.O3"])[member == 1], ds["OzoneNOx_O3"].values[1])

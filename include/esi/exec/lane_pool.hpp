@@ -71,6 +71,9 @@ struct CellData {
   /// Optional, `cells` entries: in, the first step to try per cell (0 = automatic); out, the
   /// step the controller proposed last (KPP's warm Hstart carried between calls).
   std::span<double> step_size;
+  /// Optional, `cells` entries: out, how each cell's integration ended (Success, or why it
+  /// stopped: the cell then keeps its last accepted state).
+  std::span<method::ReturnCode> codes;
 };
 
 struct LanePoolOptions {
