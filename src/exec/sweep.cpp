@@ -179,12 +179,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
   for (; !clock.done(); clock.pop()) {
     const double next = clock.peek();
     const LanePoolStats s = integrate_cells(*cells, data, t, next, lpo);
-    r.stats.accepted += s.accepted;
-    r.stats.rejected += s.rejected;
-    r.stats.rhs_evaluations += s.rhs_evaluations;
-    r.stats.jacobian_evaluations += s.jacobian_evaluations;
-    r.stats.factorizations += s.factorizations;
-    r.stats.linear_solves += s.linear_solves;
+    add_stats(r.stats, {s.accepted, s.rejected, s.rhs_evaluations, s.jacobian_evaluations, s.factorizations,
+                        s.linear_solves});
     for (std::size_t m = 0; m < members; ++m)
       if (alive[m] && codes[m] != method::ReturnCode::Success) {
         alive[m] = false;
