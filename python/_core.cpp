@@ -25,6 +25,7 @@
 #include "esi/drive/run.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
+#include "esi/exec/gradient.hpp"
 #include "esi/exec/prepare.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
@@ -39,7 +40,8 @@ namespace {
 /// JSON to Python through the json module: the shapes `describe` and the check report have are
 /// plain dicts and lists.
 py::object to_python(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return py::module_::import("json").attr("loads")(
+      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 py::dict diagnostic_dict(const esi::Diagnostic& d) {
@@ -65,19 +67,22 @@ std::shared_ptr<Document> load(const std::string& path) {
     esi::esm::CheckedDocument checked = esi::esm::load_checked(path);
     if (!checked.doc) {
       std::vector<esi::Diagnostic> shown = checked.report.shown();
-      esi::Diagnostic first = shown.empty() ? esi::Diagnostic{"invalid_document", path, "", "refused", {}} : shown.front();
+      esi::Diagnostic first = shown.empty()
+                                  ? esi::Diagnostic{"invalid_document", path, "", "refused", {}}
+                                  : shown.front();
       if (first.file.empty()) first.file = path;
       std::string message = first.message;
       if (shown.size() > 1)
-        message += " (and " + std::to_string(shown.size() - 1) + " more finding" + (shown.size() > 2 ? "s" : "") +
-                   "; esi.validate lists them all)";
+        message += " (and " + std::to_string(shown.size() - 1) + " more finding" +
+                   (shown.size() > 2 ? "s" : "") + "; esi.validate lists them all)";
       throw esi::Error(first.code, first.file, first.pointer, message);
     }
     d->doc = std::move(*checked.doc);
     if (d->doc.library_only)
-      throw esi::Error("no_component", path, "",
-                       "the file is a library or catalog (templates, couplings or data sources): it "
-                       "holds no model to run");
+      throw esi::Error(
+          "no_component", path, "",
+          "the file is a library or catalog (templates, couplings or data sources): it "
+          "holds no model to run");
     d->system = esi::esm::flatten(d->doc);
   }
   return d;
@@ -110,11 +115,13 @@ py::list variables(const Document& d) {
     e["kind"] = kind;
     e["units"] = v.units;
     e["description"] = v.description;
-    e["default"] = v.default_value ? py::object(py::float_(*v.default_value)) : py::object(py::none());
+    e["default"] =
+        v.default_value ? py::object(py::float_(*v.default_value)) : py::object(py::none());
     e["array"] = v.array;
     out.append(e);
   };
-  sys.states.for_each_stored([&](std::size_t, const esi::esm::FlatVariable& v) { add(v, "state"); });
+  sys.states.for_each_stored(
+      [&](std::size_t, const esi::esm::FlatVariable& v) { add(v, "state"); });
   for (const auto& v : sys.parameters) add(v, "parameter");
   for (const auto& v : sys.observed) add(v, "observed");
   return out;
@@ -126,7 +133,8 @@ esi::method::MethodId method_named(const std::string& name) {
   std::string known;
   for (esi::method::MethodId id : esi::method::all_methods())
     known += (known.empty() ? "" : ", ") + std::string(esi::method::method_info(id).name);
-  throw esi::Error("unknown_method", "", "", "method '" + name + "' is not one esi has; known: auto, " + known);
+  throw esi::Error("unknown_method", "", "",
+                   "method '" + name + "' is not one esi has; known: auto, " + known);
 }
 
 /// The layout of the output columns as plain Python data (python/esi/__init__.py turns it into
@@ -148,9 +156,12 @@ py::dict layout_dict(const esi::io::OutputLayout& l) {
     e["name"] = c.name;
     e["dims"] = c.dims;
     e["own_dimension"] = c.own_dimension;
-    if (!c.strings.empty()) e["values"] = c.strings;
-    else if (!c.indices.empty()) e["values"] = py::array_t<long long>(py::ssize_t(c.indices.size()), c.indices.data());
-    else e["values"] = py::array_t<double>(py::ssize_t(c.numbers.size()), c.numbers.data());
+    if (!c.strings.empty())
+      e["values"] = c.strings;
+    else if (!c.indices.empty())
+      e["values"] = py::array_t<long long>(py::ssize_t(c.indices.size()), c.indices.data());
+    else
+      e["values"] = py::array_t<double>(py::ssize_t(c.numbers.size()), c.numbers.data());
     e["attributes"] = attributes(c.attributes);
     coords.append(e);
   }
@@ -253,18 +264,22 @@ Prepared prepare(const SimulateRequest& r) {
   if (r.atol) o.integrator.atol = *r.atol;
   o.native = r.native;
   o.threads = std::max(1u, r.threads);
-  if (!(r.t1 > r.t0)) throw esi::Error("invalid_time_span", "", "", "tspan must be (t0, t1) with t1 > t0");
-  if (r.saveat && !(*r.saveat > 0)) throw esi::Error("invalid_saveat", "", "", "saveat must be positive");
+  if (!(r.t1 > r.t0))
+    throw esi::Error("invalid_time_span", "", "", "tspan must be (t0, t1) with t1 > t0");
+  if (r.saveat && !(*r.saveat > 0))
+    throw esi::Error("invalid_saveat", "", "", "saveat must be positive");
   if (o.integrator.rtol < 0 || o.integrator.atol < 0)
     throw esi::Error("invalid_tolerance", "", "", "rtol and atol must not be negative");
   esi::exec::RunChoices& c = p.choices;
   c.component = r.component;
   c.typed_at = "<arguments>";
   if (!r.inputs.is_none()) {
-    c.inputs = nlohmann::json::parse(py::module_::import("json").attr("dumps")(r.inputs).cast<std::string>());
+    c.inputs = nlohmann::json::parse(
+        py::module_::import("json").attr("dumps")(r.inputs).cast<std::string>());
     c.inputs_file = r.inputs_file;
   }
-  for (const auto& [name, value] : r.set) c.overrides.push_back({name, value, "set['" + name + "']", "", ""});
+  for (const auto& [name, value] : r.set)
+    c.overrides.push_back({name, value, "set['" + name + "']", "", ""});
   return p;
 }
 
@@ -291,9 +306,10 @@ py::dict simulate(const Document& d, const SimulateRequest& r) {
     py::gil_scoped_release unlocked;
     esi::esm::System system = esi::exec::flatten_for_run(d.doc, choices, o);
     if (esi::exec::is_stochastic(system))
-      throw esi::Error("unsupported_python_stochastic", d.doc.file, "",
-                       "the model has random parameters; the Python module runs deterministic models only "
-                       "so far (esi simulate --seed / --ensemble runs this one)");
+      throw esi::Error(
+          "unsupported_python_stochastic", d.doc.file, "",
+          "the model has random parameters; the Python module runs deterministic models only "
+          "so far (esi simulate --seed / --ensemble runs this one)");
     o.document = &d.doc;
     if (default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
     watch.arm(o);
@@ -324,12 +340,14 @@ py::dict simulate(const Document& d, const SimulateRequest& r) {
 
 /// Model.sweep: `names` and a (members x names) array of values, each row one member.
 py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<std::string>& names,
-               py::array_t<double, py::array::c_style | py::array::forcecast> values, const std::string& engine,
-               int lanes) {
+               py::array_t<double, py::array::c_style | py::array::forcecast> values,
+               const std::string& engine, int lanes) {
   if (engine != "scalar" && engine != "lanes")
-    throw esi::Error("invalid_sweep", "", "", "engine must be 'scalar' or 'lanes', not '" + engine + "'");
+    throw esi::Error("invalid_sweep", "", "",
+                     "engine must be 'scalar' or 'lanes', not '" + engine + "'");
   if (values.ndim() != 2 || std::size_t(values.shape(1)) != names.size())
-    throw esi::Error("invalid_sweep", "", "", "the sweep's values must be a (members x names) array");
+    throw esi::Error("invalid_sweep", "", "",
+                     "the sweep's values must be a (members x names) array");
   Prepared p = prepare(r);
   esi::exec::SweepTable table;
   table.names = names;
@@ -342,12 +360,14 @@ py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<st
     esi::esm::System system = esi::exec::flatten_for_run(d.doc, p.choices, o);
     o.document = &d.doc;
     if (p.default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
-    result = esi::exec::sweep(d.doc, p.choices, table, o, std::max(1u, r.threads),
-                              engine == "lanes" ? esi::exec::SweepEngine::Lanes : esi::exec::SweepEngine::Scalar, lanes);
+    result = esi::exec::sweep(
+        d.doc, p.choices, table, o, std::max(1u, r.threads),
+        engine == "lanes" ? esi::exec::SweepEngine::Lanes : esi::exec::SweepEngine::Scalar, lanes);
     layout = esi::io::output_layout(system, result.names, &d.doc.doc);
   }
   py::dict out;
-  const std::size_t members = table.members(), rows = result.times.size(), cols = result.names.size();
+  const std::size_t members = table.members(), rows = result.times.size(),
+                    cols = result.names.size();
   out["times"] = py::array_t<double>(py::ssize_t(rows), result.times.data());
   py::array_t<double> v({py::ssize_t(members), py::ssize_t(rows), py::ssize_t(cols)});
   std::copy(result.values.begin(), result.values.end(), v.mutable_data());
@@ -372,14 +392,15 @@ py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<st
 /// esi.run: a run configuration (a path, or a dict with relative paths against `folder`) on a
 /// loaded model (or the configuration's when `document` is None), written to `output`.
 /// `progress(t, fraction)` is called at most every 0.1 s of wall time with the GIL held.
-py::dict run(py::object document, const std::string& config_path, py::object config_dict, const std::string& folder,
-             const std::string& output, int threads, bool native, const std::string& restart, double restart_every,
-             const std::string& restart_dir, py::object progress) {
+py::dict run(py::object document, const std::string& config_path, py::object config_dict,
+             const std::string& folder, const std::string& output, int threads, bool native,
+             const std::string& restart, double restart_every, const std::string& restart_dir,
+             py::object progress) {
   esi::drive::RunRequest request;
   request.config = config_path;
   if (!config_dict.is_none()) {
-    request.config_document =
-        nlohmann::json::parse(py::module_::import("json").attr("dumps")(config_dict).cast<std::string>());
+    request.config_document = nlohmann::json::parse(
+        py::module_::import("json").attr("dumps")(config_dict).cast<std::string>());
     request.config_folder = folder;
   }
   std::shared_ptr<Document> given;
@@ -401,9 +422,11 @@ py::dict run(py::object document, const std::string& config_path, py::object con
     py::gil_scoped_release unlocked;
     plan = esi::drive::plan_run(request);
     if (plan.request.model.empty())
-      throw esi::Error("run_no_model", request.config, "", "no model: pass one or set \"model\" in the run configuration");
+      throw esi::Error("run_no_model", request.config, "",
+                       "no model: pass one or set \"model\" in the run configuration");
     if (plan.request.output.empty())
-      throw esi::Error("run_no_output", request.config, "", "no output: pass output= or set output.file in the configuration");
+      throw esi::Error("run_no_output", request.config, "",
+                       "no output: pass output= or set output.file in the configuration");
     std::shared_ptr<Document> loaded = given;
     if (!loaded) {
       py::gil_scoped_acquire locked;
@@ -453,6 +476,48 @@ py::dict run(py::object document, const std::string& config_path, py::object con
   return out;
 }
 
+/// Model.gradient: dL/d(parameters, initial values) of L = the loss variable at t1 by the
+/// discrete adjoint, as `esi simulate --loss NAME --gradient OUT.json` computes it (arrays as one
+/// equation per cell, as derivatives need).
+py::dict gradient(const Document& d, const SimulateRequest& r, const std::string& loss,
+                  const std::vector<std::string>& wrt) {
+  Prepared p = prepare(r);
+  p.choices.cells = true;
+  esi::exec::GradientResult g;
+  {
+    py::gil_scoped_release unlocked;
+    esi::exec::SimulateOptions o = p.options;
+    const esi::esm::System system = esi::exec::flatten_for_run(d.doc, p.choices, o);
+    esi::exec::GradientOptions go;
+    go.run = o;
+    go.run.document = &d.doc;
+    go.loss = loss;
+    // By flat or unique local name, as `set` takes them.
+    for (const std::string& name : wrt) {
+      esi::exec::check_override_name(system, d.doc.doc, {name, 0.0, "wrt '" + name + "'", "", ""},
+                                     "<arguments>");
+      go.wrt.push_back(esi::exec::flat_target(system, name));
+    }
+    g = esi::exec::gradient(system, go);
+  }
+  if (!g.ok()) throw esi::Error("solve_failed", d.doc.file, "", "no gradient: " + g.message);
+  py::dict out, values, units;
+  py::list initial;
+  for (const esi::exec::GradientEntry& e : g.gradient) {
+    values[py::str(e.name)] = e.value;
+    units[py::str(e.name)] = e.units;
+    if (e.initial) initial.append(e.name);
+  }
+  out["loss"] = g.loss;
+  out["loss_units"] = g.loss_units;
+  out["gradient"] = values;
+  out["units"] = units;
+  out["initial"] = initial;
+  out["method"] = std::string(esi::method::method_info(g.method).name);
+  out["steps"] = g.steps;
+  return out;
+}
+
 py::object check(const std::string& path) {
   std::vector<esi::check::FileResult> results;
   {
@@ -472,7 +537,8 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const esi::Error& e) {
       const esi::Diagnostic& d = e.diagnostic();
-      py::object error = py::reinterpret_borrow<py::object>(esm_error.ptr())(esi::format_diagnostic(d));
+      py::object error =
+          py::reinterpret_borrow<py::object>(esm_error.ptr())(esi::format_diagnostic(d));
       error.attr("code") = d.code;
       error.attr("file") = d.file;
       error.attr("pointer") = d.pointer;
@@ -503,10 +569,12 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("component", &SimulateRequest::component)
       .def_readwrite("native", &SimulateRequest::native);
   m.def("simulate", &simulate, py::arg("document"), py::arg("request"));
-  m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"), py::arg("values"),
-        py::arg("engine") = "scalar", py::arg("lanes") = 16);
+  m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"),
+        py::arg("values"), py::arg("engine") = "scalar", py::arg("lanes") = 16);
   m.def("check", &check, py::arg("path"));
-  m.def("run", &run, py::arg("document"), py::arg("config_path"), py::arg("config_dict"), py::arg("folder"),
-        py::arg("output"), py::arg("threads"), py::arg("native"), py::arg("restart"), py::arg("restart_every"),
-        py::arg("restart_dir"), py::arg("progress"));
+  m.def("gradient", &gradient, py::arg("document"), py::arg("request"), py::arg("loss"),
+        py::arg("wrt"));
+  m.def("run", &run, py::arg("document"), py::arg("config_path"), py::arg("config_dict"),
+        py::arg("folder"), py::arg("output"), py::arg("threads"), py::arg("native"),
+        py::arg("restart"), py::arg("restart_every"), py::arg("restart_dir"), py::arg("progress"));
 }

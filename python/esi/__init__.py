@@ -182,6 +182,21 @@ class Model:
         result = _core.sweep(self._document, r, names, values, engine, int(lanes))
         return _dataset(result, self.path, swept=values)
 
+    def gradient(self, loss: str, tspan: Sequence[float], wrt: Optional[Sequence[str]] = None,
+                 method: str = "auto", rtol: float = 1e-6, atol: Optional[float] = None,
+                 set: Optional[Mapping[str, float]] = None, inputs: Optional[Mapping[str, Any]] = None,
+                 component: Optional[str] = None, native: bool = False) -> dict:
+        """The exact discrete adjoint gradient of ``loss`` (a state's or observed's flat name, or
+        a state array's: the mean of its cells) at the end of ``tspan`` with respect to every
+        numeric parameter and every state's initial value, or the names in ``wrt`` (flat or unique
+        local names, as ``set`` takes them); what
+        ``esi simulate --loss LOSS --gradient OUT.json`` writes, bit for bit. Returns
+        ``{"loss": L, "gradient": {name: dL/dname}, "units": {name: units}, "initial": [states
+        whose initial value an entry is], "method": ..., "steps": ...}``."""
+        t0, t1 = (float(x) for x in tspan)
+        r = _request(t0, t1, None, method, rtol, atol, set, inputs, 1, component, native)
+        return _core.gradient(self._document, r, str(loss), [str(w) for w in (wrt or [])])
+
     def check(self) -> dict:
         """Runs the document's inline tests (``esi check --json``'s report for this file)."""
         return _core.check(self.path)

@@ -52,7 +52,8 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
     throw;
   }
   csv.close();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::size_t members = s.table.members();
   std::size_t first_failed = members;
   for (std::size_t m = 0; m < members && first_failed == members; ++m)
@@ -69,7 +70,9 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
       {"steps", r.stats.accepted},
       {"rejected_steps", r.stats.rejected},
       {"output_rows", r.times.size()},
-      {"failure", first_failed == members ? "" : "member " + std::to_string(first_failed) + ": " + r.messages[first_failed]},
+      {"failure", first_failed == members
+                      ? ""
+                      : "member " + std::to_string(first_failed) + ": " + r.messages[first_failed]},
       {"wall_seconds", wall},
       {"version", ESI_VERSION}};
   if (s.output != "-") {
@@ -79,19 +82,25 @@ int run_sweep(SimulateArgs& s, const esm::ResolvedDocument& doc) {
     columns.push_back({{"name", "t"}, {"kind", "time"}, {"units", "s"}});
     for (const std::string& n : column_names) columns.push_back(catalog.column(n));
     nlohmann::json run = run_metadata(s, started_at);
-    for (const char* key : {"kind", "engine", "members", "failed_members", "swept", "output_rows", "failure"}) run[key] = report[key];
+    for (const char* key :
+         {"kind", "engine", "members", "failed_members", "swept", "output_rows", "failure"})
+      run[key] = report[key];
     run["table"] = s.table.file;
     run["wall_seconds"] = wall;
     write_sidecar(s, std::move(columns), std::move(run));
   }
   if (!s.stats.empty()) write_stats(s.stats, report);
   if (!s.quiet)
-    std::fprintf(stderr, "esi simulate: sweep of %zu member%s over %zu column%s%s, %ld steps in all, %u thread%s, %.3g s\n",
+    std::fprintf(stderr,
+                 "esi simulate: sweep of %zu member%s over %zu column%s%s, %ld steps in all, %u "
+                 "thread%s, %.3g s\n",
                  members, members == 1 ? "" : "s", r.swept.size(), r.swept.size() == 1 ? "" : "s",
-                 s.sweep_lanes ? " on lane pools" : "", r.stats.accepted, s.threads, s.threads == 1 ? "" : "s", wall);
+                 s.sweep_lanes ? " on lane pools" : "", r.stats.accepted, s.threads,
+                 s.threads == 1 ? "" : "s", wall);
   if (first_failed != members) {
-    std::fprintf(stderr, "%s: error[solve_failed]: %zu of %zu members stopped early; the first, %s\n", s.file.c_str(),
-                 r.failed, members, report["failure"].get<std::string>().c_str());
+    std::fprintf(stderr,
+                 "%s: error[solve_failed]: %zu of %zu members stopped early; the first, %s\n",
+                 s.file.c_str(), r.failed, members, report["failure"].get<std::string>().c_str());
     return kExitInvalid;
   }
   return kExitOk;

@@ -30,16 +30,18 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 /// NetCDF forcing entries read by io, handed to exec's assembly of the forcing set.
-exec::ForcingRecords open_netcdf_forcing(const exec::RunConfig& config, const exec::ForcingSpec& spec,
-                                         const esm::System& system) {
-  io::OpenForcing opened =
-      io::open_forcing(spec.file, {config.file, spec.pointer}, spec.variable, system, spec.target, spec.bracket);
+exec::ForcingRecords open_netcdf_forcing(const exec::RunConfig& config,
+                                         const exec::ForcingSpec& spec, const esm::System& system) {
+  io::OpenForcing opened = io::open_forcing(spec.file, {config.file, spec.pointer}, spec.variable,
+                                            system, spec.target, spec.bracket);
   return {std::move(opened.field.times), opened.field.values, std::move(opened.read)};
 }
 
 /// The NetCDF output's global attributes known before the run (the outcome is added at the end).
-io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document, const exec::RunConfig& config,
-                                          const std::string& model_file, const std::string& command_line) {
+io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document,
+                                          const exec::RunConfig& config,
+                                          const std::string& model_file,
+                                          const std::string& command_line) {
   io::NetcdfOutputOptions o;
   o.document = &document;
   const nlohmann::json metadata = document.value("metadata", nlohmann::json::object());
@@ -49,7 +51,8 @@ io::NetcdfOutputOptions netcdf_provenance(const nlohmann::json& document, const 
   o.provenance["esi_command_line"] = command_line;
   o.provenance["esi_model_file"] = model_file;
   o.provenance["esi_run_config_file"] = config.file;
-  o.provenance["esi_run_config"] = config.source.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  o.provenance["esi_run_config"] =
+      config.source.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   o.provenance["esi_tspan"] = number_text(config.start) + " " + number_text(config.stop);
   return o;
 }
@@ -67,21 +70,24 @@ std::string restart_name(double t) {
 
 RunPlan plan_run(RunRequest request) {
   RunPlan plan;
-  plan.config = request.config_document.is_null()
-                    ? exec::read_run_config(request.config)
-                    : exec::parse_run_config(request.config_document, request.config, request.config_folder);
+  plan.config =
+      request.config_document.is_null()
+          ? exec::read_run_config(request.config)
+          : exec::parse_run_config(request.config_document, request.config, request.config_folder);
   const exec::RunConfig& config = plan.config;
   if (request.model.empty()) request.model = config.model;
   if (!request.model.empty() && !config.model.empty() && !same_file(config.model, request.model))
     throw Error("run_config_model_mismatch", request.config, "/model",
-                "the configuration is for '" + config.model + "', but the command names '" + request.model + "'");
+                "the configuration is for '" + config.model + "', but the command names '" +
+                    request.model + "'");
   if (request.threads > 0) plan.config.threads = request.threads;
   if (request.output.empty()) request.output = config.output_file;
   plan.request = std::move(request);
   return plan;
 }
 
-RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunCallbacks& callbacks) {
+RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc,
+               const RunCallbacks& callbacks) {
   const RunRequest& r = plan.request;
   const exec::RunConfig& config = plan.config;
   esm::FlattenOptions fo;
@@ -103,7 +109,8 @@ RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunC
   }();
   // NetCDF forcing is bound (file, variable, shape, units) here; operators, leaves and forcing
   // targets when the run binds them, before the output file is created.
-  std::vector<exec::ForcingProvider> forcing = exec::forcing_providers(config, system, open_netcdf_forcing);
+  std::vector<exec::ForcingProvider> forcing =
+      exec::forcing_providers(config, system, open_netcdf_forcing);
   RunOutcome outcome;
   std::optional<exec::RestartState> resume;
   if (!r.restart.empty()) {
@@ -115,11 +122,14 @@ RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunC
   if (!r.restart_dir.empty()) {
     std::error_code ec;
     fs::create_directories(r.restart_dir, ec);
-    if (ec) throw Error("restart_write_failed", r.restart_dir, "", "cannot create the restart folder: " + ec.message());
+    if (ec)
+      throw Error("restart_write_failed", r.restart_dir, "",
+                  "cannot create the restart folder: " + ec.message());
   }
 
   // The output is created (under a temporary name) once the run has checked everything.
-  io::RunOutput output(r.output, system, netcdf_provenance(doc.doc, config, r.model, r.command_line));
+  io::RunOutput output(r.output, system,
+                       netcdf_provenance(doc.doc, config, r.model, r.command_line));
   exec::ScheduleOptions so;
   so.document = &doc;
   so.native = r.native;
@@ -127,8 +137,9 @@ RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunC
   so.resume = resume ? &*resume : nullptr;
   so.restart_every = r.restart_every;
   so.on_restart = [&](const exec::RestartState& state) {
-    const std::string path =
-        r.restart_dir.empty() ? r.output + ".restart.esr" : (fs::path(r.restart_dir) / restart_name(state.t)).string();
+    const std::string path = r.restart_dir.empty()
+                                 ? r.output + ".restart.esr"
+                                 : (fs::path(r.restart_dir) / restart_name(state.t)).string();
     exec::write_restart(path, state);
     outcome.last_restart = path;
   };
@@ -136,7 +147,8 @@ RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunC
   so.on_row = [&](double t, std::span<const double> row) {
     const auto before = std::chrono::steady_clock::now();
     output.row(t, row);
-    outcome.writing_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+    outcome.writing_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
     ++outcome.records;
     if (callbacks.on_record) callbacks.on_record(t, outcome.records);
   };

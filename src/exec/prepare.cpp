@@ -54,12 +54,14 @@ std::string replacing_variable_map(const nlohmann::json& doc, const std::string&
   for (std::size_t i = 0; i < coupling->size(); ++i) {
     const nlohmann::json& entry = (*coupling)[i];
     if (!entry.is_object() || entry.value("type", nlohmann::json()) != "variable_map") continue;
-    const nlohmann::json to = entry.value("to", nlohmann::json()), from = entry.value("from", nlohmann::json());
+    const nlohmann::json to = entry.value("to", nlohmann::json()),
+                         from = entry.value("from", nlohmann::json());
     if (!to.is_string()) continue;
     const std::string target = to.get<std::string>();
     if (target == name || ends_with_segment(target, name))
       return "'" + target + "' is bound by coupling entry /coupling/" + std::to_string(i) +
-             " (variable_map" + (from.is_string() ? " from " + from.get<std::string>() : std::string()) +
+             " (variable_map" +
+             (from.is_string() ? " from " + from.get<std::string>() : std::string()) +
              "), so it is no longer a parameter of the flattened system; set the source instead";
   }
   return {};
@@ -84,13 +86,16 @@ void check_override_name(const esm::System& sys, const nlohmann::json& doc, cons
   if (hits.size() > 1) {
     std::string list;
     for (const auto& h : hits) list += (list.empty() ? "" : ", ") + h;
-    refuse("ambiguous_override", "the name matches several variables (" + list + "); use the full name");
+    refuse("ambiguous_override",
+           "the name matches several variables (" + list + "); use the full name");
   }
   for (const esm::FlatVariable& v : sys.observed)
     if (v.name == name || ends_with_segment(v.name, name))
-      refuse("unknown_override", "'" + v.name + "' is an observed quantity (defined by an equation); "
-                                 "--set and --params take a parameter or a state");
-  if (const std::string why = replacing_variable_map(doc, name); !why.empty()) refuse("unknown_override", why);
+      refuse("unknown_override", "'" + v.name +
+                                     "' is an observed quantity (defined by an equation); "
+                                     "--set and --params take a parameter or a state");
+  if (const std::string why = replacing_variable_map(doc, name); !why.empty())
+    refuse("unknown_override", why);
   std::string message = "no state or parameter of the system has this name";
   const std::vector<std::string> near = near_names(sys, name);
   for (std::size_t k = 0; k < near.size(); ++k)
@@ -102,7 +107,9 @@ void check_override_name(const esm::System& sys, const nlohmann::json& doc, cons
 bool names_state(const esm::System& sys, const std::string& name) {
   if (sys.state_index(name) >= 0) return true;
   if (sys.parameter_index(name) >= 0) return false;
-  const auto ends_with = [&](const esm::FlatVariable& v) { return ends_with_segment(v.name, name); };
+  const auto ends_with = [&](const esm::FlatVariable& v) {
+    return ends_with_segment(v.name, name);
+  };
   return std::any_of(sys.states.begin(), sys.states.end(), ends_with) &&
          std::none_of(sys.parameters.begin(), sys.parameters.end(), ends_with);
 }
@@ -120,7 +127,8 @@ double default_saveat(double t0, double t1) {
   if (!(t1 > t0)) return 0;
   double dt = (t1 - t0) / 100;
   if (!std::isfinite(dt)) return 0;  // a span beyond the double range: only T0 and T1
-  while (dt > 0 && t0 + 100 * dt < t1) dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
+  while (dt > 0 && t0 + 100 * dt < t1)
+    dt = std::nextafter(dt, std::numeric_limits<double>::infinity());
   return dt;
 }
 
@@ -129,12 +137,14 @@ std::vector<double> preset_event_times(const esm::System& sys, double t0, double
   for (const nlohmann::json& e : sys.events) {
     if (!e.is_object()) continue;
     const auto trigger = e.find("trigger");
-    if (trigger == e.end() || !trigger->is_object() || trigger->value("type", nlohmann::json()) != "preset_times")
+    if (trigger == e.end() || !trigger->is_object() ||
+        trigger->value("type", nlohmann::json()) != "preset_times")
       continue;
     const auto times = trigger->find("times");
     if (times == trigger->end() || !times->is_array()) continue;
     for (const nlohmann::json& t : *times)
-      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 && out.size() < kMaxPresetRows)
+      if (t.is_number() && t.get<double>() > t0 && t.get<double>() < t1 &&
+          out.size() < kMaxPresetRows)
         out.push_back(t.get<double>());
   }
   std::sort(out.begin(), out.end());
@@ -171,7 +181,8 @@ esm::System flatten_for_run(const esm::ResolvedDocument& doc, const RunChoices& 
     if (has_events) no_split = "the model has events, which split runs do not apply yet";
     if (!probe.grid.empty() && !has_events && plan::split_pointwise(probe, no_split)) {
       SimulateOptions::CellSplit split;
-      split.cells.method = requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
+      split.cells.method =
+          requested == method::MethodId::Auto ? method::MethodId::Rodas3 : requested;
       split.cells.rtol = options.integrator.rtol;
       split.cells.atol = {options.integrator.atol};
       split.cells.threads = static_cast<int>(options.threads);
@@ -191,8 +202,8 @@ esm::System flatten_for_run(const esm::ResolvedDocument& doc, const RunChoices& 
       continue;
     }
     check_override_name(probe, doc.doc, o, choices.typed_at);
-    (names_state(probe, o.name) ? fo.initial_conditions : fo.parameter_overrides)[flat_target(probe, o.name)] =
-        o.value;
+    (names_state(probe, o.name) ? fo.initial_conditions
+                                : fo.parameter_overrides)[flat_target(probe, o.name)] = o.value;
   }
   return choices.overrides.empty() ? probe : esm::flatten(doc, fo);
 }

@@ -31,7 +31,8 @@ void set_member(esm::System& sys, const SweepTable& table, const SweepResult& r,
       v.default_value = value;
       v.initial = expr::kNoNode;
     } else {
-      sys.parameters[static_cast<std::size_t>(sys.parameter_index(r.swept[k]))].default_value = value;
+      sys.parameters[static_cast<std::size_t>(sys.parameter_index(r.swept[k]))].default_value =
+          value;
     }
   }
 }
@@ -45,8 +46,8 @@ void add_stats(method::IntegratorStats& total, const method::IntegratorStats& s)
   total.linear_solves += s.linear_solves;
 }
 
-void sweep_scalar(const esm::System& system, const SweepTable& table, const SimulateOptions& options,
-                  unsigned threads, SweepResult& r) {
+void sweep_scalar(const esm::System& system, const SweepTable& table,
+                  const SimulateOptions& options, unsigned threads, SweepResult& r) {
   const std::size_t members = table.members();
   std::vector<Trajectory> runs(members);
   std::vector<std::optional<BoundModel>> models(std::max(1u, threads));
@@ -70,7 +71,8 @@ void sweep_scalar(const esm::System& system, const SweepTable& table, const Simu
   r.values.assign(members * rows * width, kNaN);
   for (std::size_t m = 0; m < members; ++m) {
     Trajectory& t = runs[m];
-    std::copy(t.values.begin(), t.values.end(), r.values.begin() + static_cast<std::ptrdiff_t>(m * rows * width));
+    std::copy(t.values.begin(), t.values.end(),
+              r.values.begin() + static_cast<std::ptrdiff_t>(m * rows * width));
     r.rows.push_back(t.times.size());
     r.codes.push_back(t.code);
     r.messages.push_back(t.message);
@@ -80,16 +82,19 @@ void sweep_scalar(const esm::System& system, const SweepTable& table, const Simu
   }
 }
 
-void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, const SweepTable& table,
-                 const SimulateOptions& options, unsigned threads, int lanes, SweepResult& r) {
+void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc,
+                 const SweepTable& table, const SimulateOptions& options, unsigned threads,
+                 int lanes, SweepResult& r) {
   method::MethodId method = options.integrator.method;
   if (method == method::MethodId::Auto) method = method::MethodId::Rodas3;
   if (!method::is_rosenbrock(method))
     throw Error("sweep_unsupported_method", "", "",
                 "lane pools run Rosenbrock methods (Rodas3, Rodas5P, ROS3P, ...), not " +
-                    std::string(method::method_info(method).name) + "; sweep on the scalar engine instead");
+                    std::string(method::method_info(method).name) +
+                    "; sweep on the scalar engine instead");
   if (!system.events.empty())
-    throw Error("sweep_unsupported_model", doc.file, "", "the model has events, which lane pools do not apply");
+    throw Error("sweep_unsupported_model", doc.file, "",
+                "the model has events, which lane pools do not apply");
   const std::size_t members = table.members(), columns = table.names.size();
 
   // Each member's initial state and parameter values, as simulate would start it.
@@ -103,7 +108,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
     const std::vector<double> u = model->initial_state();
     for (std::size_t s = 0; s < n; ++s) {
       if (std::isnan(u[s]))
-        throw Error("missing_initial_value", model->system.states[s].file, model->system.states[s].pointer,
+        throw Error("missing_initial_value", model->system.states[s].file,
+                    model->system.states[s].pointer,
                     model->system.states[s].name + " has no initial value");
     }
     std::copy(u.begin(), u.end(), u0.begin() + static_cast<std::ptrdiff_t>(m * n));
@@ -115,7 +121,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
   for (std::size_t k = 0; k < columns; ++k)
     if (!r.swept_state[k]) {
       cmo.cell_parameters.push_back(r.swept[k]);
-      swept_parameter.push_back(static_cast<std::size_t>(model->system.parameter_index(r.swept[k])));
+      swept_parameter.push_back(
+          static_cast<std::size_t>(model->system.parameter_index(r.swept[k])));
     }
   cmo.native = options.native;
   cmo.native_lanes = lanes;
@@ -128,8 +135,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
   if (options.atol_from_scales) {
     lpo.atol.assign(n, options.integrator.atol);
     for (std::size_t m = 0; m < members; ++m) {
-      const std::vector<double> each =
-          atol_from_scales(system, std::span<const double>(u0.data() + m * n, n), options.integrator.atol);
+      const std::vector<double> each = atol_from_scales(
+          system, std::span<const double>(u0.data() + m * n, n), options.integrator.atol);
       for (std::size_t s = 0; s < n; ++s) lpo.atol[s] = std::min(lpo.atol[s], each[s]);
     }
   }
@@ -137,7 +144,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
   lpo.lanes = lanes;
   lpo.max_steps = options.integrator.max_steps;
 
-  std::vector<double> states(n * members), cell_parameters(swept_parameter.size() * members), step(members, 0.0);
+  std::vector<double> states(n * members), cell_parameters(swept_parameter.size() * members),
+      step(members, 0.0);
   for (std::size_t m = 0; m < members; ++m) {
     for (std::size_t s = 0; s < n; ++s) states[s * members + m] = u0[m * n + s];
     for (std::size_t q = 0; q < swept_parameter.size(); ++q)
@@ -179,14 +187,15 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
   for (; !clock.done(); clock.pop()) {
     const double next = clock.peek();
     const LanePoolStats s = integrate_cells(*cells, data, t, next, lpo);
-    add_stats(r.stats, {s.accepted, s.rejected, s.rhs_evaluations, s.jacobian_evaluations, s.factorizations,
-                        s.linear_solves});
+    add_stats(r.stats, {s.accepted, s.rejected, s.rhs_evaluations, s.jacobian_evaluations,
+                        s.factorizations, s.linear_solves});
     for (std::size_t m = 0; m < members; ++m)
       if (alive[m] && codes[m] != method::ReturnCode::Success) {
         alive[m] = false;
         r.codes[m] = codes[m];
-        r.messages[m] = std::string(method::return_code_name(codes[m])) + " between t = " + detail::number_text(t) +
-                        " and " + detail::number_text(next);
+        r.messages[m] = std::string(method::return_code_name(codes[m])) +
+                        " between t = " + detail::number_text(t) + " and " +
+                        detail::number_text(next);
       }
     t = next;
     record(t);
@@ -202,7 +211,8 @@ void sweep_lanes(const esm::System& system, const esm::ResolvedDocument& doc, co
       double* out = r.values.data() + (m * rows + k) * width;
       std::copy(u, u + n, out);
       if (observed.size() == 0) continue;
-      const std::span<const double> y = observed.evaluate(r.times[k], std::span<const double>(u, n));
+      const std::span<const double> y =
+          observed.evaluate(r.times[k], std::span<const double>(u, n));
       std::copy(y.begin(), y.end(), out + n);
     }
   }
@@ -214,8 +224,9 @@ SweepResult sweep(const esm::ResolvedDocument& doc, const RunChoices& base, cons
                   SimulateOptions options, unsigned threads, SweepEngine engine, int lanes) {
   const std::size_t columns = table.names.size(), members = table.members();
   if (columns == 0 || members == 0 || table.values.size() != members * columns)
-    throw Error("invalid_sweep", table.file, "",
-                "a sweep needs at least one column and one row of values, every row as long as the header");
+    throw Error(
+        "invalid_sweep", table.file, "",
+        "a sweep needs at least one column and one row of values, every row as long as the header");
   options.threads = 1;
   const esm::System system = flatten_for_run(doc, base, options);
   if (options.cell_split || !system.grid.empty())
@@ -227,7 +238,8 @@ SweepResult sweep(const esm::ResolvedDocument& doc, const RunChoices& base, cons
   SweepResult r;
   for (std::size_t k = 0; k < columns; ++k) {
     const std::string& name = table.names[k];
-    Override o{name, 0.0, table.file.empty() ? "sweep column '" + name + "'" : "column '" + name + "'",
+    Override o{name, 0.0,
+               table.file.empty() ? "sweep column '" + name + "'" : "column '" + name + "'",
                table.file, ""};
     check_override_name(system, doc.doc, o, base.typed_at);
     r.swept.push_back(flat_target(system, name));
@@ -235,7 +247,8 @@ SweepResult sweep(const esm::ResolvedDocument& doc, const RunChoices& base, cons
     for (std::size_t j = 0; j < k; ++j)
       if (r.swept[j] == r.swept[k])
         throw Error("invalid_sweep", table.file, "",
-                    "columns '" + table.names[j] + "' and '" + name + "' name the same variable " + r.swept[k]);
+                    "columns '" + table.names[j] + "' and '" + name + "' name the same variable " +
+                        r.swept[k]);
   }
   options.document = &doc;
   if (engine == SweepEngine::Lanes)

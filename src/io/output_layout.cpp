@@ -74,7 +74,8 @@ struct Quantity {
 
 /// The output quantities of these columns in order of first appearance: a scalar column, or an
 /// array gathering its cells' columns.
-std::vector<Quantity> output_quantities(const esm::System& system, const std::vector<std::string>& columns) {
+std::vector<Quantity> output_quantities(const esm::System& system,
+                                        const std::vector<std::string>& columns) {
   struct Source {
     const esm::FlatVariable* variable;
     const char* kind;
@@ -146,7 +147,8 @@ std::vector<Quantity> output_quantities(const esm::System& system, const std::ve
   return quantities;
 }
 
-std::size_t find_dim(const std::vector<LayoutDimension>& dims, const std::string& axis, std::int64_t extent) {
+std::size_t find_dim(const std::vector<LayoutDimension>& dims, const std::string& axis,
+                     std::int64_t extent) {
   for (std::size_t k = 0; k < dims.size(); ++k)
     if (dims[k].axis == axis && dims[k].extent == extent) return k;
   return dims.size();
@@ -169,7 +171,8 @@ void add_coordinates(OutputLayout& out, const esm::System& system, const nlohman
       const auto n = static_cast<std::int64_t>(values.size());
       std::size_t target = dims.size();
       for (std::size_t d = 0; d < dims.size(); ++d)
-        if (dims[d].extent == n && (key == dims[d].axis || ends_with(key, "_" + dims[d].axis))) target = d;
+        if (dims[d].extent == n && (key == dims[d].axis || ends_with(key, "_" + dims[d].axis)))
+          target = d;
       if (target == dims.size()) {
         int same_length = 0;
         for (std::size_t d = 0; d < dims.size(); ++d)
@@ -205,7 +208,8 @@ void add_coordinates(OutputLayout& out, const esm::System& system, const nlohman
       c.dims.assign(over.rbegin(), over.rend());
     }
     for (const char* attr : {"standard_name", "units", "axis"})
-      if (entry.contains(attr) && entry[attr].is_string()) c.attributes.emplace_back(attr, entry[attr].get<std::string>());
+      if (entry.contains(attr) && entry[attr].is_string())
+        c.attributes.emplace_back(attr, entry[attr].get<std::string>());
     c.attributes.emplace_back("esm_coordinate", key);
     out.coordinates.push_back(std::move(c));
   }
@@ -218,13 +222,15 @@ void add_coordinates(OutputLayout& out, const esm::System& system, const nlohman
     c.own_dimension = true;
     const nlohmann::json* set = index_sets.contains(d.axis) ? &index_sets[d.axis] : nullptr;
     const nlohmann::json* members =
-        set != nullptr && set->is_object() && set->value("kind", "") == "categorical" && set->contains("members") &&
-                (*set)["members"].is_array() && static_cast<std::int64_t>((*set)["members"].size()) == d.extent
+        set != nullptr && set->is_object() && set->value("kind", "") == "categorical" &&
+                set->contains("members") && (*set)["members"].is_array() &&
+                static_cast<std::int64_t>((*set)["members"].size()) == d.extent
             ? &(*set)["members"]
             : nullptr;
     bool all_numbers = members != nullptr, all_strings = members != nullptr;
     if (members != nullptr)
-      for (const auto& m : *members) all_numbers = all_numbers && m.is_number(), all_strings = all_strings && m.is_string();
+      for (const auto& m : *members)
+        all_numbers = all_numbers && m.is_number(), all_strings = all_strings && m.is_string();
     if (all_numbers) {
       for (const auto& m : *members) c.numbers.push_back(m.get<double>());
       c.attributes.emplace_back("long_name", d.axis + " members");
@@ -252,17 +258,21 @@ OutputLayout output_layout(const esm::System& system, const std::vector<std::str
 
   // One dimension per (index set, extent) the output arrays use.
   const nlohmann::json empty = nlohmann::json::object();
-  const nlohmann::json& index_sets =
-      document != nullptr && document->contains("index_sets") && (*document)["index_sets"].is_object()
-          ? (*document)["index_sets"] : empty;
-  const nlohmann::json& registry =
-      document != nullptr && document->contains("coordinates") && (*document)["coordinates"].is_object()
-          ? (*document)["coordinates"] : empty;
+  const nlohmann::json& index_sets = document != nullptr && document->contains("index_sets") &&
+                                             (*document)["index_sets"].is_object()
+                                         ? (*document)["index_sets"]
+                                         : empty;
+  const nlohmann::json& registry = document != nullptr && document->contains("coordinates") &&
+                                           (*document)["coordinates"].is_object()
+                                       ? (*document)["coordinates"]
+                                       : empty;
   for (const Quantity& q : quantities)
     if (q.array != nullptr)
       for (std::size_t d = 0; d < q.array->axes.size(); ++d)
-        if (find_dim(out.dimensions, q.array->axes[d], q.array->extents[d]) == out.dimensions.size())
-          out.dimensions.push_back({names.claim(q.array->axes[d]), q.array->axes[d], q.array->extents[d]});
+        if (find_dim(out.dimensions, q.array->axes[d], q.array->extents[d]) ==
+            out.dimensions.size())
+          out.dimensions.push_back(
+              {names.claim(q.array->axes[d]), q.array->axes[d], q.array->extents[d]});
 
   add_coordinates(out, system, registry, index_sets, names);
 
@@ -274,13 +284,17 @@ OutputLayout output_layout(const esm::System& system, const std::vector<std::str
       for (std::size_t d = q.array->axes.size(); d-- > 0;)
         v.dims.push_back(find_dim(out.dimensions, q.array->axes[d], q.array->extents[d]));
     v.name = names.claim(q.flat);
-    const std::string units = q.array != nullptr ? q.array->units : q.scalar != nullptr ? q.scalar->units : "";
-    const std::string description =
-        q.array != nullptr ? q.array->description : q.scalar != nullptr ? q.scalar->description : "";
+    const std::string units = q.array != nullptr    ? q.array->units
+                              : q.scalar != nullptr ? q.scalar->units
+                                                    : "";
+    const std::string description = q.array != nullptr    ? q.array->description
+                                    : q.scalar != nullptr ? q.scalar->description
+                                                          : "";
     if (!units.empty()) v.attributes.emplace_back("units", units);
     const std::string long_name = netcdf_long_name(description, q.flat);
     v.attributes.emplace_back("long_name", long_name);
-    if (!description.empty() && description != long_name) v.attributes.emplace_back("description", description);
+    if (!description.empty() && description != long_name)
+      v.attributes.emplace_back("description", description);
     v.attributes.emplace_back("esm_name", q.flat);
     v.attributes.emplace_back("esm_kind", q.kind);
     v.has_missing = std::find(q.gather.begin(), q.gather.end(), -1) != q.gather.end();

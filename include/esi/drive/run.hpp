@@ -36,10 +36,10 @@ struct RunRequest {
   std::string output;  ///< .nc or .csv; "" = the configuration's output.file
   int threads = 0;     ///< 0 = the configuration's
   bool native = false;
-  std::string restart;        ///< a restart file to resume from ("" = from the start)
-  double restart_every = 0;   ///< [s] of model time between restart files; 0 = none
-  std::string restart_dir;    ///< where they go ("" = OUTPUT.restart.esr, overwritten)
-  std::string command_line;   ///< provenance in the NetCDF file ("esi run ..." or the Python call)
+  std::string restart;       ///< a restart file to resume from ("" = from the start)
+  double restart_every = 0;  ///< [s] of model time between restart files; 0 = none
+  std::string restart_dir;   ///< where they go ("" = OUTPUT.restart.esr, overwritten)
+  std::string command_line;  ///< provenance in the NetCDF file ("esi run ..." or the Python call)
 };
 
 struct RunPlan {
@@ -72,7 +72,8 @@ struct RunOutcome {
 /// Runs `plan` on the loaded model (plan.request.model, loaded by the caller). Throws esi::Error
 /// for bad input (binding, forcing, restart files, the output); a failed or interrupted solve
 /// is in the outcome's trajectory code, with the output holding the records reached.
-RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc, const RunCallbacks& callbacks = {});
+RunOutcome run(const RunPlan& plan, const esm::ResolvedDocument& doc,
+               const RunCallbacks& callbacks = {});
 
 /// "restart-000000000003600.esr": the file a restart point at t writes into restart_dir.
 std::string restart_name(double t);

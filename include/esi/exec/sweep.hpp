@@ -45,7 +45,7 @@ struct SweepResult {
   /// The swept names as flat names, and whether each sets a state's initial value.
   std::vector<std::string> swept;
   std::vector<bool> swept_state;
-  std::vector<double> times;   ///< the output times every member was asked for
+  std::vector<double> times;  ///< the output times every member was asked for
   /// values[(m * times.size() + k) * names.size() + j]; NaN after a failed member's last row.
   std::vector<double> values;
   std::vector<std::size_t> rows;          ///< output rows each member reached
@@ -66,7 +66,7 @@ struct SweepResult {
 /// (`sweep_unsupported_method`); its absolute tolerance with SimulateOptions::atol_from_scales is
 /// per state the smallest any member's scales give.
 SweepResult sweep(const esm::ResolvedDocument& doc, const RunChoices& base, const SweepTable& table,
-                  SimulateOptions options, unsigned threads, SweepEngine engine = SweepEngine::Scalar,
-                  int lanes = 16);
+                  SimulateOptions options, unsigned threads,
+                  SweepEngine engine = SweepEngine::Scalar, int lanes = 16);
 
 }  // namespace esi::exec

@@ -41,8 +41,8 @@ struct LayoutCoordinate {
 };
 
 struct LayoutVariable {
-  std::string name;  ///< the sanitised name (netcdf_name, made unique)
-  std::string flat;  ///< the flat name (an array's name for an array)
+  std::string name;               ///< the sanitised name (netcdf_name, made unique)
+  std::string flat;               ///< the flat name (an array's name for an array)
   std::vector<std::size_t> dims;  ///< after time: into OutputLayout::dimensions, slowest first
   /// Per value of one record (C order over dims), its column in the row; -1: no column (NaN).
   std::vector<std::ptrdiff_t> gather;
