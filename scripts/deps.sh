@@ -25,6 +25,7 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-pytest  # the Python module (python/, `import esi`:
                           # datasets through python3-xarray) and its pytest suites (tests/python/)
   python3-matplotlib      # examples/python/ozone_box.py (its figures), run by tests/python/test_example.py
+  python3-pandas          # Model.sweep over a DataFrame (tests/python/test_example.py)
 )
 
 # One dpkg-query for all of them; packages dpkg has never heard of are simply absent from its

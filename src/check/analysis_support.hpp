@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "esi/core/text.hpp"
 #include "esi/check/analyze.hpp"
 #include "esi/esm/system.hpp"
 
@@ -29,8 +30,8 @@ struct Source {
 /// What `name` (authored at `pointer`) reads in the runs; `invalid_plot` when nothing.
 Source resolve_source(const AnalysisResult& r, const std::string& name, const std::string& pointer);
 
-/// Shortest round-trip spelling of a number, for labels and titles.
-std::string number_text(double x);
+/// Shortest round-trip spelling of a number, for labels and titles (core/text.hpp).
+using esi::number_text;
 
 /// The axis' authored label, else the source's name and units.
 std::string axis_label(const nlohmann::json& axis, const Source& s);

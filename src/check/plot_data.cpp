@@ -122,12 +122,6 @@ double scalar_of(const Source& s, const AnalysisRun& run) {
 
 }  // namespace
 
-std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
-
 std::string axis_label(const json& axis, const Source& s) {
   if (axis.is_object() && axis.contains("label") && axis["label"].is_string()) return axis["label"];
   return s.units.empty() ? s.name : s.name + " [" + s.units + "]";

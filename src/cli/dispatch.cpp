@@ -190,11 +190,7 @@ std::optional<esm::ResolvedDocument> load_or_report(const std::string& file) {
   return std::nullopt;
 }
 
-std::string format_number(double value) {
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
+std::string format_number(double value) { return number_text(value); }
 
 }  // namespace esi::cli
 

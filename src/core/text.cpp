@@ -1,6 +1,7 @@
 #include "esi/core/text.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <vector>
 
 namespace esi {
@@ -55,6 +56,12 @@ bool natural_less(std::string_view a, std::string_view b) {
   }
   if (i < a.size() || j < b.size()) return i == a.size();  // a proper prefix sorts first
   return a < b;  // equal up to leading zeros: byte order keeps the order strict
+}
+
+std::string number_text(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
 }
 
 }  // namespace esi

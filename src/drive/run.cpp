@@ -1,12 +1,12 @@
 // drive::plan_run and drive::run (run.hpp): esi run's work between arguments and printing.
 #include "esi/drive/run.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 
 #include "esi/core/error.hpp"
+#include "esi/core/text.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/forcing.hpp"
 #include "esi/io/netcdf_forcing.hpp"
@@ -17,12 +17,6 @@ namespace esi::drive {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string number_text(double value) {
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
 
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;

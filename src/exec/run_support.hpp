@@ -10,17 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "esi/core/text.hpp"
 #include "esi/exec/simulate.hpp"
 #include "exec/model.hpp"
 
 namespace esi::exec::detail {
 
-/// Shortest round-trip spelling of a number, for messages.
-inline std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
+using esi::number_text;  ///< shortest round-trip spelling, for messages (core/text.hpp)
 
 /// The output times in increasing order, generated one at a time: t0, t0 + k * saveat (while
 /// below t1), t1, merged with the sample times; a time not above the previous one is skipped.

@@ -1,5 +1,6 @@
 // Stochastic runs (stochastic.hpp): SDE members stepped in lane blocks on threads, ODE members
 // with sampled parameters through exec::simulate, statistics folded in member-id order.
+#include "esi/core/text.hpp"
 #include "esi/exec/stochastic.hpp"
 
 #include <algorithm>
@@ -21,12 +22,6 @@ using detail::SdeModel;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using detail::kBlockLanes;
-
-std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 
 [[noreturn]] void invalid(const std::string& message) { throw Error("invalid_ensemble", "", "", message); }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace esi {
@@ -15,5 +16,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 /// "j_1" are the same number); such ties fall back to plain byte order, so this is a strict
 /// weak ordering with equality only for identical strings.
 bool natural_less(std::string_view a, std::string_view b);
+
+/// The shortest spelling of x that reads back as the same double (std::to_chars): for
+/// messages, labels and provenance.
+std::string number_text(double x);
 
 }  // namespace esi

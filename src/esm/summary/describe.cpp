@@ -27,12 +27,6 @@ const char* cadence_name(Cadence c) {
   return "constant";
 }
 
-std::string number_text(double x) {
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
-  return std::string(buf, end);
-}
-
 /// The infix printer parenthesizes every compound node, also a lone function argument
 /// (`exp((-1500 / T))`) and a whole right-hand side. Drops the pairs that say nothing: one
 /// that is the only content of another pair (function-call parentheses included), and the
