@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "esi/core/text.hpp"
 #include "esi/core/error.hpp"
 #include "esi/core/json.hpp"
 
@@ -41,46 +42,6 @@ std::vector<Override> from_json(const std::string& path, const nlohmann::json& j
   return out;
 }
 
-}  // namespace
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
-bool split_csv(const std::string& line, std::vector<std::string>& fields) {
-  fields.assign(1, std::string());
-  bool quoted = false, was_quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else fields.back() += c;
-    } else if (c == '"' && trim(fields.back()).empty() && !was_quoted) {
-      fields.back().clear();
-      quoted = was_quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-      was_quoted = false;
-    } else if (was_quoted && c != ' ' && c != '\t' && c != '\r') {
-      return false;  // text after a closing quote
-    } else {
-      fields.back() += c;
-    }
-  }
-  return !quoted;
-}
-
-namespace {
-
-/// A finite number written whole (std::from_chars: no blanks, no trailing text).
-bool finite_number(const std::string& v, double& value) {
-  const auto r = std::from_chars(v.data(), v.data() + v.size(), value);
-  return !v.empty() && r.ec == std::errc() && r.ptr == v.data() + v.size() && std::isfinite(value);
-}
-
 std::vector<Override> from_csv(const std::string& path, const std::string& text) {
   std::vector<Override> out;
   std::set<std::string> seen;
@@ -104,7 +65,7 @@ std::vector<Override> from_csv(const std::string& path, const std::string& text)
     if (fields[0].empty()) invalid(path, "", where + ": an empty name");
     double value = 0;
     const std::string& v = fields[1];
-    if (!finite_number(v, value))
+    if (!parse_finite(v, value))
       invalid(path, "", where + ": '" + fields[0] + "': '" + v + "' is not a finite number");
     if (!seen.insert(fields[0]).second) invalid(path, "", where + ": '" + fields[0] + "' is given twice");
     out.push_back({fields[0], value, "--params " + where + " ('" + fields[0] + "')", path, ""});
@@ -204,7 +165,7 @@ exec::SweepTable read_sweep_table(const std::string& path) {
                             " columns");
     for (std::size_t k = 0; k < fields.size(); ++k) {
       double value = 0;
-      if (!finite_number(fields[k], value))
+      if (!parse_finite(fields[k], value))
         invalid(path, "", where + ": '" + t.names[k] + "': '" + fields[k] + "' is not a finite number");
       t.values.push_back(value);
     }

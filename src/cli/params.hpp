@@ -31,10 +31,4 @@ std::vector<Override> read_params_file(const std::string& path);
 /// `invalid_params` at the line or pointer.
 exec::SweepTable read_sweep_table(const std::string& path);
 
-/// `s` without leading and trailing blanks (space, tab, CR).
-std::string trim(const std::string& s);
-/// Splits one CSV record into fields (RFC 4180 quoting: "a,b" and "" inside quotes); false
-/// for unbalanced quotes or text after a closing quote.
-bool split_csv(const std::string& line, std::vector<std::string>& fields);
-
 }  // namespace esi::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "esi/core/text.hpp"
 #include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/exec/sample.hpp"
@@ -30,12 +31,6 @@ bool parse_whole(const std::string& s, std::uint64_t max, std::uint64_t& out) {
   const char* end = s.data() + s.size();
   const auto r = std::from_chars(s.data(), end, out);
   return r.ec == std::errc() && r.ptr == end && out <= max;
-}
-
-bool parse_finite(const std::string& s, double& out) {
-  const char* end = s.data() + s.size();
-  const auto r = std::from_chars(s.data(), end, out);
-  return r.ec == std::errc() && r.ptr == end && std::isfinite(out);
 }
 
 /// kExitOk with `s` filled, -1 after help, or the usage status.

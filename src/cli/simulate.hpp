@@ -122,10 +122,6 @@ struct ColumnCatalog {
   }
 };
 
-// loss_file.cpp
-/// `--loss-file F`: the loss's terms; throws `invalid_loss_file` at the file and pointer.
-std::vector<exec::LossTerm> read_loss_file(const std::string& path);
-
 // simulate_gradient.cpp
 /// `--gradient OUT.json`: the loss and its gradient by the discrete adjoint, written as JSON.
 int run_gradient(SimulateArgs& s, const esm::System& system, const esm::ResolvedDocument& doc);

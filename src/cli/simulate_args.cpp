@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/simulate.hpp"
+#include "esi/core/text.hpp"
 #include "esi/exec/prepare.hpp"
 #include "esi/core/error.hpp"
 #include "esi/exec/stochastic.hpp"
@@ -41,13 +42,6 @@ bool parse_size(const std::string& s, std::uint64_t& out) {
   if (!parse_count(digits, (1ULL << 50) / scale, n) || n == 0) return false;
   out = n * scale;
   return true;
-}
-
-/// A finite number spelled completely ("inf" and "nan" are numbers to from_chars, not to us).
-bool parse_finite(const std::string& s, double& out) {
-  const char* end = s.data() + s.size();
-  const auto r = std::from_chars(s.data(), end, out);
-  return r.ec == std::errc() && r.ptr == end && std::isfinite(out);
 }
 
 std::string not_a_finite_number(const std::string& option, const std::string& value) {

@@ -12,6 +12,7 @@
 #include "cli/simulate.hpp"
 #include "esi/core/error.hpp"
 #include "esi/exec/gradient.hpp"
+#include "esi/exec/loss_file.hpp"
 #include "esi/io/csv.hpp"
 
 namespace esi::cli::sim {
@@ -22,7 +23,7 @@ nlohmann::json run_json(const SimulateArgs& s, const exec::GradientResult& g) {
   return {{"document", s.file},
           {"component", s.component},
           {"tspan", {s.options.t0, s.options.t1}},
-          {"method", std::string(method::method_info(g.method).name)},
+          {"method", std::string(method::method_label(g.method))},
           {"rtol", io.rtol},
           {"atol", io.atol},
           {"loss", s.loss_file.empty() ? s.loss : s.loss_file},
@@ -59,7 +60,7 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
   o.run = s.options;
   o.run.document = &doc;
   o.loss = s.loss;
-  if (!s.loss_file.empty()) o.loss_terms = read_loss_file(s.loss_file);
+  if (!s.loss_file.empty()) o.loss_terms = exec::read_loss_file(s.loss_file);
   o.wrt = s.wrt;
   o.checkpoint_every = s.checkpoint_every;
   o.checkpoint_memory = s.checkpoint_memory;
@@ -97,7 +98,7 @@ int run_gradient(SimulateArgs& s, const esm::System& system, const esm::Resolved
                  "esi simulate: loss %s = %s; %zu gradient entries in %s (%s, %zu steps): forward %.3g s, "
                  "adjoint %.3g s (%.2fx the forward run in total); tape %.3g MB\n",
                  (s.loss_file.empty() ? s.loss : s.loss_file).c_str(), format_number(g.loss).c_str(), g.gradient.size(), s.gradient.c_str(),
-                 std::string(method::method_info(g.method).name).c_str(), g.steps, g.forward_seconds,
+                 std::string(method::method_label(g.method)).c_str(), g.steps, g.forward_seconds,
                  g.sweep_seconds, g.forward_seconds > 0 ? total / g.forward_seconds : 0.0,
                  double(g.tape_bytes) / 1e6);
     for (const exec::GradientCheck& c : g.checks)
@@ -136,7 +137,7 @@ int run_sensitivities(SimulateArgs& s, const esm::System& system, const esm::Res
     std::fprintf(stderr, "esi simulate: %zu rows of %zu states and %zu sensitivity columns (%s, %zu steps; "
                          "output times are step ends)\n",
                  traj.times.size(), traj.state_count, width - traj.state_count,
-                 std::string(method::method_info(traj.method).name).c_str(), traj.steps);
+                 std::string(method::method_label(traj.method)).c_str(), traj.steps);
   return kExitOk;
 }
 

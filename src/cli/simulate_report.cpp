@@ -49,7 +49,7 @@ nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, d
           cs.linear_solves};
   nlohmann::json report = {{"file", s.file},
           {"component", s.component},
-          {"method", std::string(method::method_info(traj.method).name)},
+          {"method", std::string(method::method_label(traj.method))},
           {"method_chosen_automatically", s.options.integrator.method == method::MethodId::Auto},
           {"rtol", s.options.integrator.rtol},
           {"atol", s.options.integrator.atol},
@@ -164,7 +164,7 @@ io::NetcdfOutputOptions netcdf_options(const SimulateArgs& s, const esm::Resolve
   o.provenance["esi_model_file"] = s.file;
   if (!s.component.empty()) o.provenance["esi_component"] = s.component;
   o.provenance["esi_method_requested"] =
-      io.method == method::MethodId::Auto ? std::string("auto") : std::string(method::method_info(io.method).name);
+      std::string(method::method_label(io.method));
   o.provenance["esi_rtol"] = format_number(io.rtol);
   o.provenance["esi_atol"] = format_number(io.atol);
   o.provenance["esi_tspan"] = format_number(s.options.t0) + " " + format_number(s.options.t1);

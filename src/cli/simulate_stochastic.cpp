@@ -101,7 +101,7 @@ int run_stochastic(SimulateArgs& s, const esm::System& system, const esm::Resolv
       {"component", s.component},
       {"kind", r.sde ? "sde" : "ode_members"},
       {"method", r.sde ? std::string(method::sde_method_info(r.method).name)
-                       : std::string(method::method_info(s.options.integrator.method).name)},
+                       : std::string(method::method_label(s.options.integrator.method))},
       {"seed", s.seed},
       {"members", r.members},
       {"threads", s.threads},

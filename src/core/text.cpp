@@ -1,7 +1,9 @@
 #include "esi/core/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
 #include <vector>
 
 namespace esi {
@@ -27,7 +29,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 }  // namespace
 
@@ -62,6 +66,45 @@ std::string number_text(double x) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, x);
   return std::string(buf, r.ptr);
+}
+
+bool parse_finite(std::string_view text, double& out) {
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, out);
+  return r.ec == std::errc() && r.ptr == end && std::isfinite(out);
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+bool split_csv(std::string_view line, std::vector<std::string>& fields) {
+  fields.assign(1, std::string());
+  bool quoted = false, was_quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        fields.back() += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        fields.back() += c;
+    } else if (c == '"' && trim(fields.back()).empty() && !was_quoted) {
+      fields.back().clear();
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+      was_quoted = false;
+    } else if (was_quoted && !std::isspace(static_cast<unsigned char>(c))) {
+      return false;  // text after a closing quote
+    } else {
+      fields.back() += c;
+    }
+  }
+  return !quoted;
 }
 
 }  // namespace esi

@@ -1,5 +1,6 @@
 // The NetCDF forcing reader: see include/esi/io/netcdf_forcing.hpp for the checks, the layout
 // and the unit and epoch rules.
+#include "esi/core/text.hpp"
 #include "esi/io/netcdf_forcing.hpp"
 
 #include <netcdf.h>
@@ -16,12 +17,6 @@
 
 namespace esi::io {
 namespace {
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

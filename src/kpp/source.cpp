@@ -14,6 +14,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "esi/core/text.hpp"
 #include "esi/core/json.hpp"
 #include "kpp/kpp_internal.hpp"
 
@@ -28,13 +29,6 @@ constexpr int kMaxIncludeDepth = 16;
 
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 class Preprocessor {
  public:

@@ -61,6 +61,10 @@ const MethodInfo& method_info(MethodId id) {
   return kMethods[index];
 }
 
+std::string_view method_label(MethodId id) {
+  return id == MethodId::Auto ? std::string_view("auto") : method_info(id).name;
+}
+
 std::optional<MethodId> method_from_name(std::string_view name) {
   for (const MethodInfo& m : kMethods)
     if (m.name == name) return m.id;

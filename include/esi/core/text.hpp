@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace esi {
 
@@ -20,5 +21,16 @@ bool natural_less(std::string_view a, std::string_view b);
 /// The shortest spelling of x that reads back as the same double (std::to_chars): for
 /// messages, labels and provenance.
 std::string number_text(double x);
+
+/// A finite number spelled completely (std::from_chars: no blanks, no trailing text; "inf" and
+/// "nan" are numbers to from_chars, not to us); false leaves `out` unspecified.
+bool parse_finite(std::string_view text, double& out);
+
+/// `s` without leading and trailing white space (std::isspace).
+std::string trim(std::string_view s);
+
+/// Splits one CSV record into fields (RFC 4180 quoting: "a,b" and "" inside quotes); false
+/// for unbalanced quotes or text after a closing quote.
+bool split_csv(std::string_view line, std::vector<std::string>& fields);
 
 }  // namespace esi

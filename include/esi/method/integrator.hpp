@@ -51,6 +51,10 @@ struct MethodInfo {
 };
 
 const MethodInfo& method_info(MethodId id);
+/// The name a report shows: method_info(id).name, or "auto" for MethodId::Auto (a method not
+/// resolved: chosen per member or per run later, or a run with no state that integrated
+/// nothing).
+std::string_view method_label(MethodId id);
 std::optional<MethodId> method_from_name(std::string_view name);  ///< case-sensitive name
 std::span<const MethodId> all_methods();  ///< every available id but Auto
 /// False for a method this build lacks (CVODE_BDF without SUNDIALS); the Integrator then
