@@ -11,8 +11,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,16 +25,19 @@
 
 #include "esi/check/check.hpp"
 #include "esi/core/error.hpp"
+#include "esi/drive/analyze.hpp"
 #include "esi/drive/run.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/esm/load.hpp"
 #include "esi/exec/gradient.hpp"
+#include "esi/exec/loss_file.hpp"
 #include "esi/exec/prepare.hpp"
 #include "esi/exec/simulate.hpp"
 #include "esi/exec/stochastic.hpp"
 #include "esi/exec/sweep.hpp"
 #include "esi/io/output_layout.hpp"
 #include "esi/method/integrator.hpp"
+#include "esi/method/sde.hpp"
 
 namespace py = pybind11;
 
@@ -132,7 +138,7 @@ esi::method::MethodId method_named(const std::string& name) {
   if (const auto id = esi::method::method_from_name(name)) return *id;
   std::string known;
   for (esi::method::MethodId id : esi::method::all_methods())
-    known += (known.empty() ? "" : ", ") + std::string(esi::method::method_info(id).name);
+    known += (known.empty() ? "" : ", ") + std::string(esi::method::method_label(id));
   throw esi::Error("unknown_method", "", "",
                    "method '" + name + "' is not one esi has; known: auto, " + known);
 }
@@ -192,6 +198,8 @@ struct SimulateRequest {
   unsigned threads = 1;
   std::string component;
   bool native = false;
+  std::uint64_t seed = 0;    ///< stochastic models: keys every random number
+  std::optional<double> dt;  ///< stochastic models: the SDE step
 };
 
 /// Runs exec::simulate with the GIL released; every ~0.1 s of wall time it takes the GIL to
@@ -258,7 +266,9 @@ Prepared prepare(const SimulateRequest& r) {
   o.t1 = r.t1;
   p.default_saveat = !r.saveat;
   o.saveat = r.saveat ? *r.saveat : esi::exec::default_saveat(r.t0, r.t1);
-  o.integrator.method = method_named(r.method);
+  o.integrator.method = esi::method::sde_method_from_name(r.method)
+                            ? esi::method::MethodId::Auto  // the stochastic path reads r.method
+                            : method_named(r.method);
   o.integrator.rtol = r.rtol;
   o.atol_from_scales = !r.atol;
   if (r.atol) o.integrator.atol = *r.atol;
@@ -294,6 +304,101 @@ py::dict stats_dict(const esi::method::IntegratorStats& s) {
   return out;
 }
 
+/// exec::simulate_ensemble as `esi simulate` runs stochastic models (--seed, --ensemble): an
+/// SDE (a Wiener parameter) or ODE members with parameters drawn per member. Call without the
+/// GIL.
+esi::exec::EnsembleResult run_ensemble(const Document& d, const SimulateRequest& r,
+                                       const esi::exec::SimulateOptions& o,
+                                       const esi::esm::System& system, std::size_t members) {
+  const bool sde =
+      std::any_of(system.parameters.begin(), system.parameters.end(),
+                  [](const auto& v) { return v.cadence == esi::esm::Cadence::Brownian; });
+  const std::optional<esi::method::SdeMethod> sde_method =
+      esi::method::sde_method_from_name(r.method);
+  if (sde && o.integrator.method != esi::method::MethodId::Auto)
+    throw esi::Error(
+        "invalid_method", d.doc.file, "",
+        "method '" + r.method +
+            "' is an ODE method; this model is an SDE: use EulerMaruyama, Milstein or SRA1");
+  if (!sde && sde_method)
+    throw esi::Error("invalid_method", d.doc.file, "",
+                     "method '" + r.method +
+                         "' is an SDE method; this model has no Wiener parameter (its sampled "
+                         "parameters make each member an ODE)");
+  esi::exec::StochasticOptions so;
+  so.t0 = o.t0;
+  so.t1 = o.t1;
+  so.saveat = o.saveat;
+  so.dt = r.dt ? *r.dt : 0;
+  so.method = sde_method;
+  so.integrator = o.integrator;
+  so.seed = r.seed;
+  so.native = o.native;
+  so.members = members;
+  so.threads = o.threads;
+  so.document = &d.doc;
+  return esi::exec::simulate_ensemble(system, so);
+}
+
+/// A stochastic run's values for python/esi/__init__.py: `values` members x rows x columns (one
+/// path: rows x columns), `mean` and `variance` rows x columns.
+py::dict ensemble_dict(const esi::exec::EnsembleResult& e, const esi::io::OutputLayout& layout,
+                       const SimulateRequest& r, const esi::method::IntegratorOptions& integrator,
+                       bool one_path) {
+  py::dict out;
+  const std::size_t rows = e.times.size(), cols = e.names.size();
+  out["times"] = py::array_t<double>(py::ssize_t(rows), e.times.data());
+  std::vector<py::ssize_t> shape{py::ssize_t(rows), py::ssize_t(cols)};
+  if (!one_path) shape.insert(shape.begin(), py::ssize_t(e.members));
+  py::array_t<double> values(shape);
+  std::copy(e.values.begin(),
+            e.values.begin() + std::ptrdiff_t((one_path ? 1 : e.members) * rows * cols),
+            values.mutable_data());
+  out["values"] = values;
+  if (!one_path) {
+    py::array_t<double> stats({py::ssize_t(2), py::ssize_t(rows), py::ssize_t(cols)});
+    std::copy(e.mean.begin(), e.mean.end(), stats.mutable_data());
+    std::copy(e.variance.begin(), e.variance.end(), stats.mutable_data() + rows * cols);
+    out["statistics"] = stats;
+  }
+  out["names"] = e.names;
+  out["layout"] = layout_dict(layout);
+  out["method"] = e.sde ? std::string(esi::method::sde_method_info(e.method).name)
+                  : r.method == "auto" || r.method.empty() ? std::string("auto")
+                                                           : r.method;
+  out["return_code"] = e.failure.empty() ? "Success" : "Failure";
+  out["message"] = e.failure;
+  py::dict stats;
+  stats["kind"] = e.sde ? "sde" : "ode_members";
+  stats["seed"] = std::to_string(r.seed);  // a Python int may exceed what attributes hold
+  stats["members"] = e.members;
+  stats["steps_per_member"] = e.steps;
+  out["stats"] = stats;
+  out["rtol"] = integrator.rtol;  // ODE members' (an SDE's fixed steps use neither)
+  out["atol"] = integrator.atol;
+  return out;
+}
+
+/// Model.ensemble: `members` runs of a stochastic model.
+py::dict ensemble(const Document& d, const SimulateRequest& r, std::size_t members) {
+  if (members < 1)
+    throw esi::Error("invalid_ensemble", "", "", "an ensemble needs at least one member");
+  Prepared p = prepare(r);
+  esi::exec::EnsembleResult e;
+  esi::io::OutputLayout layout;
+  {
+    py::gil_scoped_release unlocked;
+    const esi::esm::System system = esi::exec::flatten_for_run(d.doc, p.choices, p.options);
+    if (!esi::exec::is_stochastic(system))
+      throw esi::Error("not_stochastic", d.doc.file, "",
+                       "the model has no random parameters: every member would be the same run "
+                       "(Model.simulate runs it; Model.sweep runs many parameter sets)");
+    e = run_ensemble(d, r, p.options, system, members);
+    layout = esi::io::output_layout(system, e.names, &d.doc.doc);
+  }
+  return ensemble_dict(e, layout, r, p.options.integrator, /*one_path=*/false);
+}
+
 py::dict simulate(const Document& d, const SimulateRequest& r) {
   Prepared p = prepare(r);
   esi::exec::SimulateOptions& o = p.options;
@@ -302,20 +407,26 @@ py::dict simulate(const Document& d, const SimulateRequest& r) {
   InterruptWatch watch;
   esi::exec::Trajectory traj;
   esi::io::OutputLayout layout;
+  std::optional<esi::exec::EnsembleResult> paths;  // a stochastic model: one path
   {
     py::gil_scoped_release unlocked;
     esi::esm::System system = esi::exec::flatten_for_run(d.doc, choices, o);
-    if (esi::exec::is_stochastic(system))
-      throw esi::Error(
-          "unsupported_python_stochastic", d.doc.file, "",
-          "the model has random parameters; the Python module runs deterministic models only "
-          "so far (esi simulate --seed / --ensemble runs this one)");
-    o.document = &d.doc;
-    if (default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
-    watch.arm(o);
-    traj = esi::exec::simulate(system, o);
-    layout = esi::io::output_layout(system, traj.names, &d.doc.doc);
+    if (esi::exec::is_stochastic(system)) {
+      paths = run_ensemble(d, r, o, system, 1);
+      layout = esi::io::output_layout(system, paths->names, &d.doc.doc);
+    } else {
+      if (esi::method::sde_method_from_name(r.method))
+        throw esi::Error(
+            "invalid_method", d.doc.file, "",
+            "method '" + r.method + "' is an SDE method; this model has no random parameters");
+      o.document = &d.doc;
+      if (default_saveat) o.sample_times = esi::exec::preset_event_times(system, o.t0, o.t1);
+      watch.arm(o);
+      traj = esi::exec::simulate(system, o);
+      layout = esi::io::output_layout(system, traj.names, &d.doc.doc);
+    }
   }
+  if (paths) return ensemble_dict(*paths, layout, r, o.integrator, /*one_path=*/true);
   watch.rethrow();
 
   py::dict out;
@@ -326,7 +437,7 @@ py::dict simulate(const Document& d, const SimulateRequest& r) {
   out["values"] = values;
   out["names"] = traj.names;
   out["layout"] = layout_dict(layout);
-  out["method"] = std::string(esi::method::method_info(traj.method).name);
+  out["method"] = std::string(esi::method::method_label(traj.method));
   out["return_code"] = std::string(esi::method::return_code_name(traj.code));
   out["message"] = traj.message;
   py::dict stats = stats_dict(traj.stats);
@@ -378,7 +489,7 @@ py::dict sweep(const Document& d, const SimulateRequest& r, const std::vector<st
   out["layout"] = layout_dict(layout);
   std::vector<std::string> codes, methods;
   for (auto c : result.codes) codes.emplace_back(esi::method::return_code_name(c));
-  for (auto m : result.methods) methods.emplace_back(esi::method::method_info(m).name);
+  for (auto m : result.methods) methods.emplace_back(esi::method::method_label(m));
   out["return_codes"] = codes;
   out["messages"] = result.messages;
   out["methods"] = methods;
@@ -480,9 +591,16 @@ py::dict run(py::object document, const std::string& config_path, py::object con
 /// discrete adjoint, as `esi simulate --loss NAME --gradient OUT.json` computes it (arrays as one
 /// equation per cell, as derivatives need).
 py::dict gradient(const Document& d, const SimulateRequest& r, const std::string& loss,
+                  py::object loss_terms, const std::string& loss_file,
                   const std::vector<std::string>& wrt) {
   Prepared p = prepare(r);
   p.choices.cells = true;
+  std::vector<esi::exec::LossTerm> terms;
+  if (!loss_terms.is_none())  // a dict in the loss file's form; observation files from the cwd
+    terms = esi::exec::loss_terms(
+        nlohmann::json::parse(
+            py::module_::import("json").attr("dumps")(loss_terms).cast<std::string>()),
+        "<loss>", std::filesystem::current_path());
   esi::exec::GradientResult g;
   {
     py::gil_scoped_release unlocked;
@@ -492,6 +610,8 @@ py::dict gradient(const Document& d, const SimulateRequest& r, const std::string
     go.run = o;
     go.run.document = &d.doc;
     go.loss = loss;
+    go.loss_terms = std::move(terms);
+    if (!loss_file.empty()) go.loss_terms = esi::exec::read_loss_file(loss_file);
     // By flat or unique local name, as `set` takes them.
     for (const std::string& name : wrt) {
       esi::exec::check_override_name(system, d.doc.doc, {name, 0.0, "wrt '" + name + "'", "", ""},
@@ -513,9 +633,139 @@ py::dict gradient(const Document& d, const SimulateRequest& r, const std::string
   out["gradient"] = values;
   out["units"] = units;
   out["initial"] = initial;
-  out["method"] = std::string(esi::method::method_info(g.method).name);
+  out["method"] = std::string(esi::method::method_label(g.method));
   out["steps"] = g.steps;
   return out;
+}
+
+/// One analysis' runs, kept while the GIL is released (python/esi/__init__.py builds its
+/// dataset).
+struct AnalysisData {
+  std::string id, component, description;
+  std::vector<std::string> sweep;  ///< swept parameters as authored
+  std::vector<std::vector<double>> points;
+  std::vector<esi::exec::Trajectory> runs;
+  esi::io::OutputLayout layout;
+};
+
+AnalysisData analysis_data(const esi::check::AnalysisRef& ref,
+                           const esi::check::AnalysisResult& result,
+                           const esi::esm::ResolvedDocument& doc) {
+  AnalysisData a;
+  a.id = ref.id;
+  a.component = ref.component;
+  a.description =
+      ref.spec.is_object() ? ref.spec.value("description", std::string()) : std::string();
+  for (const auto& d : result.plan.sweep) a.sweep.push_back(d.parameter);
+  for (const auto& run : result.runs) {
+    a.points.push_back(run.point);
+    a.runs.push_back(run.trajectory);
+  }
+  if (!a.runs.empty())
+    a.layout = esi::io::output_layout(result.system, a.runs.front().names, &doc.doc);
+  return a;
+}
+
+/// Model.analyze: the document's inline analyses (spec §6.7), each as runs x rows x columns
+/// (rows a run did not reach are NaN); with `out`, also written as `esi analyze --out OUT`
+/// writes them (the same files), plots drawn. The first analysis that cannot run is raised
+/// (after the others' folders are written).
+py::list analyze(const Document& d, const std::string& out, const std::string& component,
+                 const std::vector<std::string>& ids, unsigned jobs, bool netcdf) {
+  std::vector<AnalysisData> data;
+  std::vector<esi::drive::WrittenAnalysis> written;
+  std::optional<esi::Diagnostic> failure;
+  std::string why;
+  {
+    py::gil_scoped_release unlocked;
+    const std::vector<esi::check::AnalysisRef> refs =
+        esi::drive::choose_analyses(d.doc, component, ids, false);
+    if (out.empty()) {
+      esi::check::AnalysisCache cache;
+      for (const esi::check::AnalysisRef& ref : refs) {
+        esi::check::AnalyzeOptions options;
+        options.jobs = std::max(1u, jobs);
+        options.cache = &cache;
+        try {
+          data.push_back(analysis_data(
+              ref, esi::check::run_analysis(d.doc, esi::check::plan_analysis(ref), options),
+              d.doc));
+        } catch (const esi::Error& e) {
+          esi::Diagnostic where = e.diagnostic();
+          if (where.file.empty()) where.file = ref.file;
+          if (where.pointer.empty()) where.pointer = ref.pointer;
+          throw esi::Error(where);
+        }
+      }
+    } else {
+      esi::drive::AnalysisFolderOptions options;
+      options.jobs = std::max(1u, jobs);
+      options.netcdf = netcdf;
+      esi::drive::AnalyzeCallbacks callbacks;
+      callbacks.on_result = [&](const esi::check::AnalysisRef& ref,
+                                const esi::check::AnalysisResult& result) {
+        data.push_back(analysis_data(ref, result, d.doc));
+      };
+      callbacks.on_error = [&](const esi::Diagnostic& e) {
+        if (!failure) failure = e;
+      };
+      esi::drive::PlotPool pool(options.jobs);
+      esi::drive::analyze_into(d.doc, refs, out, options, pool, written, callbacks);
+      why = pool.finish();
+      esi::drive::settle_images(written, out, why);
+      esi::drive::write_index(out, d.doc.file, written);
+    }
+  }
+  if (failure) throw esi::Error(*failure);
+  py::list result;
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    const AnalysisData& a = data[k];
+    py::dict e;
+    e["id"] = a.id;
+    e["component"] = a.component;
+    e["description"] = a.description;
+    e["sweep"] = a.sweep;
+    e["points"] = a.points;
+    std::size_t rows = 0, longest = 0;
+    for (std::size_t i = 0; i < a.runs.size(); ++i)
+      if (a.runs[i].times.size() > rows) rows = a.runs[i].times.size(), longest = i;
+    const std::size_t cols = a.runs.empty() ? 0 : a.runs.front().names.size();
+    py::array_t<double> values({py::ssize_t(a.runs.size()), py::ssize_t(rows), py::ssize_t(cols)});
+    double* v = values.mutable_data();
+    std::fill(v, v + a.runs.size() * rows * cols, std::numeric_limits<double>::quiet_NaN());
+    std::vector<std::string> codes, messages;
+    for (std::size_t i = 0; i < a.runs.size(); ++i) {
+      std::copy(a.runs[i].values.begin(), a.runs[i].values.end(), v + i * rows * cols);
+      codes.emplace_back(esi::method::return_code_name(a.runs[i].code));
+      messages.push_back(a.runs[i].message);
+    }
+    e["times"] = a.runs.empty() ? std::vector<double>{} : a.runs[longest].times;
+    e["values"] = values;
+    e["return_codes"] = codes;
+    e["messages"] = messages;
+    e["layout"] = layout_dict(a.layout);
+    std::vector<std::string> methods;  // each run's (automatic: it may differ by run)
+    for (const auto& run : a.runs) methods.emplace_back(esi::method::method_label(run.method));
+    std::sort(methods.begin(), methods.end());
+    methods.erase(std::unique(methods.begin(), methods.end()), methods.end());
+    std::string method;
+    for (const std::string& m : methods) method += (method.empty() ? "" : ",") + m;
+    e["method"] = method;
+    const esi::check::AnalyzeOptions defaults;  // what analyses run at (spec §6.7 has no knobs)
+    e["rtol"] = defaults.rtol;
+    e["atol"] = defaults.atol;
+    if (!out.empty()) {
+      const esi::drive::WrittenAnalysis& w = written[k];
+      e["folder"] = (std::filesystem::path(out) / w.dir).string();
+      std::vector<std::string> images;
+      for (const auto& image : w.images)
+        images.push_back((std::filesystem::path(out) / w.dir / image.stem).string() + ".png");
+      e["images"] = images;
+      e["notes"] = w.notes;
+    }
+    result.append(e);
+  }
+  return result;
 }
 
 py::object check(const std::string& path) {
@@ -567,13 +817,18 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("inputs_file", &SimulateRequest::inputs_file)
       .def_readwrite("threads", &SimulateRequest::threads)
       .def_readwrite("component", &SimulateRequest::component)
-      .def_readwrite("native", &SimulateRequest::native);
+      .def_readwrite("native", &SimulateRequest::native)
+      .def_readwrite("seed", &SimulateRequest::seed)
+      .def_readwrite("dt", &SimulateRequest::dt);
   m.def("simulate", &simulate, py::arg("document"), py::arg("request"));
   m.def("sweep", &sweep, py::arg("document"), py::arg("request"), py::arg("names"),
         py::arg("values"), py::arg("engine") = "scalar", py::arg("lanes") = 16);
   m.def("check", &check, py::arg("path"));
   m.def("gradient", &gradient, py::arg("document"), py::arg("request"), py::arg("loss"),
-        py::arg("wrt"));
+        py::arg("loss_terms"), py::arg("loss_file"), py::arg("wrt"));
+  m.def("ensemble", &ensemble, py::arg("document"), py::arg("request"), py::arg("members"));
+  m.def("analyze", &analyze, py::arg("document"), py::arg("out"), py::arg("component"),
+        py::arg("ids"), py::arg("jobs"), py::arg("netcdf"));
   m.def("run", &run, py::arg("document"), py::arg("config_path"), py::arg("config_dict"),
         py::arg("folder"), py::arg("output"), py::arg("threads"), py::arg("native"),
         py::arg("restart"), py::arg("restart_every"), py::arg("restart_dir"), py::arg("progress"));

@@ -138,7 +138,8 @@ class Model:
     def simulate(self, tspan: Sequence[float], saveat: Optional[float] = None, method: str = "auto",
                  rtol: float = 1e-6, atol: Optional[float] = None,
                  set: Optional[Mapping[str, float]] = None, inputs: Optional[Mapping[str, Any]] = None,
-                 threads: int = 1, component: Optional[str] = None, native: bool = False):
+                 threads: int = 1, component: Optional[str] = None, native: bool = False,
+                 seed: int = 0, dt: Optional[float] = None):
         """Runs the model over ``tspan = (t0, t1)`` and returns an ``xarray.Dataset``.
 
         Arguments mean what ``esi simulate``'s options do: ``saveat`` the output interval
@@ -146,15 +147,92 @@ class Model:
         "Tsit5", ...; "auto" chooses and switches), ``atol`` one absolute tolerance for every
         state (default: 1e-8 capped at 1e-6 of each state's scale), ``set`` parameter values or
         initial values by flat or unique local name, ``inputs`` values of array variables,
-        ``threads`` for gridded models (the same bits for any count)."""
+        ``threads`` for gridded models (the same bits for any count).
+
+        A stochastic model (a Wiener parameter, or parameters drawn from distributions) runs one
+        path, as ``esi simulate --seed SEED`` does: ``seed`` keys every random number, ``dt`` is
+        the SDE step (default a thousandth of the span), ``method`` may name an SDE method
+        ("EulerMaruyama", "Milstein", "SRA1"). :meth:`ensemble` runs many."""
         t0, t1 = (float(x) for x in tspan)
-        r = _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native)
+        r = _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native, seed, dt)
         result = _core.simulate(self._document, r)
         ds = _dataset(result, self.path)
         if result["return_code"] != "Success":
             raise SolveError(f"{self.path}: the run stopped ({result['return_code']}): {result['message']}",
                              result["return_code"], ds)
         return ds
+
+    def ensemble(self, members: int, tspan: Sequence[float], saveat: Optional[float] = None,
+                 seed: int = 0, method: str = "auto", dt: Optional[float] = None, rtol: float = 1e-6,
+                 atol: Optional[float] = None, set: Optional[Mapping[str, float]] = None,
+                 inputs: Optional[Mapping[str, Any]] = None, threads: int = 1,
+                 component: Optional[str] = None, native: bool = False, keep_members: bool = False):
+        """``members`` runs of a stochastic model, as ``esi simulate --seed SEED --ensemble N``:
+        member m's random numbers are keyed by (seed, m), so a member is the same whatever the
+        member count or ``threads``. Returns a dataset whose variables have a leading
+        ``statistic`` dimension ("mean", "variance": unbiased, NaN for one member; the CLI's
+        ``X.mean`` / ``X.var`` columns bit for bit), or with ``keep_members=True`` a leading
+        ``member`` dimension holding every member (``--members``). A member that fails or
+        goes non-finite is named in ``esi_failure`` and raises :class:`SolveError`."""
+        import numpy as np
+        t0, t1 = (float(x) for x in tspan)
+        r = _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native, seed, dt)
+        result = _core.ensemble(self._document, r, int(members))
+        if keep_members:
+            ds = _dataset(result, self.path, lead=("member", np.arange(result["values"].shape[0]),
+                                                     {"long_name": "ensemble member"}))
+        else:
+            ds = _dataset(dict(result, values=result["statistics"]), self.path,
+                          lead=("statistic", np.array(["mean", "variance"], dtype=object),
+                                {"long_name": "over the ensemble's members (variance unbiased)"}))
+        if result["return_code"] != "Success":
+            raise SolveError(f"{self.path}: {result['message']}", result["return_code"], ds)
+        return ds
+
+    def analyze(self, out: Optional[str | os.PathLike] = None, analysis: Optional[str | Sequence[str]] = None,
+                component: Optional[str] = None, jobs: Optional[int] = None, netcdf: bool = False) -> dict:
+        """Runs the document's inline analyses (spec §6.7) and returns ``{id: xarray.Dataset}``:
+        each analysis' runs with a leading ``run`` dimension when it sweeps parameters (the
+        swept values as coordinates along it, the last sweep dimension varying fastest), its
+        rows at the analysis' output times (NaN where a run stopped early; ``return_code`` says
+        why). ``analysis`` picks ids, ``component`` a component's analyses.
+
+        With ``out``, the folder ``esi analyze FILE --out OUT`` writes is written too (the same
+        files: CSV per run, runs.csv, plots.json, PNG and SVG plots drawn with PLplot,
+        index.html), and each dataset's attributes name its folder and images. An analysis
+        that cannot run raises :class:`EsmError` (with ``out``, after the others are written)."""
+        import numpy as np
+        ids = [analysis] if isinstance(analysis, str) else list(analysis or [])
+        jobs = int(jobs) if jobs else (os.cpu_count() or 1)
+        found = _core.analyze(self._document, os.fspath(out) if out is not None else "", component or "",
+                              [str(i) for i in ids], jobs, bool(netcdf))
+        datasets = {}
+        for a in found:
+            runs = a["values"].shape[0]
+            swept = bool(a["sweep"])
+            if swept:
+                points = np.asarray(a["points"], dtype=float).reshape(runs, len(a["sweep"]))
+                ds = _dataset(a, self.path, lead=("run", np.arange(runs), {"long_name": "analysis run (0-based)"}),
+                              lead_coords={p.replace(".", "_"): (points[:, k], {"esm_name": p, "long_name": "swept " + p})
+                                           for k, p in enumerate(a["sweep"])})
+                ds["return_code"] = ("run", np.array(a["return_codes"], dtype=object),
+                                     {"long_name": "why each run ended"})
+                failed = sum(code != "Success" for code in a["return_codes"])
+                ds.attrs["esi_return_code"] = "Success" if failed == 0 else f"{failed} runs failed"
+            else:
+                ds = _dataset(dict(a, values=a["values"][0], return_code=a["return_codes"][0],
+                                   message=a["messages"][0]), self.path)
+            ds.attrs["esi_analysis"] = a["id"]
+            ds.attrs["esi_component"] = a["component"]
+            if a["description"]:
+                ds.attrs["description"] = a["description"]
+            if "folder" in a:
+                ds.attrs["esi_folder"] = a["folder"]
+                ds.attrs["esi_images"] = list(a["images"])
+                if a["notes"]:
+                    ds.attrs["esi_notes"] = list(a["notes"])
+            datasets[a["id"]] = ds
+        return datasets
 
     def sweep(self, table, tspan: Sequence[float], saveat: Optional[float] = None, method: str = "auto",
               rtol: float = 1e-6, atol: Optional[float] = None, set: Optional[Mapping[str, float]] = None,
@@ -180,9 +258,21 @@ class Model:
         t0, t1 = (float(x) for x in tspan)
         r = _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native)
         result = _core.sweep(self._document, r, names, values, engine, int(lanes))
-        return _dataset(result, self.path, swept=values)
+        swept = {}
+        for k, flat in enumerate(result["swept"]):
+            state = result["swept_state"][k]
+            swept[("initial_" if state else "") + flat.replace(".", "_")] = (
+                values[:, k], {"esm_name": flat, "long_name": ("initial value of " if state else "") + flat})
+        ds = _dataset(result, self.path, lead=("member", np.arange(values.shape[0]),
+                                               {"long_name": "sweep member (table row, 0-based)"}),
+                      lead_coords=swept)
+        ds["return_code"] = ("member", np.array(result["return_codes"], dtype=object),
+                             {"long_name": "why each member's run ended"})
+        ds.attrs["esi_method"] = ",".join(sorted({*result["methods"]}))  # `set` is an argument here
+        ds.attrs["esi_return_code"] = "Success" if result["failed"] == 0 else f"{result['failed']} members failed"
+        return ds
 
-    def gradient(self, loss: str, tspan: Sequence[float], wrt: Optional[Sequence[str]] = None,
+    def gradient(self, loss, tspan: Sequence[float], wrt: Optional[Sequence[str]] = None,
                  method: str = "auto", rtol: float = 1e-6, atol: Optional[float] = None,
                  set: Optional[Mapping[str, float]] = None, inputs: Optional[Mapping[str, Any]] = None,
                  component: Optional[str] = None, native: bool = False) -> dict:
@@ -192,10 +282,22 @@ class Model:
         local names, as ``set`` takes them); what
         ``esi simulate --loss LOSS --gradient OUT.json`` writes, bit for bit. Returns
         ``{"loss": L, "gradient": {name: dL/dname}, "units": {name: units}, "initial": [states
-        whose initial value an entry is], "method": ..., "steps": ...}``."""
+        whose initial value an entry is], "method": ..., "steps": ...}``.
+
+        ``loss`` may also be a sum of terms: a path to a loss file (``esi simulate --loss-file``'s
+        JSON, observation files relative to it) or the same as a dict (observation files
+        relative to the current folder), e.g. ``{"terms": [{"variable": "C.x", "integral": [0,
+        3600]}, {"observations": "obs.csv", "weight": 2}]}``."""
         t0, t1 = (float(x) for x in tspan)
         r = _request(t0, t1, None, method, rtol, atol, set, inputs, 1, component, native)
-        return _core.gradient(self._document, r, str(loss), [str(w) for w in (wrt or [])])
+        name, terms, path = "", None, ""
+        if isinstance(loss, Mapping):
+            terms = _plain(dict(loss))
+        elif isinstance(loss, os.PathLike) or (isinstance(loss, str) and loss.endswith(".json")):
+            path = os.fspath(loss)
+        else:
+            name = str(loss)
+        return _core.gradient(self._document, r, name, terms, path, [str(w) for w in (wrt or [])])
 
     def check(self) -> dict:
         """Runs the document's inline tests (``esi check --json``'s report for this file)."""
@@ -240,7 +342,7 @@ def run(model, config, output=None, threads: int = 0, native: bool = False, rest
     return value
 
 
-def _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native):
+def _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component, native, seed=0, dt=None):
     r = _core.SimulateRequest()
     r.t0, r.t1 = t0, t1
     r.saveat = None if saveat is None else float(saveat)
@@ -252,6 +354,8 @@ def _request(t0, t1, saveat, method, rtol, atol, set, inputs, threads, component
     r.threads = int(threads)
     r.component = component or ""
     r.native = bool(native)
+    r.seed = int(seed)
+    r.dt = None if dt is None else float(dt)
     return r
 
 
@@ -266,9 +370,11 @@ def _plain(x):
     return x
 
 
-def _dataset(result: dict, path: str, swept=None):
-    """The xarray.Dataset of one run (values rows x columns), laid out as the NetCDF writer lays
-    out its file, or of a sweep (values members x rows x columns) with a leading `member`."""
+def _dataset(result: dict, path: str, lead=None, lead_coords=None):
+    """The xarray.Dataset of one run (values rows x columns) laid out as the NetCDF writer lays
+    out its file or, with ``lead = (name, values, attributes)``, of many (values n x rows x
+    columns) with that leading dimension and ``lead_coords`` ({name: (values, attributes)})
+    along it."""
     import numpy as np
     import xarray as xr
 
@@ -287,8 +393,8 @@ def _dataset(result: dict, path: str, swept=None):
         coords[c["name"]] = (tuple(dim_names[k] for k in c["dims"]), data, dict(c["attributes"]))
     data_vars = {}
     encodings = {}
-    lead = values.shape[:-1]  # (rows,) or (members, rows)
-    lead_dims = (time,) if swept is None else ("member", time)
+    leading = values.shape[:-1]  # (rows,) or (n, rows)
+    lead_dims = (time,) if lead is None else (lead[0], time)
     for v in layout["variables"]:
         gather = v["gather"]
         missing = gather < 0
@@ -297,33 +403,26 @@ def _dataset(result: dict, path: str, swept=None):
             data[..., missing] = np.nan
             encodings[v["name"]] = {"_FillValue": np.nan}
         shape = [extents[k] for k in v["dims"]]
-        data = data.reshape(list(lead) + shape)
+        data = data.reshape(list(leading) + shape)
         data_vars[v["name"]] = (lead_dims + tuple(dim_names[k] for k in v["dims"]), data, dict(v["attributes"]))
-    if swept is not None:
-        members = values.shape[0]
-        coords["member"] = ("member", np.arange(members), {"long_name": "sweep member (table row, 0-based)"})
-        for k, flat in enumerate(result["swept"]):
-            name = ("initial_" if result["swept_state"][k] else "") + flat.replace(".", "_")
-            coords[name] = ("member", swept[:, k], {"esm_name": flat, "long_name":
-                            ("initial value of " if result["swept_state"][k] else "") + flat})
-        data_vars["return_code"] = ("member", np.array(result["return_codes"], dtype=object),
-                                    {"long_name": "why each member's run ended"})
+    if lead is not None:
+        coords[lead[0]] = (lead[0], lead[1], lead[2])
+        for name, (data, attributes) in (lead_coords or {}).items():
+            coords[name] = (lead[0], data, attributes)
     ds = xr.Dataset(data_vars=data_vars, coords=coords)
     for name, enc in encodings.items():
         ds[name].encoding.update(enc)
-    stats = result["stats"]
     ds.attrs.update({
         "Conventions": "CF-1.8",
         "source": "EarthSciIntegrator (esi) Python module",
         "esm_file": path,
-        "esi_method": result["method"] if swept is None else ",".join(sorted(set(result["methods"]))),
-        "esi_return_code": result["return_code"] if swept is None else
-        ("Success" if result["failed"] == 0 else f"{result['failed']} members failed"),
+        "esi_method": result.get("method", ""),
+        "esi_return_code": result.get("return_code", ""),
         "esi_rtol": result["rtol"],
         "esi_atol": result["atol"],
     })
-    if swept is None and result["message"]:
+    if result.get("message"):
         ds.attrs["esi_failure"] = result["message"]
-    for k, val in stats.items():
+    for k, val in result.get("stats", {}).items():
         ds.attrs[f"esi_{k}"] = val
     return ds

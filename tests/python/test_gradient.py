@@ -36,3 +36,24 @@ def test_a_loss_naming_nothing_is_refused(esi):
     with pytest.raises(esi.EsmError) as caught:
         esi.load(OZONE).gradient("OzoneNOx.nothing", (0, 60))
     assert caught.value.code
+
+
+def test_a_loss_of_terms_is_the_command_lines(esi, tmp_path, monkeypatch):
+    (tmp_path / "obs.csv").write_text("time,name,value,sigma\n600,OzoneNOx.O3,1e-3,1e-4\n1800,OzoneNOx.O3,1.2e-3,1e-4\n")
+    loss = {"terms": [{"variable": "OzoneNOx.NO2", "integral": [0, 3600]},
+                      {"variable": "OzoneNOx.O3", "at": [1200, 3600], "weight": 0.5},
+                      {"observations": "obs.csv", "weight": 2}]}
+    (tmp_path / "loss.json").write_text(json.dumps(loss))
+    out = tmp_path / "grad.json"
+    run_cli("simulate", OZONE, "--tspan", 0, 3600, "--method", "Rodas5P", "--loss-file", tmp_path / "loss.json",
+            "--gradient", out, "--quiet")
+    cli = json.loads(out.read_text())
+    model = esi.load(OZONE)
+    by_path = model.gradient(tmp_path / "loss.json", (0, 3600), method="Rodas5P")
+    assert by_path["loss"] == cli["loss"] and by_path["gradient"] == cli["gradient"]
+    monkeypatch.chdir(tmp_path)  # a dict's observation files are read from the current folder
+    by_dict = model.gradient(loss, (0, 3600), method="Rodas5P")
+    assert by_dict["loss"] == cli["loss"] and by_dict["gradient"] == cli["gradient"]
+    with pytest.raises(esi.EsmError) as caught:
+        model.gradient({"terms": [{"variable": "OzoneNOx.O3"}]}, (0, 3600))
+    assert caught.value.code == "invalid_loss_file"
