@@ -5,18 +5,41 @@
 
 namespace esi {
 
+namespace {
+
+/// Appends `text` with its control characters spelled \uXXXX (a name read from a document may
+/// hold a NUL, which would end the line early for a C string and reach the terminal raw);
+/// newlines and tabs stay when `keep_layout`.
+void append_printable(std::string& out, std::string_view text, bool keep_layout) {
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 || u == 0x7f) && !(keep_layout && (c == '\n' || c == '\t'))) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += "\\u00";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+}
+
+}  // namespace
+
 std::string format_diagnostic(const Diagnostic& d, std::string_view severity) {
   std::string out;
   out.reserve(d.file.size() + d.pointer.size() + d.code.size() + d.message.size() + 24);
-  out += d.file.empty() ? std::string("<input>") : d.file;
+  append_printable(out, d.file.empty() ? std::string_view("<input>") : std::string_view(d.file),
+                   false);
   out += ':';
-  out += d.pointer.empty() ? std::string("/") : d.pointer;
+  append_printable(out, d.pointer.empty() ? std::string_view("/") : std::string_view(d.pointer),
+                   false);
   out += ": ";
   out += severity;
   out += '[';
   out += d.code;
   out += "]: ";
-  out += d.message;
+  append_printable(out, d.message, true);
   return out;
 }
 

@@ -80,6 +80,33 @@ fs::path observed_chain(const fs::path& dir, int n) {
   return p;
 }
 
+/// Files 0..depth-1, each referencing the next twice: template libraries importing the next
+/// (`templates`), or models mounting the next as two subsystems. Returns the document to load.
+fs::path reference_diamond(const fs::path& dir, int depth, bool templates) {
+  const auto name = [&](int i) { return (templates ? "lib" : "sub") + std::to_string(i) + ".esm"; };
+  for (int i = 0; i < depth; ++i) {
+    const bool last = i + 1 == depth;
+    const std::string next = last ? "" : name(i + 1);
+    if (templates) {
+      write(dir / name(i),
+            R"({"esm":"1.0.0","metadata":{"name":"lib"},"expression_templates":{"t)" + std::to_string(i) +
+                R"(":{"params":["a"],"body":{"op":"*","args":["a",2]}}})" +
+                (last ? "" : R"(,"expression_template_imports":[{"ref":")" + next + R"("},{"ref":")" + next + R"("}])") +
+                "}");
+    } else {
+      write(dir / name(i),
+            R"({"esm":"1.0.0","metadata":{"name":"sub"},"models":{"S":{"variables":{)" + std::string(kDecayVariable) +
+                R"(},"equations":[)" + kDecayEquation + "]" +
+                (last ? "" : R"(,"subsystems":{"a":{"ref":")" + next + R"("},"b":{"ref":")" + next + R"("}})") + "}}}");
+    }
+  }
+  const fs::path main = dir / "main.esm";
+  write(main, templates ? R"({"esm":"1.0.0","metadata":{"name":"m"},"models":{"M":{"expression_template_imports":[{"ref":"lib0.esm"}],"variables":{)" +
+                              std::string(kDecayVariable) + R"(},"equations":[)" + kDecayEquation + "]}}}"
+                        : R"({"esm":"1.0.0","metadata":{"name":"m"},"models":{"M":{"ref":"sub0.esm"}}})");
+  return main;
+}
+
 /// Inputs made at run time; each returns the path to pass as {gen}.
 const std::map<std::string, std::function<fs::path(const fs::path&)>>& generators() {
   static const std::map<std::string, std::function<fs::path(const fs::path&)>> g = {
@@ -104,6 +131,8 @@ const std::map<std::string, std::function<fs::path(const fs::path&)>>& generator
          return dir / "deep_expr.esm";
        }},
       {"observed_chain_10k", [](const fs::path& dir) { return observed_chain(dir, 10000); }},
+      {"template_import_diamond_24", [](const fs::path& dir) { return reference_diamond(dir, 24, true); }},
+      {"subsystem_diamond_24", [](const fs::path& dir) { return reference_diamond(dir, 24, false); }},
       {"observed_chain_400", [](const fs::path& dir) { return observed_chain(dir, 400); }},
       {"fifo",
        [](const fs::path& dir) {

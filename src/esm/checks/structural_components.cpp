@@ -147,8 +147,33 @@ void check_observed_loops(Context& ctx, const Component& c) {
 
 }  // namespace
 
+namespace {
+
+/// Declared names go into CSV headers, NetCDF variable names and messages as they are: a
+/// control character in one (U+0000-U+001F, U+007F; a NUL ends a C string early) is refused.
+void check_declared_names(Context& ctx, const Component& c) {
+  const auto check = [&](const std::string& name, const std::string& pointer, const std::string& what) {
+    if (std::none_of(name.begin(), name.end(), [](char ch) {
+          return static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) == 0x7f;
+        }))
+      return;
+    ctx.report("invalid_name", pointer,
+               "The " + what + " name '" + name + "' holds a control character; names are written " +
+                   "into CSV headers and NetCDF files as they are, so they may hold printable characters only.");
+  };
+  check(c.name, c.pointer, "component");
+  for (const char* section : {"variables", "species", "parameters"})
+    if (const json* f = c.field(section); f && f->is_object())
+      for (auto it = f->begin(); it != f->end(); ++it)
+        check(it.key(), pointer_join(pointer_join(c.pointer, section), it.key()),
+              std::string(section[0] == 's' ? "species" : section[0] == 'p' ? "parameter" : "variable"));
+}
+
+}  // namespace
+
 void check_components(Context& ctx) {
   for (Component* c : ctx.all_components()) {
+    check_declared_names(ctx, *c);
     if (c->is_stub()) continue;
     check_tests(ctx, *c);
     if (c->kind == CompKind::ReactionSystem) check_reaction_ids(ctx, *c);

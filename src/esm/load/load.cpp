@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "esi/core/json.hpp"
@@ -133,10 +134,19 @@ void check_esm_version(const json& doc, const std::string& file) {
                 "expression templates arrived in esm 0.4.0, but the document declares " + v);
 }
 
+/// The most subsystem mounts one document may make (each `ref` counted per place it lands).
+constexpr std::size_t kMaxMounts = 10000;
+
 struct Resolver {
   const LoadOptions& options;
   ResolvedDocument& out;
   std::vector<fs::path> stack;  // files being resolved, for cycle detection
+  // Each referenced file is read and parsed once, and each template library resolved once (an
+  // import's bindings, `only` and renames apply to a copy): a file that many others reference
+  // (a diamond of imports, depth d) costs one read, not 2^d.
+  std::map<fs::path, json> parsed;
+  std::map<fs::path, Library> libraries;
+  std::size_t mounts = 0;  // component files mounted so far (each mount counts)
 
   fs::path locate(const std::string& ref, const fs::path& base_dir, const char* code,
                   const std::string& file, const std::string& pointer) {
@@ -156,8 +166,9 @@ struct Resolver {
 
   json read(const fs::path& p, const char* code, const std::string& file,
             const std::string& pointer) {
+    if (auto it = parsed.find(p); it != parsed.end()) return it->second;
     try {
-      return read_json_file(p);
+      return parsed.emplace(p, read_json_file(p)).first->second;
     } catch (const Error& e) {
       throw Error(code, file, pointer,
                   "referenced file '" + p.string() + "' could not be read: " +
@@ -189,6 +200,9 @@ struct Resolver {
 
   Library load_library(const fs::path& path, const std::string& file, const std::string& pointer) {
     check_not_cyclic(path, "template_import_cycle", "template imports", file, pointer);
+    // Resolved before: its whole import graph was walked then (a cycle through it would have
+    // been found), so the result stands wherever it is imported again.
+    if (auto it = libraries.find(path); it != libraries.end()) return it->second;
     StackGuard guard(stack, path);
     json doc = read(path, "template_import_unresolved", file, pointer);
     const std::string lib_file = path.string();
@@ -221,7 +235,7 @@ struct Resolver {
                  "template_import_index_set_conflict", "index set", lib_file, "/index_sets");
     merge_object(lib.open_metaparameters, doc.value("metaparameters", json::object()),
                  "template_import_name_conflict", "metaparameter", lib_file, "/metaparameters");
-    return lib;
+    return libraries.emplace(path, std::move(lib)).first->second;
   }
 
   void apply_to_library(Library& lib, const std::function<void(json&)>& f) {
@@ -672,6 +686,14 @@ struct Resolver {
     const std::string ref = comp["ref"].get<std::string>();
     const fs::path path = locate(ref, dir, "unresolved_subsystem_ref", file, pointer);
     check_not_cyclic(path, "subsystem_ref_cycle", "subsystem references", file, pointer);
+    // Every mount is its own component instance: files that mount the next one twice, 24 deep,
+    // would make 2^24 of them. Refused long before memory runs out.
+    if (++mounts > kMaxMounts)
+      throw Error("too_many_components", file, pointer,
+                  "the document mounts more than " + std::to_string(kMaxMounts) +
+                      " component files (each subsystem 'ref' counts once per place it is "
+                      "mounted, its own subsystems included): is a file mounted twice at "
+                      "every level?");
     StackGuard guard(stack, path);
     json sub = read(path, "unresolved_subsystem_ref", file, pointer);
     if (!sub.is_object())
