@@ -53,10 +53,10 @@ class DomBuilder {
   }
 
   bool parse_error(std::size_t byte, const std::string& token, const nlohmann::detail::exception& e) {
-    // Located at the root, as the format's conformance suite expects ("$"); the message says
-    // where in the text and which value was being read.
+    // Located at the root as the format's conformance suite writes it ("$", JSONPath's root: no
+    // JSON pointer exists yet); the message says where in the text and which value was being read.
     const std::string where = pointer();
-    throw Error("json_parse_error", file_, "",
+    throw Error("json_parse_error", file_, kParseErrorPointer,
                 "the file is not valid JSON: " + describe(byte, token, e) +
                     (where.empty() ? std::string() : ", while reading " + where),
                 Layer::Parse);
@@ -181,7 +181,7 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
   // nlohmann's lexer takes a NUL byte for the end of input, so "{}\0garbage" would parse;
   // JSON text never contains a raw NUL.
   if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
-    throw Error("json_parse_error", file, "",
+    throw Error("json_parse_error", file, kParseErrorPointer,
                 "the file is not valid JSON: it contains a NUL byte at byte " +
                     std::to_string(nul + 1) + " (is it a binary file?)",
                 Layer::Parse);

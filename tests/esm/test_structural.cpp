@@ -345,6 +345,13 @@ TEST(StructuralArrays, IndexSetsAndShapes) {
   d = good;
   d["models"]["M"]["equations"][1]["rhs"]["ranges"]["g"]["from"] = "keys";
   EXPECT_FINDING(d, "join_key_invalid_type", "/models/M/equations/1/rhs");
+  // A null key has no value to compare: a null member of the key column, or a null column.
+  d = good;
+  d["index_sets"]["ids"]["members"] = {1, nullptr};
+  EXPECT_FINDING(d, "join_key_invalid_type", "/models/M/equations/1/rhs");
+  d = good;
+  d["models"]["M"]["equations"][1]["rhs"]["join"][0]["on"][0][1] = nullptr;
+  EXPECT_FINDING(d, "join_key_invalid_type", "/models/M/equations/1/rhs");
 }
 
 TEST(StructuralArrays, RelationalNodesStayOffTheContinuousPath) {

@@ -244,6 +244,24 @@ TEST(Trust, InvertedMakearrayRegionIsRefusedButTheEmptySpellingIsNot) {
   EXPECT_CLEAN(d);
 }
 
+TEST(Trust, AMetaparameterRegionIsCheckedOnceFolded) {
+  // [2, N-1] is the interior of a stencil: at N = 2 it folds empty ([2, 1], legal), at N = 1 to
+  // [2, 0], inverted (spec §4.3.2, §9.6.8). The loader substitutes N; the check folds the rest
+  // (hence through the loader, not check_structure alone).
+  json d = model_doc(R"({"variables": {"y": {"type": "unknown", "shape": ["cells"]}},
+      "equations": [{"lhs": "y", "rhs": {"op": "makearray", "args": [],
+        "regions": [[[1, 4]], [[2, {"op": "-", "args": ["N", 1]}]]], "values": [0, 1]}}]})");
+  d["index_sets"] = {{"cells", {{"kind", "interval"}, {"size", 4}}}};
+  d["models"]["M"]["equations"].push_back(model_doc()["models"]["M"]["equations"][0]);
+  d["metaparameters"] = {{"N", {{"type", "integer"}, {"default", 1}}}};
+  TempDir dir;
+  auto ds = validate_text(dir, "n1.esm", d.dump());
+  EXPECT_TRUE(has(ds, "makearray_region_inverted", "/models/M/equations/0/rhs/regions/1/0")) << dump(ds);
+  d["metaparameters"]["N"]["default"] = 2;
+  ds = validate_text(dir, "n2.esm", d.dump());
+  EXPECT_FALSE(has_code(ds, "makearray_region_inverted")) << dump(ds);
+}
+
 TEST(Trust, GeometryManifoldOutsideTheClosedSetIsRefused) {
   json d = model_doc(R"({"variables": {"A": {"type": "unknown"}},
       "equations": [{"lhs": "A", "rhs": {"op": "polygon_intersection_area", "args": ["k", "k"], "manifold": "flat"}}]})");

@@ -126,14 +126,21 @@ void check_index_set_refs(Context& ctx, const Component& c, const json& e, const
                    ", which the document's index_sets do not declare.");
 }
 
-/// Float members make a categorical index set unusable as a value-equality join key (equality
-/// on a float representation is not portable).
-bool has_float_members(const Context& ctx, const std::string& set) {
+/// What makes a categorical index set unusable as a value-equality join key, or "": keys are
+/// integers or strings (equality on a float representation is not portable; a null, boolean or
+/// structured member has no key value at all).
+std::string invalid_key_members(const Context& ctx, const std::string& set) {
   const json* is = get_field(ctx.doc, "index_sets");
   const json* def = is ? get_field(*is, set.c_str()) : nullptr;
   const json* mem = def ? get_field(*def, "members") : nullptr;
-  if (!mem || !mem->is_array()) return false;
-  return std::any_of(mem->begin(), mem->end(), [](const json& m) { return m.is_number_float(); });
+  if (!mem || !mem->is_array()) return "";
+  for (const json& m : *mem) {
+    if (m.is_number_float()) return "floating-point numbers";
+    if (m.is_null()) return "null";
+    if (!m.is_number_integer() && !m.is_number_unsigned() && !m.is_string())
+      return std::string("a ") + m.type_name() + " (" + m.dump() + ")";
+  }
+  return "";
 }
 
 void check_join_keys(Context& ctx, const Component& c, const json& e, const std::string& p) {
@@ -147,16 +154,22 @@ void check_join_keys(Context& ctx, const Component& c, const json& e, const std:
       for (const auto& pair : *on) {
         if (!pair.is_array()) continue;
         for (const auto& col : pair) {
+          if (col.is_null()) {  // the schema's string type is checked first when a schema is given
+            ctx.report("join_key_invalid_type", p,
+                       "A join in " + c.dotted + " has a null key column; a key column names an index set, "
+                       "a range's loop symbol or a declared local buffer.");
+            continue;
+          }
           if (!col.is_string()) continue;
           std::string set = col.get<std::string>();
           if (ranges && ranges->is_object())
             if (const json* rv = get_field(*ranges, set.c_str()); rv && rv->is_object())
               set = get_str(*rv, "from");
-          if (has_float_members(ctx, set))
+          if (const std::string bad = invalid_key_members(ctx, set); !bad.empty())
             ctx.report("join_key_invalid_type", p,
-                       "A join in " + c.dotted + " uses index set '" + set +
-                           "' as a key column, but its members are floating-point numbers; "
-                           "join keys must be integers or strings.");
+                       "A join in " + c.dotted + " uses index set '" + set + "' as a key column, but " +
+                           (bad == "floating-point numbers" ? "its members are " : "its members include ") + bad +
+                           "; join keys must be integers or strings.");
         }
       }
     }

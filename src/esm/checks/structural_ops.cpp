@@ -7,10 +7,12 @@
 #include <array>
 #include <cctype>
 #include <climits>
+#include <optional>
 
 #include "esi/core/text.hpp"
 #include "esi/expr/expr.hpp"
 #include "esm/checks/structural_detail.hpp"
+#include "esm/load/metaparams.hpp"
 
 namespace esi::esm::structural_detail {
 
@@ -269,6 +271,18 @@ class OperatorChecker {
     if (op == "apply_expression_template") manifold_bindings(n, p);
   }
 
+  /// A region bound folded to an integer, or nullopt while it holds a name (an open
+  /// metaparameter) or is not a metaparameter expression at all (the schema reports that).
+  static std::optional<std::int64_t> folded_bound(const json& bound) {
+    if (bound.is_number_integer()) return bound.get<std::int64_t>();
+    if (!bound.is_object()) return std::nullopt;
+    try {
+      return detail::fold_metaparameter(bound, {}, "", "");
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+
   void regions(const json& n, const std::string& p) {
     const json* rs = get_field(n, "regions");
     if (!rs || !rs->is_array()) return;
@@ -277,15 +291,17 @@ class OperatorChecker {
       if (!region.is_array()) continue;
       for (std::size_t d = 0; d < region.size(); ++d) {
         const json& pair = region[d];
-        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
-            !pair[1].is_number_integer())
-          continue;  // open metaparameter expressions fold at a binding site (§4.3.2)
-        const auto start = pair[0].get<std::int64_t>(), stop = pair[1].get<std::int64_t>();
-        if (stop < start - 1)
+        if (!pair.is_array() || pair.size() != 2) continue;
+        // Bounds arrive folded, or as metaparameter arithmetic over values the loader already
+        // substituted ([2, N-1] at N = 1 is [2, {"-": [1, 1]}]): folded here. Open names fold
+        // at a binding site (§4.3.2) and are checked there.
+        const std::optional<std::int64_t> start = folded_bound(pair[0]), stop = folded_bound(pair[1]);
+        if (!start || !stop) continue;
+        if (*stop < *start - 1)
           ctx_.report("makearray_region_inverted",
                       pointer_join(pointer_join(pointer_join(p, "regions"), r), d),
                       "Region " + std::to_string(r) + " of this makearray has the bound pair [" +
-                          std::to_string(start) + ", " + std::to_string(stop) +
+                          std::to_string(*start) + ", " + std::to_string(*stop) +
                           "] along dimension " + std::to_string(d) +
                           ", which runs backwards; only [start, start-1] spells an empty region.");
       }
