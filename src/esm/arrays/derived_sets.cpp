@@ -86,6 +86,8 @@ Producer Expander::find_producer(const std::string& id) {
     });
   };
   for (const auto& [y, eq] : st_.observed_eqs) search(eq.rhs, eq.file, eq.pointer);
+  for (const auto& [y, pieces] : st_.observed_pieces)
+    for (const auto& eq : pieces) search(eq.rhs, eq.file, eq.pointer);
   for (const auto& [x, list] : st_.tendencies)
     for (const auto& t : list) search(t.rhs, t.file, t.pointer);
   for (const auto& [x, eq] : st_.initial_eqs) search(eq.rhs, eq.file, eq.pointer);

@@ -150,6 +150,7 @@ void expand_tendencies(CellExpansion& C) {
     for (const auto& cell : all_cells(a->second.extents)) {
       const std::string name = cell_name(x, cell);
       std::vector<Tendency> cell_list;
+      std::map<std::size_t, const Tendency*> piece_of;  // component -> its equation defining this cell
       for (const auto& t : list) {
         ex.locate(t.file, t.pointer);
         LhsCell lc{Frame{a->second.axes, absolute(cell)}, {}};
@@ -157,6 +158,7 @@ void expand_tendencies(CellExpansion& C) {
           auto found = lhs_cell(pool, t.lhs_aggregate, a->second, absolute(cell), t.file, t.pointer, ex);
           if (!found) continue;
           lc = std::move(*found);
+          note_cell_piece(piece_of, t, name);
         }
         Tendency c = t;
         c.lhs_aggregate = expr::kNoNode;
@@ -196,20 +198,39 @@ void expand_equations(CellExpansion& C, std::map<std::string, FlatEquation>& eqs
       new_order.push_back(y);
       continue;
     }
-    ex.locate(eq.file, eq.pointer);
+    // The equations that define y: one, or pieces that each define some cells (index(y, 1) =
+    // a, an aggregate over the rest).
+    std::vector<const FlatEquation*> defining{&eq};
+    if (!initial)
+      if (auto p = st.observed_pieces.find(y); p != st.observed_pieces.end())
+        for (const auto& piece : p->second) defining.push_back(&piece);
     for (const auto& cell : all_cells(a->second.extents)) {
       const std::string name = cell_name(y, cell);
-      FlatEquation e = eq;
+      const FlatEquation* by = nullptr;
       LhsCell lc{Frame{a->second.axes, absolute(cell)}, {}};
-      if (eq.lhs != expr::kNoNode && pool.node(eq.lhs).op == Op::Index) {  // index(y, i) = rhs
-        auto found = lhs_cell(pool, eq.lhs, a->second, absolute(cell), eq.file, eq.pointer, ex);
-        if (!found)
-          throw Error("array_region_uncovered", eq.file, eq.pointer,
-                      "the equation defines only some cells of '" + y + "'; " + name + " has no value");
-        lc = std::move(*found);
+      for (const FlatEquation* d : defining) {
+        ex.locate(d->file, d->pointer);
+        LhsCell here{Frame{a->second.axes, absolute(cell)}, {}};
+        if (d->lhs != expr::kNoNode && (pool.node(d->lhs).op == Op::Index || pool.node(d->lhs).op == Op::Aggregate)) {
+          auto found = lhs_cell(pool, d->lhs, a->second, absolute(cell), d->file, d->pointer, ex);
+          if (!found) continue;  // index(y, i) = rhs or aggregate(index(y, i)) = rhs: some cells
+          here = std::move(*found);
+        }
+        if (by)
+          throw Error("array_cell_defined_twice", d->file, d->pointer,
+                      "this equation defines " + name + ", which " + by->pointer +
+                          " already defines; each cell needs exactly one");
+        by = d;
+        lc = std::move(here);
       }
+      if (!by)
+        throw Error("array_region_uncovered", eq.file, eq.pointer,
+                    "the equation" + std::string(defining.size() > 1 ? "s define" : " defines") +
+                        " only some cells of '" + y + "'; " + name + " has no value");
+      FlatEquation e = *by;
+      ex.locate(by->file, by->pointer);
       e.lhs = initial ? pool.make(Op::Ic, std::vector<NodeId>{pool.symbol(name)}) : pool.symbol(name);
-      e.rhs = ex.at(eq.rhs, lc.frame, lc.bindings);
+      e.rhs = ex.at(by->rhs, lc.frame, lc.bindings);
       out[name] = e;
       new_order.push_back(name);
     }
@@ -247,6 +268,7 @@ void expand_to_cells(FlattenState& st) {
   declare_cells(C);
   expand_tendencies(C);
   expand_equations(C, st.observed_eqs, &st.observed_order, false);
+  st.observed_pieces.clear();  // now cells of observed_eqs
   expand_equations(C, st.initial_eqs, nullptr, true);
   for (auto& eq : st.algebraic_eqs) {
     eq.lhs = C.scalar(eq.lhs, eq.file, eq.pointer);

@@ -112,6 +112,8 @@ void lift_pointwise(FlattenState& st) {
   for (auto& [x, list] : st.tendencies)
     for (auto& t : list) sub(t.rhs);
   for (auto& [y, eq] : st.observed_eqs) sub(eq.rhs);
+  for (auto& [y, pieces] : st.observed_pieces)
+    for (auto& eq : pieces) sub(eq.rhs);
   for (auto& [x, eq] : st.initial_eqs) sub(eq.rhs);
   for (auto& eq : st.algebraic_eqs) {
     sub(eq.lhs);

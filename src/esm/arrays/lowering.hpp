@@ -2,6 +2,7 @@
 // (expand.cpp) runs them, and what the two forms of array equations share.
 #pragma once
 
+#include <map>
 #include <optional>
 
 #include "esm/arrays/expander.hpp"
@@ -15,11 +16,25 @@ struct LhsCell {
   std::vector<std::pair<expr::StrId, Ix>> bindings;
 };
 
+/// An index on a left-hand side: an index symbol ("$i") plus an integer offset (i, i + 1,
+/// 1 + i, i - 1); nullopt for anything else.
+struct OffsetIndex {
+  expr::StrId symbol = 0;
+  std::int64_t offset = 0;
+};
+std::optional<OffsetIndex> offset_index(const Pool& pool, NodeId e);
+
 /// The cell `cell` of the target of a left-hand side `aggregate(D(index(x, i, j)), ...)` or
 /// `index(D(x), i, j)`; nullopt when that left-hand side does not define the cell.
 std::optional<LhsCell> lhs_cell(Pool& pool, NodeId lhs, const ArrayShape& target,
                                 const std::vector<Ix>& cell, const std::string& file,
                                 const std::string& pointer, Expander& ex);
+
+/// One component's equations that define cells of an array (index(D(u), 1), an aggregate over
+/// the interior) must define each cell once; terms of composed systems add up. Records that `t`
+/// defines `cell` in `seen` (component -> its equation) and throws `array_cell_defined_twice`
+/// at t when another equation of its component already does.
+void note_cell_piece(std::map<std::size_t, const Tendency*>& seen, const Tendency& t, const std::string& cell);
 
 /// `operator_compose` of a 0-D system with a gridded one, lifting "pointwise" (spec §10.5, the
 /// default): every unknown of the 0-D system becomes an array over the grid, so its equations

@@ -110,6 +110,8 @@ void sort_arrays(RegionLowering& L) {
     const Declared& d = st.declared.at(name);
     if (!d.unknown) ex.grid_only_.insert(name);
     else if (st.observed_eqs.count(name)) {
+      if (st.observed_pieces.count(name))
+        throw NotRelative{"'" + name + "' is defined piece by piece, by several equations"};
       L.observed_arrays.insert(name);
       ex.grid_only_.insert(name);
     } else if (st.tendencies.count(name)) {
@@ -135,7 +137,7 @@ void lower_observed_arrays(RegionLowering& L) {
     System::GridEquation g{System::GridEquation::Kind::Observed, {y}, shape.extents, {}, eq.file, eq.pointer};
     g.regions = to_regions(find_regions(ex, shape.extents, [&](const std::vector<std::int64_t>& rep) {
       LhsCell lc{Frame{shape.axes, ex.moving(rep)}, {}};
-      if (eq.lhs != expr::kNoNode && pool.node(eq.lhs).op == Op::Index) {
+      if (eq.lhs != expr::kNoNode && (pool.node(eq.lhs).op == Op::Index || pool.node(eq.lhs).op == Op::Aggregate)) {
         auto found = lhs_cell(pool, eq.lhs, shape, ex.moving(rep), eq.file, eq.pointer, ex);
         if (!found)
           throw Error("array_region_uncovered", eq.file, eq.pointer,
@@ -245,6 +247,7 @@ void lower_cellwise_tendencies(RegionLowering& L, const std::vector<std::int64_t
       const ArrayShape& shape = st.arrays.at(x);
       const auto& list = st.tendencies.at(x);
       std::vector<NodeId> parts;
+      std::map<std::size_t, const Tendency*> piece_of;
       for (std::size_t ti = 0; ti < list.size(); ++ti) {
         const Tendency& t = list[ti];
         const std::uint64_t tests_before = ex.moving_tests();
@@ -254,6 +257,7 @@ void lower_cellwise_tendencies(RegionLowering& L, const std::vector<std::int64_t
           auto found = lhs_cell(pool, t.lhs_aggregate, shape, ex.moving(rep), t.file, t.pointer, ex);
           if (!found) continue;
           lc = std::move(*found);
+          note_cell_piece(piece_of, t, cell_name(x, rep));
         }
         if (ex.moving_tests() != tests_before) {  // the left-hand side depends on the box
           parts.push_back(ex.at(t.rhs, lc.frame, lc.bindings));

@@ -164,7 +164,7 @@ double Expander::static_constant(NodeId symbol) {
     return runtime();
   }
   auto o = st_.observed_eqs.find(array);
-  if (o == st_.observed_eqs.end() || static_depth_ > 64) return runtime();
+  if (o == st_.observed_eqs.end() || static_depth_ > 64 || st_.observed_pieces.count(array)) return runtime();
   // Evaluate that definition at the cell, with this evaluation's state set aside.
   auto saved_env = std::move(env_);
   auto saved_memo = std::move(memo_);

@@ -39,6 +39,16 @@ bool is_arrayed(const Component& c, const std::string& var) {
   return shape && shape->is_array() && !shape->empty();
 }
 
+/// True for a left-hand side that defines cells of an array rather than a whole variable:
+/// index(x, ...), index(D(x), ...), D(index(x, ...)) or an aggregate over such a body.
+bool addresses_cells(const json& lhs) {
+  const std::string op = get_str(lhs, "op");
+  if (op == "index" || op == "aggregate") return true;
+  if (op != "D") return false;
+  const json* args = get_field(lhs, "args");
+  return args && args->is_array() && !args->empty() && get_str((*args)[0], "op") == "index";
+}
+
 /// Fully-qualified targets of coupling entries (variable_map `to`, connector equation `to`).
 std::set<std::string> coupling_targets(const Context& ctx) {
   std::set<std::string> out;
@@ -82,8 +92,12 @@ void check_model_balance(Context& ctx, const Component& c, const std::set<std::s
         ++equations;  // an implicit (expression-LHS) constraint
       } else if (unknowns.count(target)) {
         defined.insert(target);
-        // Element equations of one arrayed unknown together make one array equation.
-        if (!is_arrayed(c, target) || arrayed_defined.insert(target).second) ++equations;
+        // Element equations of one arrayed unknown together make one array equation; so do
+        // those of an unknown declared without a shape whose left-hand sides address cells
+        // (its extent follows from them: spec §4.3, implicit dimensions). Flattening checks
+        // that they cover every cell exactly once.
+        if (!(is_arrayed(c, target) || addresses_cells(*lhs)) || arrayed_defined.insert(target).second)
+          ++equations;
       } else if (!c.symbols.count(target) && target.find('.') == std::string::npos) {
         ++equations;  // defines a name the model does not declare
         undeclared_targets.push_back(target);

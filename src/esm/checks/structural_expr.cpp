@@ -42,6 +42,25 @@ bool is_field_literal(const std::string& s) {
   return s == "planar" || s == "spherical" || s == "geodesic";
 }
 
+/// Names written directly in the index positions of `index` nodes of an aggregate's body
+/// (outside nested aggregates): index symbols whose ranges the operands' shapes give (spec
+/// §4.3.1, "indices not listed are inferred from the operand shapes"), e.g. the contracted k of
+/// a matrix product written without `ranges`.
+void index_position_names(const json& e, const std::function<void(const std::string&)>& bind, int depth) {
+  if (depth > kMaxDepth || !e.is_object()) return;
+  const std::string op = get_str(e, "op");
+  if (op == "aggregate" || op == "const" || op == "enum") return;
+  const json* args = get_field(e, "args");
+  if (op == "index" && args && args->is_array())
+    for (std::size_t i = 1; i < args->size(); ++i)
+      if ((*args)[i].is_string()) bind((*args)[i].get<std::string>());
+  for (const char* c : kSingleChildren)
+    if (const json* ch = get_field(e, c)) index_position_names(*ch, bind, depth + 1);
+  for (const char* c : kArrayChildren)
+    if (const json* ch = get_field(e, c); ch && ch->is_array())
+      for (const auto& a : *ch) index_position_names(a, bind, depth + 1);
+}
+
 void free_symbols(const json& e, const std::function<void(const std::string&)>& f,
                   std::set<std::string>& bound, const json* templates, int depth) {
   if (depth > kMaxDepth) return;
@@ -65,6 +84,8 @@ void free_symbols(const json& e, const std::function<void(const std::string&)>& 
       if (i.is_string()) bind(i.get<std::string>());
   if (const json* r = get_field(e, "ranges"); r && r->is_object())
     for (const auto& [k, v] : r->items()) bind(k);
+  if (op == "aggregate")  // contracted indices without a range: inferred from the operands' shapes
+    if (const json* body = get_field(e, "expr")) index_position_names(*body, bind, 0);
   if (op == "argmin" || op == "argmax") bind(get_str(e, "arg"));
   if (op == "integral") bind(get_str(e, "var"));
 

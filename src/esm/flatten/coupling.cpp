@@ -1,6 +1,7 @@
 // Coupling entries (spec §10): operator_compose merges tendencies, couple adds connector
 // terms, variable_map binds a parameter to another quantity. Events and callbacks are carried
 // into the system for the runtime.
+#include <algorithm>
 #include "esi/core/error.hpp"
 #include "esm/flatten/flatten_internal.hpp"
 
@@ -267,6 +268,11 @@ void apply_coupling(FlattenState& st) {
   for (auto [a, b] : links) parent[find_root(parent, top(a))] = find_root(parent, top(b));
   for (const auto& [var, list] : st.tendencies) {
     if (list.size() < 2) continue;
+    // Equations that each define some cells of an array (index(D(u), 1), an aggregate over
+    // the interior) are pieces of one definition; the array lowering checks that they cover
+    // every cell once.
+    if (std::all_of(list.begin(), list.end(), [](const Tendency& t) { return t.lhs_aggregate != expr::kNoNode; }))
+      continue;
     std::set<std::size_t> authors;
     for (const auto& t : list) authors.insert(t.component);
     const std::size_t root = find_root(parent, top(*authors.begin()));

@@ -144,6 +144,153 @@ void add_model_declarations(FlattenState& st, std::size_t c) {
     }
 }
 
+/// An unknown declared without a shape that equations define cell by cell: an array of `rank`
+/// axes named after it (u_dim1, ...), extents inferred from those equations (infer_extents).
+void declare_implicit_array(FlattenState& st, const std::string& name, std::size_t rank) {
+  ArrayShape shape;
+  const std::string local = name.substr(name.rfind('.') + 1);
+  for (std::size_t a = 0; a < rank; ++a) {
+    shape.axes.push_back(local + "_dim" + std::to_string(a + 1));
+    shape.extents.push_back(-1);
+  }
+  st.declared[name].var.shape = shape.axes;
+  st.arrays[name] = std::move(shape);
+}
+
+/// D(index(x, i, ...)) as a whole left-hand side is the derivative of one cell, as
+/// index(D(x), i, ...) is: rewritten into that form, which the array lowering reads. (Inside an
+/// aggregate the D(index(...)) form is the one read.)
+void cell_derivative_first(json& lhs) {
+  if (!lhs.is_object()) return;
+  if (lhs.value("op", std::string()) != "D" || !lhs.contains("args") || !lhs["args"].is_array() ||
+      lhs["args"].size() != 1)
+    return;
+  json& inner = lhs["args"][0];
+  if (!inner.is_object() || inner.value("op", std::string()) != "index" || !inner.contains("args") ||
+      !inner["args"].is_array() || inner["args"].empty() || !inner["args"][0].is_string())
+    return;
+  json d = lhs;  // keeps wrt and any other attribute of the D node
+  d["args"] = json::array({inner["args"][0]});
+  json cell = inner;
+  cell["args"][0] = std::move(d);
+  lhs = std::move(cell);
+}
+
+/// The parts of a left-hand side that defines an array cell by cell: index(D(x), ...) and
+/// aggregate(D(index(x, ...))) give x's time derivative; index(y, ...) and
+/// aggregate(index(y, ...)) define y's cells (an observed array, or algebraic cells).
+struct CellwiseLhs {
+  std::string target;
+  bool derivative = false;
+  expr::NodeId index = expr::kNoNode;  ///< the index node: index(x, i, ...) or index(D(x), i, ...)
+};
+
+std::optional<CellwiseLhs> cellwise_lhs(const expr::Pool& pool, expr::NodeId lhs, const std::string& file,
+                                        const std::string& pointer) {
+  const expr::Node& ln = pool.node(lhs);
+  const auto symbol_of = [&](expr::NodeId n) -> std::string {
+    return pool.node(n).op == Op::Symbol ? std::string(pool.str(pool.node(n).name)) : "";
+  };
+  if (ln.op == Op::Index && !pool.args(lhs).empty()) {
+    const expr::NodeId base = pool.args(lhs)[0];
+    if (pool.node(base).op == Op::D) {
+      if (pool.args(base).size() != 1 || symbol_of(pool.args(base)[0]).empty())
+        throw Error("invalid_equation", file, pointer_join(pointer, "lhs"),
+                    "index(D(x), i, ...) on a left-hand side must apply D to one variable");
+      return CellwiseLhs{symbol_of(pool.args(base)[0]), true, lhs};
+    }
+    if (symbol_of(base).empty()) return std::nullopt;
+    return CellwiseLhs{symbol_of(base), false, lhs};
+  }
+  if (ln.op != Op::Aggregate) return std::nullopt;
+  const auto kids = pool.children(lhs);
+  const expr::NodeId body = kids.size() > ln.arg_count ? kids[ln.arg_count] : expr::kNoNode;
+  const bool derivative = body != expr::kNoNode && pool.node(body).op == Op::D && pool.args(body).size() == 1;
+  const expr::NodeId ix = derivative ? pool.args(body)[0] : body;
+  if (ix == expr::kNoNode || pool.node(ix).op != Op::Index || pool.args(ix).empty() ||
+      symbol_of(pool.args(ix)[0]).empty())
+    throw Error("invalid_equation", file, pointer_join(pointer, "lhs"),
+                "an aggregate on a left-hand side must hold D(index(x, i, ...)) (a time derivative "
+                "cell by cell) or index(y, i, ...) (cells defined by the right-hand side), one index "
+                "per axis");
+  return CellwiseLhs{symbol_of(pool.args(ix)[0]), derivative, ix};
+}
+
+/// A variable declared without a shape that an aggregate defines cell by cell is an array over
+/// the aggregate's ranges: an index over an index set takes that set's name and size, any other
+/// index names an axis whose extent the equations give (infer_extents).
+void declare_array_from_aggregate(FlattenState& st, const std::string& x, expr::NodeId aggregate, expr::NodeId ix) {
+  expr::Pool& pool = st.sys.pool;
+  const json attrs = expr::attrs_json(pool, aggregate);
+  const json ranges = attrs.value("ranges", json::object());
+  ArrayShape shape;
+  for (std::size_t a = 1; a < pool.args(ix).size(); ++a) {
+    const expr::Node& in = pool.node(pool.args(ix)[a]);
+    std::string sym = in.op == Op::Symbol ? std::string(pool.str(in.name)) : "";
+    if (!sym.empty() && sym[0] == '$') sym.erase(0, 1);
+    const json r = ranges.value(sym, json());
+    // An offset index (i + 1) names no axis: the array's own, extent inferred.
+    shape.axes.push_back(r.is_object() && r.contains("from") && r["from"].is_string() ? r["from"].get<std::string>()
+                         : sym.empty() ? x.substr(x.rfind('.') + 1) + "_dim" + std::to_string(a)
+                                       : sym);
+    auto size = st.doc.index_set_sizes.find(shape.axes.back());
+    shape.extents.push_back(size == st.doc.index_set_sizes.end() ? -1 : size->second);
+  }
+  st.declared[x].var.shape = shape.axes;
+  st.arrays[x] = std::move(shape);
+}
+
+/// `index(y, m) = <distinct aggregate>` with y declared without a shape: y is the producer's
+/// output, an array over the derived index set that names the producer. False otherwise.
+bool declare_derived_output(FlattenState& st, const std::string& y, expr::NodeId lhs, expr::NodeId rhs) {
+  expr::Pool& pool = st.sys.pool;
+  if (pool.node(lhs).op != Op::Index || pool.args(lhs).size() != 2 || pool.node(rhs).op != Op::Aggregate)
+    return false;
+  const json attrs = expr::attrs_json(pool, rhs);
+  const json sets = st.doc.doc.value("index_sets", json::object());
+  if (attrs.value("distinct", false) != true || !attrs.contains("id")) return false;
+  for (auto it = sets.begin(); it != sets.end(); ++it)
+    if (it->is_object() && it->value("kind", std::string()) == "derived" && it->value("from_faq", json()) == attrs["id"]) {
+      st.declared[y].var.shape = {it.key()};
+      st.arrays[y] = ArrayShape{{it.key()}, {-1}};
+      return true;
+    }
+  return false;
+}
+
+/// An equation whose left-hand side defines cells of an array (CellwiseLhs): recorded as a
+/// tendency piece or an observed-array piece; false when `lhs` is no such form, or defines cells
+/// of a variable another equation defines whole (then it is an implicit equation, as before).
+bool add_cellwise(FlattenState& st, std::size_t c, expr::NodeId lhs, expr::NodeId rhs, const std::string& ep) {
+  const Component& comp = st.components[c];
+  expr::Pool& pool = st.sys.pool;
+  const std::optional<CellwiseLhs> cw = cellwise_lhs(pool, lhs, comp.file, ep);
+  if (!cw) return false;
+  const std::string& x = cw->target;
+  if (!cw->derivative && st.observed_eqs.count(x)) {
+    const Op first = pool.node(st.observed_eqs[x].lhs).op;
+    if (first != Op::Index && first != Op::Aggregate) return false;
+    st.observed_pieces[x].push_back(FlatEquation{lhs, rhs, comp.file, ep});
+    return true;
+  }
+  // Declared without a shape but defined cell by cell: an array whose extents follow from the
+  // equations (spec §4.3, implicit dimensions).
+  if (!st.arrays.count(x) && st.declared.count(x) && !(!cw->derivative && declare_derived_output(st, x, lhs, rhs))) {
+    if (pool.node(lhs).op == Op::Aggregate) declare_array_from_aggregate(st, x, lhs, cw->index);
+    else declare_implicit_array(st, x, pool.args(cw->index).size() - 1);
+  }
+  if (cw->derivative) {
+    if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
+    Tendency t{rhs, c, comp.file, ep};
+    t.lhs_aggregate = lhs;
+    st.tendencies[x].push_back(t);
+  } else {
+    st.observed_eqs[x] = FlatEquation{lhs, rhs, comp.file, ep};
+    st.observed_order.push_back(x);
+  }
+  return true;
+}
+
 void add_model(FlattenState& st, std::size_t c) {
   const Component& comp = st.components[c];
   const json& m = *comp.node;
@@ -151,9 +298,10 @@ void add_model(FlattenState& st, std::size_t c) {
   expr::Pool& pool = st.sys.pool;
   for (std::size_t i = 0; i < eqs.size(); ++i) {
     const std::string ep = pointer_join(pointer_join(comp.pointer, "equations"), i);
-    const json& eq = eqs[i];
+    json eq = eqs[i];
     if (!eq.is_object() || !eq.contains("lhs") || !eq.contains("rhs"))
       throw Error("invalid_equation", comp.file, ep, "an equation needs 'lhs' and 'rhs'");
+    cell_derivative_first(eq["lhs"]);
     // `index(D(x), i, j) = rhs`: i and j are index symbols on both sides.
     // `index(y, i) = rhs` defines observed y cell by cell.
     std::set<std::string> free_indices;
@@ -197,76 +345,8 @@ void add_model(FlattenState& st, std::size_t c) {
                     std::string(ln.op == Op::D ? "D" : "ic") + " on a left-hand side must apply to one variable");
       return std::string(pool.str(pool.node(a[0]).name));
     };
-    if (ln.op == Op::Index && !pool.args(lhs).empty() && pool.node(pool.args(lhs)[0]).op == Op::D) {
-      const expr::NodeId d = pool.args(lhs)[0];
-      if (pool.args(d).size() != 1 || pool.node(pool.args(d)[0]).op != Op::Symbol)
-        throw Error("invalid_equation", comp.file, pointer_join(ep, "lhs"),
-                    "index(D(x), i, ...) on a left-hand side must apply D to one variable");
-      const std::string x(pool.str(pool.node(pool.args(d)[0]).name));
-      if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
-      Tendency t{rhs, c, comp.file, ep};
-      t.lhs_aggregate = lhs;
-      st.tendencies[x].push_back(t);
-    } else if (ln.op == Op::Index && !pool.args(lhs).empty() && pool.node(pool.args(lhs)[0]).op == Op::Symbol &&
-               !st.observed_eqs.count(std::string(pool.str(pool.node(pool.args(lhs)[0]).name)))) {
-      const std::string y(pool.str(pool.node(pool.args(lhs)[0]).name));
-      // `index(y, m) = <distinct aggregate>` with y declared without a shape: y is the
-      // producer's output, an array over the derived index set that names the producer.
-      if (!st.arrays.count(y) && st.declared.count(y) && pool.args(lhs).size() == 2 &&
-          pool.node(rhs).op == Op::Aggregate) {
-        const json attrs = expr::attrs_json(pool, rhs);
-        const json sets = st.doc.doc.value("index_sets", json::object());
-        if (attrs.value("distinct", false) == true && attrs.contains("id"))
-          for (auto it = sets.begin(); it != sets.end(); ++it)
-            if (it->is_object() && it->value("kind", std::string()) == "derived" &&
-                it->value("from_faq", json()) == attrs["id"]) {
-              st.declared[y].var.shape = {it.key()};
-              st.arrays[y] = ArrayShape{{it.key()}, {-1}};
-              break;
-            }
-      }
-      st.observed_eqs[y] = FlatEquation{lhs, rhs, comp.file, ep};
-      st.observed_order.push_back(y);
-    } else if (ln.op == Op::Aggregate) {
-      // aggregate(D(index(x, i, j)), output_idx: [i, j]) = rhs: an array tendency written cell
-      // by cell (expand_arrays maps the indices onto x's axes).
-      const auto kids = pool.children(lhs);
-      const expr::NodeId body = kids.size() > ln.arg_count ? kids[ln.arg_count] : expr::kNoNode;
-      const auto bad = [&]() {
-        throw Error("invalid_equation", comp.file, pointer_join(ep, "lhs"),
-                    "an aggregate on a left-hand side must hold D(index(x, i, ...)) with one "
-                    "index symbol per axis of x");
-      };
-      if (body == expr::kNoNode || pool.node(body).op != Op::D || pool.args(body).size() != 1) bad();
-      const expr::NodeId ix = pool.args(body)[0];
-      if (pool.node(ix).op != Op::Index || pool.args(ix).empty() ||
-          pool.node(pool.args(ix)[0]).op != Op::Symbol)
-        bad();
-      const std::string x(pool.str(pool.node(pool.args(ix)[0]).name));
-      // A variable declared without a shape but defined cell by cell is an array over the
-      // aggregate's ranges (extents inferred by expand_arrays).
-      if (!st.arrays.count(x) && st.declared.count(x)) {
-        const json attrs = expr::attrs_json(pool, lhs);
-        const json ranges = attrs.value("ranges", json::object());
-        ArrayShape shape;
-        for (std::size_t a = 1; a < pool.args(ix).size(); ++a) {
-          const expr::Node& in = pool.node(pool.args(ix)[a]);
-          std::string sym = in.op == Op::Symbol ? std::string(pool.str(in.name)) : "";
-          if (!sym.empty() && sym[0] == '$') sym.erase(0, 1);
-          const json r = ranges.value(sym, json());
-          shape.axes.push_back(r.is_object() && r.contains("from") && r["from"].is_string()
-                                   ? r["from"].get<std::string>()
-                                   : sym);
-          auto size = st.doc.index_set_sizes.find(shape.axes.back());
-          shape.extents.push_back(size == st.doc.index_set_sizes.end() ? -1 : size->second);
-        }
-        st.declared[x].var.shape = shape.axes;
-        st.arrays[x] = std::move(shape);
-      }
-      if (!st.tendencies.count(x)) st.tendency_order.push_back(x);
-      Tendency t{rhs, c, comp.file, ep};
-      t.lhs_aggregate = lhs;
-      st.tendencies[x].push_back(t);
+    if (add_cellwise(st, c, lhs, rhs, ep)) {
+      // an array defined cell by cell: its tendency, observed cells or algebraic cells
     } else if (ln.op == Op::D) {
       const std::string x = target();
       if (x == "_var") {

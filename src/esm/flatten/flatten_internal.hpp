@@ -82,6 +82,10 @@ struct FlattenState {
   std::map<std::string, std::vector<Tendency>> tendencies;
   std::vector<std::string> tendency_order;
   std::map<std::string, FlatEquation> observed_eqs;     ///< flat name -> y = rhs
+  /// Further equations that define cells of an observed array observed_eqs also defines cell
+  /// by cell (index(y, 1) = a, index(y, 2) = b, an aggregate over the rest): pieces the cell
+  /// form checks cover every cell once.
+  std::map<std::string, std::vector<FlatEquation>> observed_pieces;
   std::vector<std::string> observed_order;
   std::map<std::string, FlatEquation> initial_eqs;      ///< flat name -> ic(x) = rhs
   std::vector<FlatEquation> algebraic_eqs;

@@ -1,0 +1,266 @@
+// Arrays written in the other styles the format allows (spec §4.3): variables declared without
+// a shape whose extent follows from the equations (implicit dimensions), arrays defined piece by
+// piece (boundary cells by scalar equations, the interior by an aggregate whose left-hand index
+// is offset), algebraic array equations (an aggregate on the left without D), observed arrays
+// defined in pieces, and contractions whose indices take their ranges from the operands'
+// shapes. Oracles: the same arithmetic written out by hand (compared with ==), and the
+// per-region form run against the cell form, bit for bit.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "esi/core/error.hpp"
+#include "esi/esm/flatten.hpp"
+#include "esi/esm/load.hpp"
+#include "esi/exec/simulate.hpp"
+#include "esi/kernel/oracle.hpp"
+#include "support/flat_doc.hpp"
+
+namespace {
+
+using Flat = esi::testing::FlatDoc;
+using esi::testing::array_doc;
+
+std::string cell(const std::string& a, std::vector<std::int64_t> c) {
+  return esi::esm::cell_name(a, c);
+}
+
+const char* const kNoSets = "{}";
+
+std::string d_cell(const std::string& var, const std::string& index) {
+  return R"({"op": "D", "args": [{"op": "index", "args": [")" + var + "\", " + index +
+         R"(]}], "wrt": "t"})";
+}
+std::string at(const std::string& var, const std::string& index) {
+  return R"({"op": "index", "args": [")" + var + "\", " + index + "]}";
+}
+
+/// (code, pointer) of the refusal of `text` by load + flatten, or ("ok", "").
+std::pair<std::string, std::string> refusal(const std::string& text) {
+  try {
+    Flat f(text);
+  } catch (const esi::Error& e) {
+    return {e.code(), e.diagnostic().pointer};
+  }
+  return {"ok", ""};
+}
+
+/// The findings of esi validate (schema, structure, units) on `text`.
+std::vector<esi::Diagnostic> findings(const std::string& text) {
+  esi::testing::TempDir dir;
+  return esi::esm::validate_file(dir.write("m.esm", text).string()).errors;
+}
+
+/// Runs `text` in the cell form and in the per-region form with one explicit method; the
+/// trajectories must be the same bits, state by state (by name: the orders may differ).
+void expect_forms_agree(const std::string& text) {
+  esi::testing::TempDir dir;
+  const auto doc = esi::esm::load_resolved(dir.write("m.esm", text));
+  esi::esm::FlattenOptions grid;
+  grid.grid = true;
+  const esi::esm::System cells = esi::esm::flatten(doc), regions = esi::esm::flatten(doc, grid);
+  esi::exec::SimulateOptions o;
+  o.t0 = 0;
+  o.t1 = 1;
+  o.saveat = 0.25;
+  o.integrator.method = esi::method::MethodId::Tsit5;
+  o.document = &doc;
+  const auto a = esi::exec::simulate(cells, o), b = esi::exec::simulate(regions, o);
+  ASSERT_EQ(a.code, esi::method::ReturnCode::Success) << a.message;
+  ASSERT_EQ(b.code, esi::method::ReturnCode::Success) << b.message;
+  ASSERT_EQ(a.times, b.times);
+  ASSERT_EQ(a.state_count, b.state_count);
+  std::map<std::string, std::size_t> in_b;
+  for (std::size_t j = 0; j < b.state_count; ++j) in_b[b.names[j]] = j;
+  for (std::size_t k = 0; k < a.times.size(); ++k)
+    for (std::size_t j = 0; j < a.state_count; ++j)
+      ASSERT_EQ(a.values[k * a.names.size() + j],
+                b.values[k * b.names.size() + in_b.at(a.names[j])])
+          << a.names[j] << " at t = " << a.times[k];
+}
+
+// ---- implicit dimensions ----
+
+// u has no shape: equations on u[1], u[2], u[3] make it an array of three cells, each decaying
+// at its own rate (du_k = -k u_k). `cells` says which cell each equation's left-hand side names;
+// `index_of_d` writes the first one as index(D(u), 1) instead of D(index(u, 1)).
+std::string implicit_cells(std::vector<int> cells = {1, 2, 3}, bool index_of_d = false) {
+  std::string eqs = "[";
+  for (std::size_t e = 0; e < cells.size(); ++e) {
+    const std::string ks = std::to_string(cells[e]), rate = std::to_string(e + 1);
+    const std::string lhs =
+        e == 0 && index_of_d
+            ? R"({"op": "index", "args": [{"op": "D", "args": ["u"], "wrt": "t"}, )" + ks + "]}"
+            : d_cell("u", ks);
+    eqs += std::string(e > 0 ? "," : "") + R"({"lhs": )" + lhs +
+           R"(, "rhs": {"op": "*", "args": [-)" + rate + ", " + at("u", ks) + "]}}";
+  }
+  return array_doc(kNoSets, R"({"u": {"type": "unknown", "units": "1", "default": 1.0}})",
+                   eqs + "]");
+}
+
+TEST(ArrayForms, AVariableWithoutAShapeTakesItsExtentFromTheCellsItsEquationsDefine) {
+  EXPECT_TRUE(findings(implicit_cells()).empty());  // one array equation for one unknown
+  for (const bool index_of_d : {false, true}) {
+    Flat f(implicit_cells({1, 2, 3}, index_of_d));
+    ASSERT_EQ(f.sys.states.size(), 3u);
+    ASSERT_EQ(f.sys.arrays.size(), 1u);
+    EXPECT_EQ(f.sys.arrays[0].extents, std::vector<std::int64_t>{3});
+    const std::vector<double> u = {0.5, -2.25, 4.0};
+    std::map<std::string, double> by_name;
+    for (int k = 1; k <= 3; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+    const auto du = f.rhs(by_name);
+    for (int k = 1; k <= 3; ++k) EXPECT_EQ(du.at(cell("M.u", {k})), -k * u[k - 1]);
+  }
+  expect_forms_agree(implicit_cells());
+}
+
+TEST(ArrayForms, AnImplicitArrayCellDefinedTwiceOrLeftOutIsALocatedError) {
+  EXPECT_EQ(refusal(implicit_cells({1, 2, 2})),
+            std::make_pair(std::string("array_cell_defined_twice"),
+                           std::string("/models/M/equations/2")));
+  EXPECT_EQ(refusal(implicit_cells({1, 3})).first,
+            "array_region_uncovered");  // u[2] has no equation
+}
+
+// ---- arrays defined piecewise ----
+
+// u over x (5 cells): the two boundary cells decay, the interior diffuses:
+// du_1 = -u_1, du_5 = -u_5, du_{i+1} = u_i - 2 u_{i+1} + u_{i+2} for i in 1..3.
+std::string piecewise(const std::string& shape) {
+  const std::string i1 = R"({"op": "+", "args": ["i", 1]})",
+                    i2 = R"({"op": "+", "args": ["i", 2]})";
+  return array_doc(
+      R"({"x": {"kind": "interval", "size": 5}})",
+      R"({"u": {"type": "unknown", "units": "1", "default": 1.0)" + shape + "}}",
+      "[{\"lhs\": " + d_cell("u", "1") + ", \"rhs\": {\"op\": \"-\", \"args\": [" + at("u", "1") +
+          "]}}, {\"lhs\": " + d_cell("u", "5") + ", \"rhs\": {\"op\": \"-\", \"args\": [" +
+          at("u", "5") +
+          R"(]}}, {"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 3]}, "expr": )" +
+          d_cell("u", i1) +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 3]}, "expr": {"op": "+", "args": [)" +
+          at("u", "\"i\"") + R"(, {"op": "*", "args": [-2, )" + at("u", i1) + "]}, " + at("u", i2) +
+          "]}}}]");
+}
+
+TEST(ArrayForms, BoundaryCellsByScalarEquationsAndTheInteriorByAnOffsetAggregate) {
+  for (const std::string& shape : {std::string(R"(, "shape": ["x"])"), std::string()}) {
+    const std::string text = piecewise(shape);
+    EXPECT_TRUE(findings(text).empty()) << (shape.empty() ? "implicit" : "declared");
+    Flat f(text);
+    ASSERT_EQ(f.sys.states.size(), 5u);
+    const std::vector<double> u = {0.25, 1.5, -0.75, 2.0, 0.125};
+    std::map<std::string, double> by_name;
+    for (int k = 1; k <= 5; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+    const auto du = f.rhs(by_name);
+    EXPECT_EQ(du.at(cell("M.u", {1})), -u[0]);
+    EXPECT_EQ(du.at(cell("M.u", {5})), -u[4]);
+    for (int i = 1; i <= 3; ++i)  // the + node's operands in the document's order
+      EXPECT_EQ(du.at(cell("M.u", {i + 1})), (u[i - 1] + -2.0 * u[i]) + u[i + 1])
+          << "cell " << i + 1;
+    expect_forms_agree(text);
+  }
+  // The interior aggregate over 1..4 reaches u[5], which its own equation defines too.
+  std::string overlap = piecewise(R"(, "shape": ["x"])");
+  for (std::size_t at_ = overlap.find("[1, 3]"); at_ != std::string::npos;
+       at_ = overlap.find("[1, 3]"))
+    overlap.replace(at_, 6, "[1, 4]");
+  const auto [code, pointer] = refusal(overlap);
+  EXPECT_EQ(code, "array_cell_defined_twice");
+  EXPECT_EQ(pointer, "/models/M/equations/2");
+}
+
+// ---- algebraic array equations and observed arrays in pieces ----
+
+TEST(ArrayForms, AnAggregateOnTheLeftWithoutDDefinesEachCellAlgebraically) {
+  // w[i] = 2 u[i] cell by cell; du[i] = -w[i].
+  const std::string text = array_doc(
+      R"({"x": {"kind": "interval", "size": 3}})",
+      R"({"u": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]}, "w": {"type": "unknown", "units": "1", "shape": ["x"]}})",
+      R"([{"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": )" +
+          d_cell("u", "\"i\"") +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": {"op": "-", "args": [)" +
+          at("w", "\"i\"") + R"(]}}},
+          {"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": )" +
+          at("w", "\"i\"") +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": {"op": "*", "args": [2, )" +
+          at("u", "\"i\"") + "]}}}]");
+  EXPECT_TRUE(findings(text).empty());
+  Flat f(text);
+  const std::vector<double> u = {0.5, -1.0, 3.0};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 3; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+  const auto du = f.rhs(by_name);
+  for (int k = 1; k <= 3; ++k) EXPECT_EQ(du.at(cell("M.u", {k})), -(2 * u[k - 1]));
+  const auto env = f.observed(by_name);
+  for (int k = 1; k <= 3; ++k) EXPECT_EQ(env.at(cell("M.w", {k})), 2 * u[k - 1]);
+  expect_forms_agree(text);
+}
+
+TEST(ArrayForms, AnObservedArrayDefinedInPiecesCoversEachCellOnce) {
+  // w (no shape) = [3 u1, 2 u2, 2 u3]: w[1] by a scalar equation, w[2..3] by an aggregate.
+  const auto doc = [](const std::string& range) {
+    return array_doc(
+        R"({"x": {"kind": "interval", "size": 3}})",
+        R"({"u": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]}, "w": {"type": "unknown", "units": "1"}})",
+        R"([{"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": )" +
+            d_cell("u", "\"i\"") +
+            R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": {"from": "x"}}, "expr": {"op": "-", "args": [)" +
+            at("w", "\"i\"") + R"(]}}},
+            {"lhs": )" +
+            at("w", "1") + R"(, "rhs": {"op": "*", "args": [3, )" + at("u", "1") + R"(]}},
+            {"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": )" +
+            range + R"(}, "expr": )" + at("w", "\"i\"") +
+            R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": )" +
+            range + R"(}, "expr": {"op": "*", "args": [2, )" + at("u", "\"i\"") + "]}}}]");
+  };
+  const std::string text = doc("[2, 3]");
+  EXPECT_TRUE(findings(text).empty());
+  Flat f(text);
+  const std::vector<double> u = {0.5, -1.0, 3.0};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 3; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+  const auto env = f.observed(by_name);
+  EXPECT_EQ(env.at(cell("M.w", {1})), 3 * u[0]);
+  EXPECT_EQ(env.at(cell("M.w", {2})), 2 * u[1]);
+  EXPECT_EQ(env.at(cell("M.w", {3})), 2 * u[2]);
+  expect_forms_agree(text);
+  EXPECT_EQ(refusal(doc("[1, 3]")), std::make_pair(std::string("array_cell_defined_twice"),
+                                                   std::string("/models/M/equations/2")));
+}
+
+// ---- contractions ----
+
+TEST(ArrayForms, AContractedIndexWithoutARangeTakesItFromTheOperandsShape) {
+  // du_i = -(sum_j A[i,j] u[j]): j has no range, A and u give it x's. A is not symmetric, so
+  // reading A[j,i] would be wrong; the sum is a left fold in ascending j.
+  const std::string text =
+      array_doc(R"({"x": {"kind": "interval", "size": 3}})",
+                R"({"u": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]},
+          "A": {"type": "parameter", "units": "1", "shape": ["x", "x"]}})",
+                R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"},
+           "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "expr": {"op": "*", "args": [-1, )" +
+                    at("A", "\"i\", \"j\"") + ", " + at("u", "\"j\"") + "]}}}]");
+  EXPECT_TRUE(findings(text).empty());
+  esi::esm::FlattenOptions fo;
+  fo.inputs = nlohmann::json{{"M.A", {{0.5, -1.25, 2.0}, {3.0, 0.25, -0.5}, {1.5, 4.0, -2.0}}}};
+  Flat f(text, fo);
+  std::map<std::string, double> A;  // the matrix as flattened, by cell name
+  for (const auto& v : f.sys.parameters) A[v.name] = v.default_value.value_or(NAN);
+  ASSERT_EQ(A.size(), 9u);
+  ASSERT_NE(A.at(cell("M.A", {1, 2})), A.at(cell("M.A", {2, 1})));
+  const std::vector<double> u = {0.3, -2.0, 1.25};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 3; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+  const auto du = f.rhs(by_name);
+  for (int i = 1; i <= 3; ++i) {
+    double sum = -1 * A.at(cell("M.A", {i, 1})) * u[0];
+    for (int j = 2; j <= 3; ++j) sum += -1 * A.at(cell("M.A", {i, j})) * u[j - 1];
+    EXPECT_EQ(du.at(cell("M.u", {i})), sum) << "row " << i;
+  }
+}
+
+}  // namespace
