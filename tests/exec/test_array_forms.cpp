@@ -263,4 +263,103 @@ TEST(ArrayForms, AContractedIndexWithoutARangeTakesItFromTheOperandsShape) {
   }
 }
 
+// ---- reshape, transpose, concat (§4.3.5) ----
+
+// u over x (2) and y (3); parameters p over x, q over y, a over z (6), B over (y, x), each with
+// distinct values from shaped_inputs() (their defaults are for the runs of both forms);
+// D(u) = `rhs`.
+std::string shaped(const std::string& rhs, const std::string& u_shape = R"(["x", "y"])") {
+  return array_doc(
+      R"({"x": {"kind": "interval", "size": 2}, "y": {"kind": "interval", "size": 3}, "z": {"kind": "interval", "size": 6},
+          "w": {"kind": "interval", "size": 5}})",
+      R"({"u": {"type": "unknown", "units": "1", "default": 0.0, "shape": )" + u_shape + R"(},
+          "p": {"type": "parameter", "units": "1", "default": 0.5, "shape": ["x"]},
+          "q": {"type": "parameter", "units": "1", "default": 0.25, "shape": ["y"]},
+          "a": {"type": "parameter", "units": "1", "default": 2.0, "shape": ["z"]},
+          "B": {"type": "parameter", "units": "1", "default": 4.0, "shape": ["y", "x"]}})",
+      R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": )" + rhs + "}]");
+}
+
+esi::esm::FlattenOptions shaped_inputs() {
+  esi::esm::FlattenOptions fo;
+  fo.inputs = nlohmann::json{{"M.p", {0.5, -1.5}},
+                             {"M.q", {10.0, 20.0, 40.0}},
+                             {"M.a", {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}},
+                             {"M.B", {{0.25, 7.0}, {-3.0, 1.5}, {9.0, -0.125}}}};
+  return fo;
+}
+
+/// du by cell name at u = 0 (the right-hand sides here do not read u), with shaped_inputs().
+std::map<std::string, double> du_of(const std::string& text) {
+  Flat f(text, shaped_inputs());
+  std::map<std::string, double> u;
+  for (const auto& v : f.sys.states) u[v.name] = 0.0;
+  return f.rhs(u);
+}
+
+/// The parameter values as flattened, by cell name.
+std::map<std::string, double> params_of(const std::string& text) {
+  Flat f(text, shaped_inputs());
+  std::map<std::string, double> out;
+  for (const auto& v : f.sys.parameters) out[v.name] = v.default_value.value_or(NAN);
+  return out;
+}
+
+TEST(ArrayForms, TransposeReadsTheOperandWithItsAxesPermuted) {
+  for (const std::string& rhs :
+       {std::string(R"({"op": "transpose", "args": ["B"]})"),
+        std::string(R"({"op": "transpose", "args": ["B"], "perm": [1, 0]})")}) {
+    const std::string text = shaped(rhs);
+    EXPECT_TRUE(findings(text).empty());
+    const auto du = du_of(text);
+    const auto p = params_of(text);
+    for (int i = 1; i <= 2; ++i)
+      for (int j = 1; j <= 3; ++j)
+        EXPECT_EQ(du.at(cell("M.u", {i, j})), p.at(cell("M.B", {j, i}))) << i << "," << j;
+    expect_forms_agree(text);
+  }
+  // perm [0, 1] keeps B's (3, 2) shape, which u (2, 3) cannot take.
+  EXPECT_EQ(refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [0, 1]})")).first,
+            "array_shape_mismatch");
+  EXPECT_EQ(refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [1, 1]})")).first,
+            "invalid_transpose");
+}
+
+TEST(ArrayForms, ReshapeIsColumnMajorAndAnonymousOperandsBroadcastPositionally) {
+  const std::string text = shaped(R"({"op": "reshape", "args": ["a"], "shape": [2, 3]})");
+  EXPECT_TRUE(findings(text).empty());
+  const auto du = du_of(text);
+  const auto p = params_of(text);
+  for (int i = 1; i <= 2; ++i)
+    for (int j = 1; j <= 3; ++j)  // Julia's reshape: the first index varies fastest
+      EXPECT_EQ(du.at(cell("M.u", {i, j})), p.at(cell("M.a", {(i - 1) + (j - 1) * 2 + 1})))
+          << i << "," << j;
+  // The spec's own example: broadcast(+, a, reshape(b, [1, 3]))[i, j] = a[i] + b[j].
+  const std::string outer = shaped(
+      R"({"op": "broadcast", "fn": "+", "args": [{"op": "reshape", "args": ["p"], "shape": [2]}, {"op": "reshape", "args": ["q"], "shape": [1, 3]}]})");
+  const auto dv = du_of(outer);
+  const auto po = params_of(outer);
+  for (int i = 1; i <= 2; ++i)
+    for (int j = 1; j <= 3; ++j)
+      EXPECT_EQ(dv.at(cell("M.u", {i, j})), po.at(cell("M.p", {i})) + po.at(cell("M.q", {j})))
+          << i << "," << j;
+  expect_forms_agree(outer);
+  EXPECT_EQ(refusal(shaped(R"({"op": "reshape", "args": ["a"], "shape": [4, 2]})")).first,
+            "array_shape_mismatch");
+}
+
+TEST(ArrayForms, ConcatJoinsItsOperandsAlongTheAxis) {
+  const std::string text = shaped(R"({"op": "concat", "args": ["p", "q"], "axis": 0})", R"(["w"])");
+  EXPECT_TRUE(findings(text).empty());
+  const auto du = du_of(text);
+  const auto p = params_of(text);
+  EXPECT_EQ(du.at(cell("M.u", {1})), p.at(cell("M.p", {1})));
+  EXPECT_EQ(du.at(cell("M.u", {2})), p.at(cell("M.p", {2})));
+  for (int j = 1; j <= 3; ++j) EXPECT_EQ(du.at(cell("M.u", {j + 2})), p.at(cell("M.q", {j})));
+  expect_forms_agree(text);
+  // Off the concat axis the operands must agree: (2,) and (3, 2) do not.
+  EXPECT_EQ(refusal(shaped(R"({"op": "concat", "args": ["p", "B"], "axis": 0})", R"(["w"])")).first,
+            "array_shape_mismatch");
+}
+
 }  // namespace

@@ -54,6 +54,12 @@ NodeId Expander::eval_uncached(NodeId e, const Frame& f) {
       return gather(e, f);
     case Op::MakeArray:
       return makearray_cell(e, f);
+    case Op::Transpose:
+      return transpose_cell(e, f);
+    case Op::Reshape:
+      return reshape_cell(e, f);
+    case Op::Concat:
+      return concat_cell(e, f);
     case Op::Aggregate:
       return aggregate_cell(e, f);
     case Op::Argmin: case Op::Argmax:
@@ -365,7 +371,7 @@ bool Expander::is_array_valued(NodeId e) {
   const expr::Node& n = pool_.node(e);
   switch (n.op) {
     case Op::Symbol: return array_of(e) != nullptr;
-    case Op::MakeArray: return true;
+    case Op::MakeArray: case Op::Transpose: case Op::Reshape: case Op::Concat: return true;
     case Op::Aggregate: {
       const json& attrs = this->attrs(e);
       return !attrs.value("output_idx", json::array()).empty();

@@ -28,7 +28,8 @@ bool Expander::needs_cells(NodeId e) {
       r = array_ids_.count(n.name) || pool_.str(n.name).starts_with("$");
       break;
     case Op::Index: case Op::MakeArray: case Op::Aggregate: case Op::Broadcast: case Op::Const:
-    case Op::Skolem: case Op::Rank: case Op::IntersectPolygon:
+    case Op::Skolem: case Op::Rank: case Op::IntersectPolygon: case Op::Transpose: case Op::Reshape:
+    case Op::Concat:
       r = true;
       break;
     default:

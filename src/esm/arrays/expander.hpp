@@ -325,6 +325,22 @@ class Expander {
   void bind_implicit_indices(NodeId value, const std::vector<Ix>& pos);
   bool is_array_valued(NodeId e);
 
+  // reshape, transpose, concat (§4.3.5; shape_ops.cpp)
+  /// The extents of an array-valued expression (an anonymous operand's shape): a variable's,
+  /// a literal's, a shape operator's, a makearray's bounding stops, an aggregate's output
+  /// ranges, or the broadcast of an elementwise expression's operands (Julia's convention:
+  /// left-aligned, trailing axes padded with 1). Empty for a scalar.
+  std::vector<std::int64_t> extents_of(NodeId e);
+  /// The positions an anonymous result of `extents` is read at in frame `f`: its axes align
+  /// with the frame's positionally, an axis of extent 1 is read at 1 (it broadcasts).
+  std::vector<Ix> positional(const Frame& f, const std::vector<std::int64_t>& extents, const char* what);
+  /// A transpose's `perm` (result axis k is operand axis perm[k]; default: the axes reversed).
+  std::vector<std::size_t> permutation(NodeId e, std::size_t rank);
+  std::size_t concat_axis(NodeId e);  ///< 0-based
+  NodeId transpose_cell(NodeId e, const Frame& f);
+  NodeId reshape_cell(NodeId e, const Frame& f);
+  NodeId concat_cell(NodeId e, const Frame& f);
+
   // ---- index sets and ranges (index_sets.cpp) ----
 
   /// Whether `v` is in `r`, narrowing the region in relative mode.

@@ -642,7 +642,8 @@ struct Context {
       }
       default: {
         if (is_array_op(n.op) && n.op != Op::Index && n.op != Op::MakeArray && n.op != Op::Broadcast &&
-            n.op != Op::PolygonIntersectionArea && n.op != Op::Skolem && n.op != Op::IntersectPolygon)
+            n.op != Op::PolygonIntersectionArea && n.op != Op::Skolem && n.op != Op::IntersectPolygon &&
+            n.op != Op::Reshape && n.op != Op::Transpose && n.op != Op::Concat)
           fail("unsupported_array_feature",
                "'" + std::string(expr::op_name(n.op)) + "' is not supported yet when arrays "
                "become cells");
