@@ -37,6 +37,8 @@ NodeId Expander::eval_uncached(NodeId e, const Frame& f) {
           // An index used as a number in a region program: the cell's own position.
           return pool_.symbol(relative_name("$index", {*v}));
         }
+        if (coordinates_)
+          if (const NodeId c = coordinate(s.substr(1), f); c != expr::kNoNode) return c;
         fail("array_index_unbound", "index symbol '" + std::string(s.substr(1)) +
                                         "' is used outside the aggregate that binds it");
       }
@@ -101,6 +103,36 @@ NodeId Expander::eval_uncached(NodeId e, const Frame& f) {
       return changed ? pool_.make(n.op, kids, n.arg_count, n.name, n.attrs) : e;
     }
   }
+}
+
+NodeId Expander::coordinate(std::string_view name, const Frame& f) {
+  const ArrayShape& cells = *coordinates_;
+  std::size_t axis = cells.axes.size();
+  for (std::size_t d = 0; d < cells.axes.size(); ++d)
+    if (cells.axes[d] == name) axis = d;
+  if (axis == cells.axes.size()) {
+    const std::size_t by_role = name == "x" || name == "lon" ? 0 : name == "y" || name == "lat" ? 1
+                                : name == "z" || name == "lev"                          ? 2
+                                                                                        : cells.axes.size();
+    axis = by_role;
+  }
+  if (axis >= cells.axes.size() || axis >= f.pos.size()) return expr::kNoNode;
+  const Ix at = f.pos[axis];
+  const std::int64_t n = cells.extents[axis];
+  const json registry = st_.doc.doc.value("coordinates", json::object());
+  if (registry.is_object() && registry.contains(std::string(name))) {
+    const json values = registry[std::string(name)].value("values", json());
+    if (values.is_array() && static_cast<std::int64_t>(values.size()) == n) {
+      if (relative_ && at.axis >= 0) throw NotRelative{"a coordinate read from the coordinates registry"};
+      return const_cell(values, {at}, "coordinate");
+    }
+  }
+  if (n <= 1) return pool_.number(0.0);
+  const NodeId denominator = pool_.number(static_cast<double>(n - 1));
+  if (at.axis < 0) return pool_.number(static_cast<double>(at.v - 1) / static_cast<double>(n - 1));
+  // A region program: the cell's own position, the same arithmetic while it runs.
+  const NodeId position = pool_.symbol(relative_name("$index", {at}));
+  return pool_.make(Op::Div, std::vector<NodeId>{pool_.make(Op::Sub, std::vector<NodeId>{position, pool_.number(1.0, true)}), denominator});
 }
 
 NodeId Expander::symbol_cell(NodeId sym, const ArrayShape& a, const Frame& f) {

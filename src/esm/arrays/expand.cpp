@@ -230,7 +230,9 @@ void expand_equations(CellExpansion& C, std::map<std::string, FlatEquation>& eqs
       FlatEquation e = *by;
       ex.locate(by->file, by->pointer);
       e.lhs = initial ? pool.make(Op::Ic, std::vector<NodeId>{pool.symbol(name)}) : pool.symbol(name);
+      ex.coordinates_of(st.coordinate_targets.count(y) ? &a->second : nullptr);
       e.rhs = ex.at(by->rhs, lc.frame, lc.bindings);
+      ex.coordinates_of(nullptr);
       out[name] = e;
       new_order.push_back(name);
     }

@@ -193,7 +193,18 @@ class Expander {
   /// Materializes every derived index set of the document (sizes the arrays shaped over them).
   void materialize_derived_sets();
 
+  /// While set (the equation of an array in FlattenState::coordinate_targets is expanded), an
+  /// unbound index symbol naming a spatial coordinate of these cells reads its value there.
+  void coordinates_of(const ArrayShape* cells) { coordinates_ = cells; }
+
  private:
+  const ArrayShape* coordinates_ = nullptr;
+  /// The coordinate `name` of the cell at `f` (spec §11.4, §6.6.5): along the axis it names
+  /// (an axis of the cells, else x / lon the first, y / lat the second, z / lev the third), the
+  /// `coordinates` registry's `values` of that name when they have one entry per cell of the
+  /// axis, else the cell's node on the unit interval, (i - 1) / (N - 1). kNoNode when `name`
+  /// is not a coordinate of these cells.
+  NodeId coordinate(std::string_view name, const Frame& f);
   FlattenState& st_;
   Pool& pool_;
   std::unordered_map<expr::StrId, const ArrayShape*> array_ids_;

@@ -145,7 +145,10 @@ void lower_observed_arrays(RegionLowering& L) {
                           cell_name(y, rep) + " has no value");
         lc = std::move(*found);
       }
-      return std::vector<NodeId>{ex.at(eq.rhs, lc.frame, lc.bindings)};
+      ex.coordinates_of(st.coordinate_targets.count(y) ? &shape : nullptr);
+      const NodeId value = ex.at(eq.rhs, lc.frame, lc.bindings);
+      ex.coordinates_of(nullptr);
+      return std::vector<NodeId>{value};
     }));
     L.observed.push_back(std::move(g));
   }
@@ -358,7 +361,10 @@ void lower_initial_values(RegionLowering& L) {
                       "the initial-value equation covers only some cells of '" + x + "'");
         lc = std::move(*found);
       }
-      return std::vector<NodeId>{ex.at(rhs, lc.frame, lc.bindings)};
+      ex.coordinates_of(st.coordinate_targets.count(x) ? &shape : nullptr);
+      const NodeId value = ex.at(rhs, lc.frame, lc.bindings);
+      ex.coordinates_of(nullptr);
+      return std::vector<NodeId>{value};
     }));
     L.initial.push_back(std::move(g));
   }

@@ -144,6 +144,20 @@ void add_model_declarations(FlattenState& st, std::size_t c) {
     }
 }
 
+/// The names a coordinate expression over an array's cells may read as spatial coordinates
+/// (spec §4.9.1 (iii), §11.4): x, y, z, lon, lat, lev, the array's axis names and the keys of
+/// the document's `coordinates` registry, except names the component declares (those are its
+/// variables).
+std::set<std::string> coordinate_names(const FlattenState& st, const Component& comp, const ArrayShape& shape) {
+  std::set<std::string> out{"x", "y", "z", "lon", "lat", "lev"};
+  out.insert(shape.axes.begin(), shape.axes.end());
+  const json registry = st.doc.doc.value("coordinates", json::object());
+  if (registry.is_object())
+    for (auto it = registry.begin(); it != registry.end(); ++it) out.insert(it.key());
+  for (auto it = out.begin(); it != out.end();) it = comp.locals.count(*it) ? out.erase(it) : std::next(it);
+  return out;
+}
+
 /// An unknown declared without a shape that equations define cell by cell: an array of `rank`
 /// axes named after it (u_dim1, ...), extents inferred from those equations (infer_extents).
 void declare_implicit_array(FlattenState& st, const std::string& name, std::size_t rank) {
@@ -322,20 +336,19 @@ void add_model(FlattenState& st, std::size_t c) {
     try {
       rhs = localize(st, c, eq["rhs"], pointer_join(ep, "rhs"), rhs_indices);
     } catch (const Error& e) {
-      // ic(u) = f(x) with x a spatial coordinate (§6.6.5 build-time scope, §11.4.1): the
-      // document is fine, the coordinate values need a grid convention esi does not have yet.
+      // ic(u) = f(x) with u an array and x a spatial coordinate (§11.4): the names the
+      // document does not declare are read as coordinates of u's cells (Expander::coordinate).
       const expr::Node& l = pool.node(lhs);
       if (e.code() != "undefined_variable" || l.op != Op::Ic || pool.args(lhs).empty() ||
-          pool.node(pool.args(lhs)[0]).op != Op::Symbol ||
-          !st.arrays.count(std::string(pool.str(pool.node(pool.args(lhs)[0]).name))))
+          pool.node(pool.args(lhs)[0]).op != Op::Symbol)
         throw;
-      throw Error("unsupported_array_feature", e.diagnostic().file, e.diagnostic().pointer,
-                  "the initial condition of an array reads a name that is not a variable (" +
-                      e.diagnostic().message + "); coordinate-expression initial conditions are "
-                      "not supported yet: the spec calls such a name a spatial coordinate (§11.4) "
-                      "but gives no rule for its values (coordinates are ordinary data, §11, and "
-                      "the `coordinates` registry never changes the dynamics, §2.1); declare it as "
-                      "a parameter array over the axis and index it");
+      const std::string target(pool.str(pool.node(pool.args(lhs)[0]).name));
+      const auto array = st.arrays.find(target);
+      if (array == st.arrays.end()) throw;
+      std::set<std::string> with_coordinates = rhs_indices;
+      for (const std::string& name : coordinate_names(st, comp, array->second)) with_coordinates.insert(name);
+      rhs = localize(st, c, eq["rhs"], pointer_join(ep, "rhs"), with_coordinates);
+      st.coordinate_targets.insert(target);
     }
     const expr::Node& ln = pool.node(lhs);
     const auto target = [&]() -> std::string {
@@ -407,7 +420,16 @@ void add_extra_array(FlattenState& st, const FlattenOptions::ExtraArray& extra) 
   st.declaration_order.push_back(name);
   st.declared[name] = d;
   if (!extra.axes.empty()) st.arrays[name] = ArrayShape{extra.axes, extra.extents};
-  const expr::NodeId rhs = localize(st, c->second, extra.rhs, extra.pointer);
+  expr::NodeId rhs = expr::kNoNode;
+  try {
+    rhs = localize(st, c->second, extra.rhs, extra.pointer);
+  } catch (const Error& e) {
+    // A reference solution over the cells may read spatial coordinates (§6.6.5: sin(pi x)).
+    if (e.code() != "undefined_variable" || extra.axes.empty()) throw;
+    rhs = localize(st, c->second, extra.rhs, extra.pointer,
+                   coordinate_names(st, st.components[c->second], st.arrays.at(name)));
+    st.coordinate_targets.insert(name);
+  }
   st.observed_eqs[name] = FlatEquation{st.sys.pool.symbol(name), rhs, extra.file, extra.pointer};
   st.observed_order.push_back(name);
 }

@@ -95,6 +95,9 @@ struct FlattenState {
   std::set<std::string> removed_parameters;
   std::map<std::string, std::string> file_of_component_pointer;
   std::map<std::string, ArrayShape> arrays;  ///< flat name of each shaped variable -> its shape
+  /// Arrays whose initial (ic) or defining equation reads spatial coordinates of their cells
+  /// (spec §11.4, §6.6.5): names there are index symbols the Expander gives coordinate values.
+  std::set<std::string> coordinate_targets;
   bool grid = false;  ///< FlattenOptions::grid
   /// FlattenOptions::inputs: values of constant parameter arrays known when the model is built
   /// (what a derived index set or a build-time key may be computed from).
