@@ -362,4 +362,94 @@ TEST(ArrayForms, ConcatJoinsItsOperandsAlongTheAxis) {
             "array_shape_mismatch");
 }
 
+// ---- contractions, makearray blocks ----
+
+TEST(ArrayForms, AnEinsumStencilSelectsItsWeightByTheContractedOffset) {
+  // du[i] = sum_{k=-1..1} w(k) u[i + k], w(0) = -2, w(+-1) = 1, for the interior i in 2..4; the
+  // boundary cells are held. The contraction is a left fold in ascending k.
+  const std::string w = R"({"op": "ifelse", "args": [{"op": "==", "args": ["k", 0]}, -2, 1]})";
+  const std::string text = array_doc(
+      R"({"x": {"kind": "interval", "size": 5}})",
+      R"({"u": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]}})",
+      "[{\"lhs\": " + d_cell("u", "1") + ", \"rhs\": 0}, {\"lhs\": " + d_cell("u", "5") +
+          R"(, "rhs": 0}, {"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [2, 4]}, "expr": )" +
+          d_cell("u", "\"i\"") +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [2, 4], "k": [-1, 1]},
+              "expr": {"op": "*", "args": [)" +
+          w + ", " + at("u", R"({"op": "+", "args": ["i", "k"]})") + "]}}}]");
+  EXPECT_TRUE(findings(text).empty());
+  Flat f(text);
+  const std::vector<double> u = {0.5, 2.0, -1.0, 4.0, 0.25};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 5; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+  const auto du = f.rhs(by_name);
+  EXPECT_EQ(du.at(cell("M.u", {1})), 0.0);
+  EXPECT_EQ(du.at(cell("M.u", {5})), 0.0);
+  for (int i = 2; i <= 4; ++i)
+    EXPECT_EQ(du.at(cell("M.u", {i})), (1 * u[i - 2] + -2 * u[i - 1]) + 1 * u[i]) << "cell " << i;
+  expect_forms_agree(text);
+}
+
+TEST(ArrayForms, ReductionsOtherThanSumFoldOverTheContractedIndex) {
+  const std::string text =
+      array_doc(R"({"x": {"kind": "interval", "size": 3}})",
+                R"({"u": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]},
+          "prod": {"type": "unknown", "units": "1"}, "low": {"type": "unknown", "units": "1"}, "high": {"type": "unknown", "units": "1"}})",
+                R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": 0},
+          {"lhs": "prod", "rhs": {"op": "aggregate", "output_idx": [], "args": [], "reduce": "*", "expr": )" +
+                    at("u", "\"k\"") + R"(}},
+          {"lhs": "low", "rhs": {"op": "aggregate", "output_idx": [], "args": [], "reduce": "min", "expr": )" +
+                    at("u", "\"k\"") + R"(}},
+          {"lhs": "high", "rhs": {"op": "aggregate", "output_idx": [], "args": [], "reduce": "max", "expr": )" +
+                    at("u", "\"k\"") + "}}]");
+  EXPECT_TRUE(findings(text).empty());
+  Flat f(text);
+  const std::vector<double> u = {1.5, -4.0, 0.75};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 3; ++k) by_name[cell("M.u", {k})] = u[k - 1];
+  const auto env = f.observed(by_name);
+  EXPECT_EQ(env.at("M.prod"), (u[0] * u[1]) * u[2]);
+  EXPECT_EQ(env.at("M.low"), -4.0);
+  EXPECT_EQ(env.at("M.high"), 1.5);
+}
+
+TEST(ArrayForms, TheSpecsMakearrayBlockAssemblyFillsEachRegion) {
+  // Spec §4.3.2's 3 x 3 example: row 1 = x_row, row 2 = y + z as a [1, i] aggregate, then the
+  // corners 1, z[1] and the contraction sum_i z[i]^2.
+  const std::string mk = R"({"op": "makearray", "args": [],
+      "regions": [[[1, 1], [1, 3]], [[2, 2], [1, 3]], [[3, 3], [1, 1]], [[3, 3], [2, 2]], [[3, 3], [3, 3]]],
+      "values": ["x_row",
+                 {"op": "aggregate", "output_idx": [1, "i"], "args": ["y", "z"],
+                  "expr": {"op": "+", "args": [{"op": "index", "args": ["y", "i"]}, {"op": "index", "args": ["z", "i"]}]}},
+                 1, {"op": "index", "args": ["z", 1]},
+                 {"op": "aggregate", "output_idx": [], "args": ["z"],
+                  "expr": {"op": "*", "args": [{"op": "index", "args": ["z", "i"]}, {"op": "index", "args": ["z", "i"]}]}}]})";
+  const std::string text =
+      array_doc(R"({"r": {"kind": "interval", "size": 3}, "c": {"kind": "interval", "size": 3}})",
+                R"({"u": {"type": "unknown", "units": "1", "default": 0.0, "shape": ["r", "c"]},
+          "x_row": {"type": "parameter", "units": "1", "default": 0.0, "shape": ["c"]},
+          "y": {"type": "parameter", "units": "1", "default": 0.0, "shape": ["c"]},
+          "z": {"type": "parameter", "units": "1", "default": 0.0, "shape": ["c"]}})",
+                R"([{"lhs": {"op": "D", "args": ["u"], "wrt": "t"}, "rhs": )" + mk + "}]");
+  EXPECT_TRUE(findings(text).empty());
+  esi::esm::FlattenOptions fo;
+  fo.inputs = nlohmann::json{
+      {"M.x_row", {5.0, 6.0, 7.0}}, {"M.y", {0.5, 1.5, 2.5}}, {"M.z", {3.0, -1.0, 0.25}}};
+  Flat f(text, fo);
+  std::map<std::string, double> p, u;
+  for (const auto& v : f.sys.parameters) p[v.name] = v.default_value.value_or(NAN);
+  for (const auto& v : f.sys.states) u[v.name] = 0.0;
+  const auto du = f.rhs(u);
+  const auto P = [&](const char* a, int j) { return p.at(cell(a, {j})); };
+  for (int j = 1; j <= 3; ++j) {
+    EXPECT_EQ(du.at(cell("M.u", {1, j})), P("M.x_row", j));
+    EXPECT_EQ(du.at(cell("M.u", {2, j})), P("M.y", j) + P("M.z", j));
+  }
+  EXPECT_EQ(du.at(cell("M.u", {3, 1})), 1.0);
+  EXPECT_EQ(du.at(cell("M.u", {3, 2})), P("M.z", 1));
+  EXPECT_EQ(du.at(cell("M.u", {3, 3})),
+            (P("M.z", 1) * P("M.z", 1) + P("M.z", 2) * P("M.z", 2)) + P("M.z", 3) * P("M.z", 3));
+  expect_forms_agree(text);
+}
+
 }  // namespace

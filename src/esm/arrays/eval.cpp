@@ -325,7 +325,20 @@ NodeId Expander::region_value(NodeId value, const Frame& f, const std::vector<st
     const json& attrs = this->attrs(value);
     const json out = attrs.value("output_idx", json::array());
     const json ranges = attrs.value("ranges", json::object());
-    if (out.size() == f.pos.size()) return eval(value, f);
+    if (out.size() == f.pos.size()) {
+      // A `1` in output_idx is a singleton axis (the spec's row [1, i] filling one row of a
+      // block): it is read at 1 wherever the region places it.
+      if (std::none_of(out.begin(), out.end(), [](const json& o) { return o.is_number(); })) return eval(value, f);
+      Frame at = f;
+      for (std::size_t d = 0; d < out.size(); ++d)
+        if (out[d].is_number()) {
+          if (hi[d] != lo[d])
+            fail("array_shape_mismatch", "a makearray value with a singleton axis " + std::to_string(d + 1) +
+                                             " fills a region " + std::to_string(hi[d] - lo[d] + 1) + " wide there");
+          at.pos[d] = Ix{1, -1};
+        }
+      return eval(value, at);
+    }
     // Fewer output indices than the array has axes: they run along the region's axes that a
     // `from` range names, then along its non-singleton axes in order.
     std::vector<bool> used(f.pos.size(), false);
