@@ -5,7 +5,10 @@
 // as the format's own ignition-front fixture pins it. Oracles: the closed-form field at those
 // nodes computed here, and u' = -u with u(x, 0) = sin(pi x), whose solution is e^-t sin(pi x).
 #include <cmath>
+#include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -149,6 +152,32 @@ TEST(CheckCoordinates, ANameThatIsNoCoordinateIsStillAnUndefinedVariable) {
   } catch (const esi::Error& e) {
     EXPECT_EQ(e.code(), "undefined_variable") << e.what();
   }
+}
+
+TEST(CheckCoordinates, ADiscretizationAgnosticHeatEquationConvergesUnderTheInjectedStencil) {
+  // tests/check/heat: u_t = alpha laplacian(u) with no discretization of its own; each test
+  // injects a central difference at N nodes and takes the relative L2 error against the exact
+  // solution exp(-alpha pi^2 t) sin(pi x). sin(pi x) is an eigenvector of the discrete operator
+  // with eigenvalue -(4 / dx^2) sin^2(pi dx / 2), so the error of the (exactly integrated)
+  // semi-discrete solution is |exp(alpha t (lambda_h + pi^2)) - 1|, second order in dx.
+  const auto r = esi::check::check_file(
+      (std::filesystem::path(ESI_SOURCE_DIR) / "tests/check/heat/heat.esm").string());
+  ASSERT_FALSE(r.error) << r.error->message;
+  ASSERT_EQ(r.tests.size(), 2u);
+  const double alpha = 0.01, t = 0.1;
+  std::vector<double> errors;
+  for (const auto& [test, n] : {std::pair{&r.tests[0], 21}, std::pair{&r.tests[1], 41}}) {
+    ASSERT_FALSE(test->error) << test->error->message;
+    ASSERT_EQ(test->assertions.size(), 1u);
+    EXPECT_TRUE(test->assertions[0].pass) << test->id;
+    const double dx = 1.0 / (n - 1);
+    const double lambda_h = -4.0 / (dx * dx) * std::pow(std::sin(kPi * dx / 2), 2);
+    const double predicted = std::abs(std::exp(alpha * t * (lambda_h + kPi * kPi)) - 1);
+    EXPECT_NEAR(test->assertions[0].actual, predicted, 1e-3 * predicted) << test->id;
+    errors.push_back(test->assertions[0].actual);
+  }
+  EXPECT_NEAR(errors[0] / errors[1], 4.0,
+              0.05);  // second order: half the spacing, a quarter the error
 }
 
 }  // namespace

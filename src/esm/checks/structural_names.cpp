@@ -131,13 +131,27 @@ class NameChecker {
                           c_.dotted + "' checks '" + v + "', which is not a declared variable.");
         const json* ref = get_field(a, "reference");
         // The from_file form is a path, not an Expression.
+        // Its free variables may name the domain's dimensions (§6.6.5: sin(pi x)).
         if (ref && !(ref->is_object() && !ref->contains("op")))
-          expr(*ref, pointer_join(p, "reference"), "the reference of a test assertion");
+          expr(*ref, pointer_join(p, "reference"), "the reference of a test assertion", "undefined_variable",
+               coordinate_names(v));
       }
     }
   }
 
  private:
+  /// The spatial coordinate names of variable `var`'s cells: x, y, z, lon, lat, lev and the
+  /// index sets it is shaped over.
+  std::set<std::string> coordinate_names(const std::string& var) const {
+    std::set<std::string> out{"x", "y", "z", "lon", "lat", "lev"};
+    const json* vars = c_.field("variables");
+    const json* v = vars ? get_field(*vars, var.c_str()) : nullptr;
+    if (const json* shape = v ? get_field(*v, "shape") : nullptr; shape && shape->is_array())
+      for (const auto& a : *shape)
+        if (a.is_string()) out.insert(a.get<std::string>());
+    return out;
+  }
+
   static std::string describe_event(const json& ev, const char* kind, std::size_t i) {
     const std::string name = get_str(ev, "name");
     return name.empty() ? std::string(kind) + " event " + std::to_string(i)
