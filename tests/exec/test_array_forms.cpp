@@ -261,6 +261,15 @@ TEST(ArrayForms, AContractedIndexWithoutARangeTakesItFromTheOperandsShape) {
     for (int j = 2; j <= 3; ++j) sum += -1 * A.at(cell("M.A", {i, j})) * u[j - 1];
     EXPECT_EQ(du.at(cell("M.u", {i})), sum) << "row " << i;
   }
+  // v shorter than A's rows: the operands disagree on j's extent.
+  std::string short_v = text;
+  short_v.replace(short_v.find(R"("x": {"kind": "interval", "size": 3})"), 0,
+                  R"("y": {"kind": "interval", "size": 2}, )");
+  short_v.replace(short_v.find(at("u", "\"j\"")), at("u", "\"j\"").size(), at("v", "\"j\""));
+  short_v.replace(short_v.find(R"("A": {)"), 0,
+                  R"("v": {"type": "parameter", "units": "1", "default": 1.0, "shape": ["y"]}, )");
+  EXPECT_EQ(refusal(short_v), std::make_pair(std::string("array_shape_mismatch"),
+                                             std::string("/models/M/equations/0")));
 }
 
 // ---- reshape, transpose, concat (§4.3.5) ----
@@ -449,6 +458,49 @@ TEST(ArrayForms, TheSpecsMakearrayBlockAssemblyFillsEachRegion) {
   EXPECT_EQ(du.at(cell("M.u", {3, 2})), P("M.z", 1));
   EXPECT_EQ(du.at(cell("M.u", {3, 3})),
             (P("M.z", 1) * P("M.z", 1) + P("M.z", 2) * P("M.z", 2)) + P("M.z", 3) * P("M.z", 3));
+  expect_forms_agree(text);
+}
+
+TEST(ArrayForms, TwoArraysCoupledAtAnInterfaceExchangeThroughTheirEdgeCells) {
+  // a (3 cells) and b (3 cells) diffuse into each other through a[3] <-> b[1]: the interior
+  // of each by an offset aggregate, the edge cells by scalar equations reading the other array.
+  // The exchange conserves a + b: the tendencies sum to zero at any state.
+  const std::string text = array_doc(
+      R"({"x": {"kind": "interval", "size": 3}, "y": {"kind": "interval", "size": 3}})",
+      R"({"a": {"type": "unknown", "units": "1", "default": 1.0, "shape": ["x"]},
+          "b": {"type": "unknown", "units": "1", "default": 0.0, "shape": ["y"]}})",
+      R"([{"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 2]}, "expr": )" +
+          d_cell("a", "\"i\"") +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [1, 2]},
+              "expr": {"op": "-", "args": [)" +
+          at("a", R"({"op": "+", "args": ["i", 1]})") + ", " + at("a", "\"i\"") +
+          R"(]}}},
+          {"lhs": )" +
+          d_cell("a", "3") + R"(, "rhs": {"op": "-", "args": [)" + at("b", "1") + ", " +
+          at("a", "3") + R"(]}},
+          {"lhs": )" +
+          d_cell("b", "1") + R"(, "rhs": {"op": "-", "args": [)" + at("a", "3") + ", " +
+          at("b", "1") + R"(]}},
+          {"lhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [2, 3]}, "expr": )" +
+          d_cell("b", "\"i\"") +
+          R"(}, "rhs": {"op": "aggregate", "output_idx": ["i"], "args": [], "ranges": {"i": [2, 3]},
+              "expr": {"op": "-", "args": [)" +
+          at("b", R"({"op": "-", "args": ["i", 1]})") + ", " + at("b", "\"i\"") + "]}}}]");
+  EXPECT_TRUE(findings(text).empty());
+  Flat f(text);
+  const std::vector<double> a = {2.0, 0.5, 1.25}, b = {-0.75, 3.0, 0.125};
+  std::map<std::string, double> by_name;
+  for (int k = 1; k <= 3; ++k) {
+    by_name[cell("M.a", {k})] = a[k - 1];
+    by_name[cell("M.b", {k})] = b[k - 1];
+  }
+  const auto du = f.rhs(by_name);
+  EXPECT_EQ(du.at(cell("M.a", {1})), a[1] - a[0]);
+  EXPECT_EQ(du.at(cell("M.a", {2})), a[2] - a[1]);
+  EXPECT_EQ(du.at(cell("M.a", {3})), b[0] - a[2]);
+  EXPECT_EQ(du.at(cell("M.b", {1})), a[2] - b[0]);
+  EXPECT_EQ(du.at(cell("M.b", {2})), b[0] - b[1]);
+  EXPECT_EQ(du.at(cell("M.b", {3})), b[1] - b[2]);
   expect_forms_agree(text);
 }
 

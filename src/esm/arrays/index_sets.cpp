@@ -174,17 +174,29 @@ std::vector<std::int64_t> Expander::ragged_members(const Range& r, expr::StrId s
 }
 
 Range Expander::inferred_range(NodeId body, expr::StrId sym) {
+  // Every array the index positions: they must agree on its extent (spec §4.3.1, "inferred
+  // from the operand shapes"); A[i, j] v[j] with v shorter than A's rows is a shape error.
   std::optional<Range> found;
+  std::string found_in;
   walk(pool_, body, [&](NodeId id) {
     const expr::Node& n = pool_.node(id);
-    if (found) return false;
-    if (n.op == Op::Index) {
-      const auto args = pool_.args(id);
-      if (const ArrayShape* a = array_of(args[0]))
-        for (std::size_t i = 1; i < args.size() && i - 1 < a->extents.size() && !found; ++i)
-          if (pool_.node(args[i]).op == Op::Symbol && pool_.node(args[i]).name == sym)
-            found = Range{1, 1, a->extents[i - 1], a->axes[i - 1]};
-    }
+    if (n.op != Op::Index) return true;
+    const auto args = pool_.args(id);
+    if (const ArrayShape* a = array_of(args[0]))
+      for (std::size_t i = 1; i < args.size() && i - 1 < a->extents.size(); ++i) {
+        if (pool_.node(args[i]).op != Op::Symbol || pool_.node(args[i]).name != sym) continue;
+        ready(*a);
+        const Range here{1, 1, a->extents[i - 1], a->axes[i - 1]};
+        if (found && found->stop != here.stop)
+          fail("array_shape_mismatch", "contracted index '" + std::string(pool_.str(sym)).substr(1) + "' runs over '" +
+                                           found->from + "' (" + std::to_string(found->stop) + ") in '" + found_in +
+                                           "' but over '" + here.from + "' (" + std::to_string(here.stop) + ") in '" +
+                                           name_of(args[0]) + "'; give it a range or make the operands agree");
+        if (!found) {
+          found = here;
+          found_in = name_of(args[0]);
+        }
+      }
     return true;
   });
   if (found) return *found;
