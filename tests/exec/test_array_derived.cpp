@@ -20,15 +20,7 @@ namespace {
 
 using Flat = esi::testing::FlatDoc;
 using esi::testing::array_doc;
-
-std::pair<std::string, std::string> refusal(const std::string& text, const esi::esm::FlattenOptions& fo = {}) {
-  try {
-    Flat f(text, fo);
-  } catch (const esi::Error& e) {
-    return {e.code(), e.diagnostic().pointer};
-  }
-  return {"ok", ""};
-}
+using esi::testing::flatten_refusal;
 
 // ---- edges of a 2x2 quad mesh ----
 //
@@ -265,7 +257,7 @@ TEST(DerivedIndexSet, AnUnshapedProducerOutputIsAnArrayOverItsSet) {
           {"lhs": "count", "rhs": {"op": "aggregate", "args": [], "output_idx": [], "ranges": {"c": {"from": "cells"}},
                    "expr": {"op": "index", "args": ["cell", "c"]}}}])");
   // `number` is over `cells` but names the producer `cell_numbers`, which no set names.
-  EXPECT_EQ(refusal(text).first, "unsupported_array_feature");
+  EXPECT_EQ(flatten_refusal(text).first, "unsupported_array_feature");
   std::string named = text;
   const std::string sets = R"("cells": {"kind": "derived", "from_faq": "cell_set"})";
   named.replace(named.find(sets), sets.size(),
@@ -376,17 +368,17 @@ TEST(RaggedIndexSet, TheEdgesOfTwoTrianglesFromTheirVertexLists) {
 }
 
 TEST(RaggedIndexSetHostile, MissingOrBadFactorsAreLocatedErrors) {
-  auto [code, pointer] = refusal(ragged_mesh("[3, 4]", ""), edge_lengths());  // no "of"
+  auto [code, pointer] = flatten_refusal(ragged_mesh("[3, 4]", ""), edge_lengths());  // no "of"
   EXPECT_EQ(code, "invalid_range");
   EXPECT_EQ(pointer, "/models/M/equations/3");
-  std::tie(code, pointer) = refusal(ragged_mesh("[3, 4]", R"(, "of": ["i"])", "nowhere"), edge_lengths());
+  std::tie(code, pointer) = flatten_refusal(ragged_mesh("[3, 4]", R"(, "of": ["i"])", "nowhere"), edge_lengths());
   EXPECT_EQ(code, "undefined_variable");
   EXPECT_EQ(pointer, "/index_sets/edges_of_cell/offsets");
   // 5 edges for cell 2, but edges_on_cell stores 4 per cell.
-  std::tie(code, pointer) = refusal(ragged_mesh("[3, 5]"), edge_lengths());
+  std::tie(code, pointer) = flatten_refusal(ragged_mesh("[3, 5]"), edge_lengths());
   EXPECT_EQ(code, "invalid_ragged_set");
   EXPECT_EQ(pointer, "/models/M/equations/3");
-  std::tie(code, pointer) = refusal(ragged_mesh("[3, 2.5]"), edge_lengths());
+  std::tie(code, pointer) = flatten_refusal(ragged_mesh("[3, 2.5]"), edge_lengths());
   EXPECT_EQ(code, "invalid_ragged_set");
 }
 
@@ -506,7 +498,7 @@ TEST(SkolemJoin, BinKeysPruneTheNearestGeneratorCandidates) {
 
 TEST(SkolemJoinHostile, WithoutTheCoordinatesTheKeysCannotBeMinted) {
   // No inputs: px has no value when the model is built, so no bin key can be minted.
-  const auto [code, pointer] = refusal(nearest_binned());
+  const auto [code, pointer] = flatten_refusal(nearest_binned());
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/1");  // point_bin's skolem
   try {
@@ -523,7 +515,7 @@ TEST(DerivedIndexSetHostile, AFromFaqNamingNoNodeIsALocatedError) {
   std::string text = quad_mesh();
   const std::string from = R"("from_faq": "edge_set")";
   text.replace(text.find(from), from.size(), R"("from_faq": "no_such_node")");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "derived_index_set_unknown_producer");
   EXPECT_EQ(pointer, "/index_sets/edges/from_faq");
 }
@@ -531,7 +523,7 @@ TEST(DerivedIndexSetHostile, AFromFaqNamingNoNodeIsALocatedError) {
 TEST(DerivedIndexSetHostile, ConnectivityWithoutValuesIsALocatedRefusalNotAnEmptySet) {
   // `lo` is a parameter without a value: the edges cannot be computed when the model is built.
   // The document is not wrong (the data may come later), esi cannot build it: unsupported.
-  const auto [code, pointer] = refusal(quad_mesh(R"({"type": "parameter", "shape": ["faces", "local_edges"]})", ""));
+  const auto [code, pointer] = flatten_refusal(quad_mesh(R"({"type": "parameter", "shape": ["faces", "local_edges"]})", ""));
   EXPECT_EQ(code, "unsupported_array_feature");
   // The first set materialized (index sets in name order) is edge_face: its producer's
   // equation, index 4 without lo's.
@@ -542,7 +534,7 @@ TEST(DerivedIndexSetHostile, AKeyReadingAStateIsALocatedError) {
   // lo is a state: its values change while the model runs.
   std::string text = quad_mesh(R"({"type": "unknown", "shape": ["faces", "local_edges"], "default": 1.0})",
                                R"({"lhs": {"op": "D", "args": ["lo"], "wrt": "t"}, "rhs": 0.0},)");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "derived_index_set_not_static");
   EXPECT_EQ(pointer, "/models/M/equations/5");  // edge_face's producer, after D(lo)
 }
@@ -560,7 +552,7 @@ TEST(DerivedIndexSetHostile, TwoSetsDerivedFromEachOtherAreACycle) {
           {"lhs": {"op": "index", "args": ["xb", "n"]},
            "rhs": {"op": "aggregate", "id": "pb", "args": [], "semiring": "bool_and_or", "distinct": true,
                    "output_idx": ["n"], "ranges": {"k": {"from": "a"}}, "key": "k", "expr": {"op": "true", "args": []}}}])");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "derived_index_set_cycle");
   EXPECT_EQ(pointer, "/index_sets/a/from_faq");
 }
@@ -572,7 +564,7 @@ TEST(DerivedIndexSetHostile, ASkolemOfValuesKnownOnlyWhileRunningIsRefused) {
   text.replace(text.find(decl), decl.size(), R"("x": {"type": "parameter", "shape": ["src"]})");
   const std::string eq = R"({"lhs": "x", "rhs": {"op": "const", "args": [], "value": [0.5, 1.5, 2.5]}},)";
   text.replace(text.find(eq), eq.size(), "");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/4");  // the candidate set's equation
 }

@@ -23,6 +23,7 @@ namespace {
 
 using Flat = esi::testing::FlatDoc;
 using esi::testing::array_doc;
+using esi::testing::flatten_refusal;
 
 std::string cell(const std::string& a, std::vector<std::int64_t> c) {
   return esi::esm::cell_name(a, c);
@@ -36,16 +37,6 @@ std::string d_cell(const std::string& var, const std::string& index) {
 }
 std::string at(const std::string& var, const std::string& index) {
   return R"({"op": "index", "args": [")" + var + "\", " + index + "]}";
-}
-
-/// (code, pointer) of the refusal of `text` by load + flatten, or ("ok", "").
-std::pair<std::string, std::string> refusal(const std::string& text) {
-  try {
-    Flat f(text);
-  } catch (const esi::Error& e) {
-    return {e.code(), e.diagnostic().pointer};
-  }
-  return {"ok", ""};
 }
 
 /// The findings of esi validate (schema, structure, units) on `text`.
@@ -119,10 +110,10 @@ TEST(ArrayForms, AVariableWithoutAShapeTakesItsExtentFromTheCellsItsEquationsDef
 }
 
 TEST(ArrayForms, AnImplicitArrayCellDefinedTwiceOrLeftOutIsALocatedError) {
-  EXPECT_EQ(refusal(implicit_cells({1, 2, 2})),
+  EXPECT_EQ(flatten_refusal(implicit_cells({1, 2, 2})),
             std::make_pair(std::string("array_cell_defined_twice"),
                            std::string("/models/M/equations/2")));
-  EXPECT_EQ(refusal(implicit_cells({1, 3})).first,
+  EXPECT_EQ(flatten_refusal(implicit_cells({1, 3})).first,
             "array_region_uncovered");  // u[2] has no equation
 }
 
@@ -168,7 +159,7 @@ TEST(ArrayForms, BoundaryCellsByScalarEquationsAndTheInteriorByAnOffsetAggregate
   for (std::size_t at_ = overlap.find("[1, 3]"); at_ != std::string::npos;
        at_ = overlap.find("[1, 3]"))
     overlap.replace(at_, 6, "[1, 4]");
-  const auto [code, pointer] = refusal(overlap);
+  const auto [code, pointer] = flatten_refusal(overlap);
   EXPECT_EQ(code, "array_cell_defined_twice");
   EXPECT_EQ(pointer, "/models/M/equations/2");
 }
@@ -228,7 +219,7 @@ TEST(ArrayForms, AnObservedArrayDefinedInPiecesCoversEachCellOnce) {
   EXPECT_EQ(env.at(cell("M.w", {2})), 2 * u[1]);
   EXPECT_EQ(env.at(cell("M.w", {3})), 2 * u[2]);
   expect_forms_agree(text);
-  EXPECT_EQ(refusal(doc("[1, 3]")), std::make_pair(std::string("array_cell_defined_twice"),
+  EXPECT_EQ(flatten_refusal(doc("[1, 3]")), std::make_pair(std::string("array_cell_defined_twice"),
                                                    std::string("/models/M/equations/2")));
 }
 
@@ -268,7 +259,7 @@ TEST(ArrayForms, AContractedIndexWithoutARangeTakesItFromTheOperandsShape) {
   short_v.replace(short_v.find(at("u", "\"j\"")), at("u", "\"j\"").size(), at("v", "\"j\""));
   short_v.replace(short_v.find(R"("A": {)"), 0,
                   R"("v": {"type": "parameter", "units": "1", "default": 1.0, "shape": ["y"]}, )");
-  EXPECT_EQ(refusal(short_v), std::make_pair(std::string("array_shape_mismatch"),
+  EXPECT_EQ(flatten_refusal(short_v), std::make_pair(std::string("array_shape_mismatch"),
                                              std::string("/models/M/equations/0")));
 }
 
@@ -328,9 +319,9 @@ TEST(ArrayForms, TransposeReadsTheOperandWithItsAxesPermuted) {
     expect_forms_agree(text);
   }
   // perm [0, 1] keeps B's (3, 2) shape, which u (2, 3) cannot take.
-  EXPECT_EQ(refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [0, 1]})")).first,
+  EXPECT_EQ(flatten_refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [0, 1]})")).first,
             "array_shape_mismatch");
-  EXPECT_EQ(refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [1, 1]})")).first,
+  EXPECT_EQ(flatten_refusal(shaped(R"({"op": "transpose", "args": ["B"], "perm": [1, 1]})")).first,
             "invalid_transpose");
 }
 
@@ -353,7 +344,7 @@ TEST(ArrayForms, ReshapeIsColumnMajorAndAnonymousOperandsBroadcastPositionally) 
       EXPECT_EQ(dv.at(cell("M.u", {i, j})), po.at(cell("M.p", {i})) + po.at(cell("M.q", {j})))
           << i << "," << j;
   expect_forms_agree(outer);
-  EXPECT_EQ(refusal(shaped(R"({"op": "reshape", "args": ["a"], "shape": [4, 2]})")).first,
+  EXPECT_EQ(flatten_refusal(shaped(R"({"op": "reshape", "args": ["a"], "shape": [4, 2]})")).first,
             "array_shape_mismatch");
 }
 
@@ -367,7 +358,7 @@ TEST(ArrayForms, ConcatJoinsItsOperandsAlongTheAxis) {
   for (int j = 1; j <= 3; ++j) EXPECT_EQ(du.at(cell("M.u", {j + 2})), p.at(cell("M.q", {j})));
   expect_forms_agree(text);
   // Off the concat axis the operands must agree: (2,) and (3, 2) do not.
-  EXPECT_EQ(refusal(shaped(R"({"op": "concat", "args": ["p", "B"], "axis": 0})", R"(["w"])")).first,
+  EXPECT_EQ(flatten_refusal(shaped(R"({"op": "concat", "args": ["p", "B"], "axis": 0})", R"(["w"])")).first,
             "array_shape_mismatch");
 }
 

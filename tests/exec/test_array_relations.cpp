@@ -20,16 +20,7 @@ namespace {
 
 using Flat = esi::testing::FlatDoc;
 using esi::testing::array_doc;
-
-/// The error code and JSON pointer flattening `text` stops with ("ok" when it does not).
-std::pair<std::string, std::string> refusal(const std::string& text) {
-  try {
-    Flat f(text);
-  } catch (const esi::Error& e) {
-    return {e.code(), e.diagnostic().pointer};
-  }
-  return {"ok", ""};
-}
+using esi::testing::flatten_refusal;
 
 const std::string kTwoCategories =
     R"({"a": {"kind": "categorical", "members": ["x", "x", "y"]},
@@ -296,15 +287,15 @@ TEST(PolygonIntersectionArea, SphericalFanCellsSharingEdgesByGirard) {
 }
 
 TEST(PolygonIntersectionAreaHostile, DegenerateRingsAndOtherManifoldsAreLocatedErrors) {
-  auto [code, pointer] = refusal(overlap_doc("[[0,0],[1,1],[1,1],[0,0]]", "[[1,1],[3,1],[3,3],[1,3]]"));
+  auto [code, pointer] = flatten_refusal(overlap_doc("[[0,0],[1,1],[1,1],[0,0]]", "[[1,1],[3,1],[3,3],[1,3]]"));
   EXPECT_EQ(code, "invalid_polygon");
   EXPECT_EQ(pointer, "/models/M/equations/2");
   std::tie(code, pointer) =
-      refusal(overlap_doc("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]", "geodesic"));
+      flatten_refusal(overlap_doc("[[0,0],[2,0],[2,2],[0,2]]", "[[1,1],[3,1],[3,3],[1,3]]", "geodesic"));
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/2");
   // A band all the way round the equator has no inside that fits in a hemisphere.
-  std::tie(code, pointer) = refusal(overlap_doc(
+  std::tie(code, pointer) = flatten_refusal(overlap_doc(
       kOctant, "[[0,-10],[120,-10],[240,-10],[240,10],[120,10],[0,10]]", "spherical"));
   EXPECT_EQ(code, "unsupported_array_feature");
   EXPECT_EQ(pointer, "/models/M/equations/2");
@@ -321,7 +312,7 @@ TEST(ArrayJoinHostile, AKeyNamingAnIndexSetNoIndexDrawsFromIsALocatedError) {
           {"lhs": "y", "rhs": {"op": "aggregate", "args": [], "output_idx": [],
             "ranges": {"i": {"from": "a"}, "j": {"from": "b"}},
             "join": [{"on": [["i", "c"]]}], "expr": 1}}])");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "invalid_join");
   EXPECT_EQ(pointer, "/models/M/equations/1");
 }
@@ -331,13 +322,13 @@ TEST(ArrayJoinHostile, AnArrayKeyOverAnIndexSetNoIndexDrawsFromIsALocatedError) 
   std::string text = kNearest;
   const std::string from = R"("p": {"from": "points"})";
   text.replace(text.find(from), from.size(), R"("p": [1, 4])");
-  const auto [code, pointer] = refusal(text);
+  const auto [code, pointer] = flatten_refusal(text);
   EXPECT_EQ(code, "invalid_join");
   EXPECT_EQ(pointer, "/models/M/equations/5");
 }
 
 TEST(ArrayJoinHostile, AKeyNamingNothingIsAnUndefinedVariable) {
-  const auto [code, pointer] = refusal(scalar_join(R"([["i", "nowhere"]])"));
+  const auto [code, pointer] = flatten_refusal(scalar_join(R"([["i", "nowhere"]])"));
   EXPECT_EQ(code, "undefined_variable");
   EXPECT_EQ(pointer.rfind("/models/M/equations/1", 0), 0u) << pointer;
 }
@@ -349,10 +340,10 @@ TEST(ArrayArgminHostile, AnEmptyCandidateSetAndAMissingArgAreLocatedErrors) {
                     R"([{"lhs": {"op": "D", "args": ["s"], "wrt": "t"}, "rhs": 0.0},
                         {"lhs": "lo", "rhs": {"op": "argmin", "args": [], )" + argmin_fields + R"(}}])");
   };
-  auto [code, pointer] = refusal(text(R"("arg": "g", "ranges": {"g": [3, 2]}, "expr": "g")"));
+  auto [code, pointer] = flatten_refusal(text(R"("arg": "g", "ranges": {"g": [3, 2]}, "expr": "g")"));
   EXPECT_EQ(code, "argmin_empty_candidates");
   EXPECT_EQ(pointer, "/models/M/equations/1");
-  std::tie(code, pointer) = refusal(text(R"("arg": "h", "ranges": {"g": [1, 4]}, "expr": "g")"));
+  std::tie(code, pointer) = flatten_refusal(text(R"("arg": "h", "ranges": {"g": [1, 4]}, "expr": "g")"));
   EXPECT_EQ(code, "invalid_aggregate");
   EXPECT_EQ(pointer, "/models/M/equations/1");
 }

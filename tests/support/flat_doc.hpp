@@ -5,8 +5,10 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "esi/core/error.hpp"
 #include "esi/esm/flatten.hpp"
 #include "esi/kernel/oracle.hpp"
 #include "support/temp_dir.hpp"
@@ -57,5 +59,16 @@ struct FlatDoc {
     return kernel::oracle_env(sys, u.data(), p.data(), 0.0);
   }
 };
+
+/// The error code and JSON pointer loading and flattening `text` stops with; ("ok", "") when
+/// it does not.
+inline std::pair<std::string, std::string> flatten_refusal(const std::string& text, const esm::FlattenOptions& fo = {}) {
+  try {
+    FlatDoc f(text, fo);
+  } catch (const Error& e) {
+    return {e.code(), e.diagnostic().pointer};
+  }
+  return {"ok", ""};
+}
 
 }  // namespace esi::testing
