@@ -99,11 +99,14 @@ nlohmann::json run_report(const SimulateArgs& s, const exec::Trajectory& traj, d
 }
 
 void print_summary(const nlohmann::json& r) {
+  // method_label's "auto" after a run: no state, so no method ran (a component of observeds).
+  const bool integrated = r["method"].get<std::string>() != "auto";
   std::fprintf(stderr,
                "esi simulate: %s%s, %ld steps (%ld rejected), %ld RHS, %ld Jacobians, %ld LU, "
                "%zu rows, %.3g s\n",
-               r["method"].get<std::string>().c_str(),
-               r["method_chosen_automatically"].get<bool>()
+               integrated ? r["method"].get<std::string>().c_str() : "no state to integrate (observed values only)",
+               !integrated ? ""
+               : r["method_chosen_automatically"].get<bool>()
                    ? (r.contains("method_switches") && !r["method_switches"].empty() ? " (auto: first choice; it switched)"
                                                                                        : " (chosen by the stiffness test)")
                    : "",
