@@ -164,7 +164,7 @@ void infer_extents(FlattenState& st) {
       if (auto i = st.initial_eqs.find(name); i != st.initial_eqs.end()) from_rhs(i->second.rhs);
       if (extent < 0) {
         const Declared& decl = st.declared.at(name);
-        if (shape.axes[d] == name.substr(name.rfind('.') + 1) + "_dim" + std::to_string(d + 1))
+        if (shape.axes[d] == implicit_axis_name(name, d))
           throw Error("undefined_index_set", decl.var.file, decl.var.pointer,
                       "'" + name + "' is declared without a shape and no equation that defines it gives "
                       "the extent of its axis " + std::to_string(d + 1) +

@@ -119,14 +119,14 @@ NodeId Expander::coordinate(std::string_view name, const Frame& f) {
   if (axis >= cells.axes.size() || axis >= f.pos.size()) return expr::kNoNode;
   const Ix at = f.pos[axis];
   const std::int64_t n = cells.extents[axis];
-  const json registry = st_.doc.doc.value("coordinates", json::object());
-  if (registry.is_object() && registry.contains(std::string(name))) {
-    const json values = registry[std::string(name)].value("values", json());
-    if (values.is_array() && static_cast<std::int64_t>(values.size()) == n) {
-      if (relative_ && at.axis >= 0) throw NotRelative{"a coordinate read from the coordinates registry"};
-      return const_cell(values, {at}, "coordinate");
-    }
-  }
+  // The registry is read in place: this runs once per cell.
+  if (const auto registry = st_.doc.doc.find("coordinates"); registry != st_.doc.doc.end() && registry->is_object())
+    if (const auto entry = registry->find(std::string(name)); entry != registry->end() && entry->is_object())
+      if (const auto values = entry->find("values");
+          values != entry->end() && values->is_array() && static_cast<std::int64_t>(values->size()) == n) {
+        if (relative_ && at.axis >= 0) throw NotRelative{"a coordinate read from the coordinates registry"};
+        return const_cell(*values, {at}, "coordinate");
+      }
   if (n <= 1) return pool_.number(0.0);
   const NodeId denominator = pool_.number(static_cast<double>(n - 1));
   if (at.axis < 0) return pool_.number(static_cast<double>(at.v - 1) / static_cast<double>(n - 1));

@@ -342,6 +342,8 @@ class Expander {
   /// ranges, or the broadcast of an elementwise expression's operands (Julia's convention:
   /// left-aligned, trailing axes padded with 1). Empty for a scalar.
   std::vector<std::int64_t> extents_of(NodeId e);
+  std::vector<std::int64_t> extents_uncached(NodeId e);
+  std::unordered_map<NodeId, std::vector<std::int64_t>> extents_cache_;
   /// The positions an anonymous result of `extents` is read at in frame `f`: its axes align
   /// with the frame's positionally, an axis of extent 1 is read at 1 (it broadcasts).
   std::vector<Ix> positional(const Frame& f, const std::vector<std::int64_t>& extents, const char* what);

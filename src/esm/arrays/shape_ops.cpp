@@ -30,6 +30,15 @@ std::vector<std::int64_t> literal_extents(const json& v) {
 }  // namespace
 
 std::vector<std::int64_t> Expander::extents_of(NodeId e) {
+  // A node's shape is the same at every cell: computed once (the shape operators ask per cell).
+  if (const auto known = extents_cache_.find(e); known != extents_cache_.end())
+    return known->second;
+  std::vector<std::int64_t> shape = extents_uncached(e);
+  extents_cache_.emplace(e, shape);
+  return shape;
+}
+
+std::vector<std::int64_t> Expander::extents_uncached(NodeId e) {
   const expr::Node n = pool_.node(e);
   const std::vector<NodeId> args = args_of(e);
   switch (n.op) {

@@ -162,9 +162,8 @@ std::set<std::string> coordinate_names(const FlattenState& st, const Component& 
 /// axes named after it (u_dim1, ...), extents inferred from those equations (infer_extents).
 void declare_implicit_array(FlattenState& st, const std::string& name, std::size_t rank) {
   ArrayShape shape;
-  const std::string local = name.substr(name.rfind('.') + 1);
   for (std::size_t a = 0; a < rank; ++a) {
-    shape.axes.push_back(local + "_dim" + std::to_string(a + 1));
+    shape.axes.push_back(implicit_axis_name(name, a));
     shape.extents.push_back(-1);
   }
   st.declared[name].var.shape = shape.axes;
@@ -245,7 +244,7 @@ void declare_array_from_aggregate(FlattenState& st, const std::string& x, expr::
     const json r = ranges.value(sym, json());
     // An offset index (i + 1) names no axis: the array's own, extent inferred.
     shape.axes.push_back(r.is_object() && r.contains("from") && r["from"].is_string() ? r["from"].get<std::string>()
-                         : sym.empty() ? x.substr(x.rfind('.') + 1) + "_dim" + std::to_string(a)
+                         : sym.empty() ? implicit_axis_name(x, a - 1)
                                        : sym);
     auto size = st.doc.index_set_sizes.find(shape.axes.back());
     shape.extents.push_back(size == st.doc.index_set_sizes.end() ? -1 : size->second);

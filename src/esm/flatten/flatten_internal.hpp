@@ -59,6 +59,13 @@ struct ArrayShape {
   std::vector<std::int64_t> extents;  ///< their sizes
 };
 
+/// The name of axis `axis` (0-based) of an array declared without a shape whose equations give
+/// it no index-set name (index(D(u), 3), an offset index i + 1): "u_dim1", ... after the
+/// array's local name. Its extent is inferred from the equations (infer_extents).
+inline std::string implicit_axis_name(const std::string& array, std::size_t axis) {
+  return array.substr(array.rfind('.') + 1) + "_dim" + std::to_string(axis + 1);
+}
+
 /// A derived index set (spec §2.1 `index_sets`, kind "derived"; RFC semiring-faq §5.5),
 /// materialized when the arrays become cells from the node its `from_faq` names.
 struct DerivedSet {
